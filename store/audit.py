@@ -1,0 +1,122 @@
+"""Appending to ``audit/audit.jsonl``: engram's lines in a format memoryd's own verifier accepts.
+
+Each engram line carries ``seq, ts, actor, event_type, scope_hash, target_id, details, prev_hash,
+this_hash``. ``prev_hash`` follows memoryd's rule (sha256 of the previous line minus its prev_hash), so
+memoryd keeps verifying and appending; ``this_hash`` additionally covers the whole history. Appends take
+``flock`` on the file (memoryd locks the same way), read only the tail, and fsync.
+
+Verification, checkpoints and tail repair come with the audit work (issue 3); this module is the writer
+the one write path already goes through.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from store.atomic import ensure_dir
+from store.errors import StoreError
+
+GENESIS = "0" * 64
+_TAIL_CHUNK = 64 * 1024
+
+
+class TornTail(StoreError):
+    """The log's last line has no newline (a crashed writer): appending would glue onto it."""
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def memoryd_link(prev_line: dict[str, Any]) -> str:
+    """memoryd's ``prev_hash`` for the line after ``prev_line``."""
+    body = {k: v for k, v in prev_line.items() if k != "prev_hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def this_hash(line: dict[str, Any]) -> str:
+    """engram's cumulative hash: covers ``prev_hash`` and every other field of the line."""
+    body = {k: v for k, v in line.items() if k != "this_hash"}
+    return "sha256:" + hashlib.sha256((line["prev_hash"] + canonical_json(body)).encode("utf-8")).hexdigest()
+
+
+def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | None, target_id: str | None,
+                 details: dict[str, Any], ts: datetime | None = None) -> dict[str, Any]:
+    """Append one event line under an exclusive lock; returns the line written."""
+    ensure_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    with os.fdopen(fd, "r+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            last, seq_of_last = _tail(fh, path)
+            line: dict[str, Any] = {
+                "seq": seq_of_last + 1,
+                "ts": (ts or datetime.now(timezone.utc)).isoformat(),
+                "actor": actor,
+                "event_type": event_type,
+                "scope_hash": scope_hash,
+                "target_id": target_id,
+                "details": canonical_json(details),
+                "prev_hash": memoryd_link(last) if last is not None else GENESIS,
+            }
+            line["this_hash"] = this_hash(line)
+            fh.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return line
+
+
+def last_event(path: Path) -> dict[str, Any] | None:
+    """The log's last line (None for an empty or missing log), read from the end."""
+    try:
+        with path.open("rb") as fh:
+            return _tail(fh, path)[0]
+    except FileNotFoundError:
+        return None
+
+
+def _tail(fh, path: Path) -> tuple[dict[str, Any] | None, int]:
+    """The last line's object and its 1-based position, reading back only as far as a line with ``seq``."""
+    size = fh.seek(0, os.SEEK_END)
+    if size == 0:
+        return None, 0
+    fh.seek(size - 1)
+    if fh.read(1) != b"\n":
+        raise TornTail(f"{path}: the last line is incomplete (a crashed writer); run `engram audit repair`")
+    buf = b""
+    pos = size
+    lines: list[bytes] = []  # complete lines read so far, in file order
+    checked = 0  # how many of them, from the end, are known to carry no seq
+    while pos > 0:
+        step = min(_TAIL_CHUNK, pos)
+        pos -= step
+        fh.seek(pos)
+        parts = (fh.read(step) + buf).split(b"\n")
+        buf = parts[0]  # possibly partial: completed by the next chunk back
+        lines = [p for p in parts[1:] if p] + lines
+        while checked < len(lines):
+            obj = _parse(lines[-1 - checked], path)
+            if isinstance(obj.get("seq"), int):
+                return _parse(lines[-1], path), obj["seq"] + checked
+            checked += 1
+    if buf:
+        lines.insert(0, buf)
+    return _parse(lines[-1], path), len(lines)
+
+
+def _parse(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
+        obj = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise StoreError(f"{path}: a line near the end is not JSON; run `engram audit verify`") from None
+    if not isinstance(obj, dict):
+        raise StoreError(f"{path}: a line near the end is not a JSON object")
+    return obj

@@ -1,0 +1,168 @@
+"""``engram check``: drift between the Markdown files (the truth) and index.db, with counts and examples.
+
+Reading is all it does. Each finding says whether ``engram repair`` can fix it without losing anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
+from store.frontmatter import MemoryDoc, index_datetime, parse
+from store.index import AuditOutbox, Memory, Promotion
+from store.promotions import promoted_slug
+from store.scan import FileEntry, walk
+from store.service import Store
+
+EXAMPLES = 5
+
+# kind -> (what it means, can repair fix it)
+KINDS: dict[str, tuple[str, bool]] = {
+    "bad_file": ("memory file that cannot be parsed", False),
+    "locked_file": ("encrypted file not checked: its scope's key is not available", False),
+    "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
+    "file_without_row": ("memory file with no index row", True),
+    "enc_without_row": ("encrypted memory file with no index row", True),
+    "row_without_file": ("index row whose file is missing", True),
+    "unsafe_body_path": ("index row whose body_path escapes the data root", True),
+    "stale_row": ("index row that disagrees with its file", True),
+    "decay_index_only": ("decay state in the index but not in the frontmatter", True),
+    "approved_without_memory": ("approved promotion whose memory file was never written", True),
+    "pending_already_written": ("pending promotion whose memory file exists (interrupted approval)", True),
+    "orphaned_promotion": ("promotion whose source session has no index row", False),
+    "temp_file": ("temp file left by an interrupted write", True),
+    "audit_pending": ("audit event committed but not yet appended to the log", True),
+}
+
+
+@dataclass
+class Finding:
+    kind: str
+    path: str | None
+    detail: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fixable(self) -> bool:
+        return KINDS[self.kind][1]
+
+
+@dataclass
+class Report:
+    """All findings, plus what was looked at (so "nothing found" can be told from "nothing read")."""
+
+    files: int = 0
+    rows: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    docs: dict[str, MemoryDoc] = field(default_factory=dict, repr=False)  # relpath -> parsed file
+
+    def add(self, kind: str, path: str | None, detail: str, **data: Any) -> None:
+        self.findings.append(Finding(kind, path, detail, data))
+
+    def of(self, kind: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+    @property
+    def drift(self) -> bool:
+        """True when anything other than locked files was found."""
+        return any(f.kind != "locked_file" for f in self.findings)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.kind] = out.get(f.kind, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files, "rows": self.rows, "drift": self.drift, "counts": self.counts(),
+            "findings": {
+                kind: {"meaning": KINDS[kind][0], "fixable": KINDS[kind][1], "count": len(items),
+                       "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]]}
+                for kind in KINDS if (items := self.of(kind))
+            },
+        }
+
+
+def check(store: Store, progress: Callable[[int, int], None] | None = None) -> Report:
+    """Compare every file with the index; ``progress(done, total)`` is called as files are read."""
+    report = Report()
+    rows = {m.slug: m for m in Memory.select()}
+    by_path = {m.body_path: m for m in rows.values()}
+    report.rows = len(rows)
+    entries = list(walk(store.layout))
+    files = [e for e in entries if isinstance(e, FileEntry)]
+    report.files = len(files)
+    for temp in (e for e in entries if isinstance(e, str)):
+        report.add("temp_file", temp, "left by an interrupted write")
+    present = set()
+    for done, entry in enumerate(files, 1):
+        present.add(entry.relpath)
+        _check_file(store, entry, by_path.get(entry.relpath), rows, report)
+        if progress is not None:
+            progress(done, len(files))
+    for row in rows.values():
+        try:
+            store.safe_relpath(row.body_path)
+        except UnsafePath as exc:
+            report.add("unsafe_body_path", row.body_path, str(exc), slug=row.slug)
+            continue
+        if row.body_path not in present:
+            report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
+    _check_promotions(rows, report)
+    for row in AuditOutbox.select():
+        report.add("audit_pending", None, f"event {row.op_id}", op_id=row.op_id)
+    return report
+
+
+def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory],
+                report: Report) -> None:
+    try:
+        doc = parse(store.read_bytes(entry.relpath), entry.relpath)
+    except BadMemoryFile as exc:
+        report.add("bad_file", entry.relpath, exc.reason)
+        return
+    except KeyUnavailable as exc:
+        report.add("locked_file", entry.relpath, str(exc), has_row=row is not None)
+        if row is None:
+            report.add("enc_without_row", entry.relpath, "needs the scope's key to be indexed", slug=entry.slug)
+        return
+    except DecryptionFailed as exc:
+        report.add("undecryptable_file", entry.relpath, str(exc))
+        return
+    report.docs[entry.relpath] = doc
+    fm = doc.frontmatter
+    if row is None:
+        owner = rows.get(fm.slug)
+        detail = f"slug {fm.slug} is taken by {owner.body_path}" if owner else f"slug {fm.slug}"
+        kind = "enc_without_row" if entry.encrypted else "file_without_row"
+        report.add(kind, entry.relpath, detail, slug=fm.slug, taken_by=owner.body_path if owner else None)
+        return
+    differences = [name for name, file_value, row_value in (
+        ("slug", fm.slug, row.slug), ("type", fm.type.value, row.type), ("scope_hash", fm.scope_hash, row.scope_hash),
+        ("title", fm.title, row.title), ("source", fm.source, row.source),
+        ("created_at", index_datetime(fm.created_at), row.created_at), ("ttl_days", fm.ttl_days, row.ttl_days),
+        ("fingerprint", doc.fingerprint, row.fingerprint),
+        ("scope_sensitive", int(entry.encrypted), row.scope_sensitive),
+    ) if file_value != row_value]
+    if differences:
+        report.add("stale_row", entry.relpath, "differs in " + ", ".join(differences), slug=row.slug)
+    if row.decay_state != fm.decay_state.value:
+        report.add("decay_index_only", entry.relpath,
+                   f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}", slug=row.slug)
+
+
+def _check_promotions(rows: dict[str, Memory], report: Report) -> None:
+    for promotion in Promotion.select():
+        slug = promoted_slug(promotion)
+        if promotion.source_session_slug not in rows:
+            report.add("orphaned_promotion", None, f"#{promotion.id} from {promotion.source_session_slug}",
+                       promotion_id=promotion.id)
+        if promotion.status == "approved" and slug not in rows:
+            report.add("approved_without_memory", None, f"#{promotion.id} ({promotion.proposed_title})",
+                       promotion_id=promotion.id)
+        elif promotion.status == "pending" and slug in rows:
+            report.add("pending_already_written", rows[slug].body_path, f"#{promotion.id}",
+                       promotion_id=promotion.id)

@@ -1,0 +1,125 @@
+"""memoryd's ``.md.enc`` format and the per-scope keys that open it.
+
+File = base64(nonce[12] || AES-256-GCM ciphertext || tag[16]), AAD = scope hash (UTF-8), plaintext = the
+whole memory file. Keys are derived once per scope per session and held only in this process's memory
+(memoryd re-derives for every file, ~0.1 s each). They are never written, logged or cached on disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from store.errors import DecryptionFailed, KeyUnavailable
+
+NONCE_LEN = 12
+TAG_LEN = 16
+DEFAULT_KDF_ITERS = 600_000
+PASSPHRASE_ENV = "MEMORYD_MASTER_PASSPHRASE"
+
+
+def derive_passphrase_key(passphrase: str, scope_hash: str, iterations: int = DEFAULT_KDF_ITERS) -> bytes:
+    """memoryd's passphrase mode: PBKDF2-HMAC-SHA256, salt = scope hash, 32-byte key."""
+    return hashlib.pbkdf2_hmac("sha256", passphrase.encode("utf-8"), scope_hash.encode("utf-8"), iterations, 32)
+
+
+def encrypt(plaintext: bytes, key: bytes, scope_hash: str, nonce: bytes | None = None) -> bytes:
+    """The ``.md.enc`` bytes for ``plaintext``; ``nonce`` is only fixed by known-answer tests."""
+    nonce = nonce if nonce is not None else os.urandom(NONCE_LEN)
+    sealed = AESGCM(key).encrypt(nonce, plaintext, scope_hash.encode("utf-8"))
+    return base64.b64encode(nonce + sealed)
+
+
+def decrypt(data: bytes, key: bytes, scope_hash: str, path: str = "") -> bytes:
+    """Plaintext of a ``.md.enc``; any damage, wrong key or wrong scope is one clean error, no partial output."""
+    where = f"{path}: " if path else ""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise DecryptionFailed(f"{where}not valid base64 (truncated or altered)") from None
+    if len(raw) < NONCE_LEN + TAG_LEN:
+        raise DecryptionFailed(f"{where}too short to be an encrypted memory")
+    try:
+        return AESGCM(key).decrypt(raw[:NONCE_LEN], raw[NONCE_LEN:], scope_hash.encode("utf-8"))
+    except InvalidTag:
+        raise DecryptionFailed(
+            f"{where}does not authenticate: wrong key, altered, or moved from another scope") from None
+
+
+@dataclass
+class KeyRing:
+    """Scope keys held in memory for this session, derived on first use from memoryd's key source.
+
+    ``key_source`` and ``kdf_iters`` come from memoryd's ``config.toml`` ``[sensitive]``. A passphrase comes
+    from ``$MEMORYD_MASTER_PASSPHRASE`` or from :meth:`set_passphrase` (the TUI's masked prompt); there is no
+    silent fallback from one source to another.
+    """
+
+    key_source: str = "passphrase"
+    kdf_iters: int = DEFAULT_KDF_ITERS
+    passphrase: str | None = field(default=None, repr=False)
+    _keys: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_config(cls, config: dict, environ: dict[str, str] | None = None) -> KeyRing:
+        env = os.environ if environ is None else environ
+        sensitive = config.get("sensitive", {}) if isinstance(config, dict) else {}
+        return cls(
+            key_source=str(sensitive.get("key_source", "passphrase")),
+            kdf_iters=int(sensitive.get("kdf_iters", DEFAULT_KDF_ITERS)),
+            passphrase=env.get(PASSPHRASE_ENV) or None,
+        )
+
+    def set_passphrase(self, passphrase: str) -> None:
+        """Use ``passphrase`` from now on; keys derived from an earlier one are forgotten."""
+        self.passphrase = passphrase
+        self._keys.clear()
+
+    def has_key_material(self) -> bool:
+        return self.key_source != "passphrase" or self.passphrase is not None
+
+    def key_for(self, scope_hash: str) -> bytes:
+        """The scope's key, derived once; raises :class:`KeyUnavailable` when its source has nothing."""
+        key = self._keys.get(scope_hash)
+        if key is None:
+            key = self._load(scope_hash)
+            self._keys[scope_hash] = key
+        return key
+
+    def verify(self, scope_hash: str, probe: Callable[[bytes], object]) -> None:
+        """Check the scope's key against one of its files: a failure means a wrong passphrase, not damage."""
+        key = self.key_for(scope_hash)
+        try:
+            probe(key)
+        except DecryptionFailed:
+            self._keys.pop(scope_hash, None)
+            raise KeyUnavailable(f"wrong passphrase for scope {scope_hash}") from None
+
+    def _load(self, scope_hash: str) -> bytes:
+        if self.key_source == "passphrase":
+            if self.passphrase is None:
+                raise KeyUnavailable(
+                    f"scope {scope_hash} is sensitive: set {PASSPHRASE_ENV} or unlock it with the passphrase")
+            return derive_passphrase_key(self.passphrase, scope_hash, self.kdf_iters)
+        if self.key_source == "random":
+            return _keyring_scope_key(scope_hash)
+        raise KeyUnavailable(f"memoryd key_source {self.key_source!r} is not one engram knows")
+
+
+def _keyring_scope_key(scope_hash: str) -> bytes:
+    """memoryd's random mode keeps each scope's key, base64, in the OS keyring."""
+    try:
+        import keyring  # optional: only users of memoryd's random key mode need it
+    except ImportError:
+        raise KeyUnavailable("key_source 'random' needs the 'keyring' package (pip install keyring)") from None
+    value = keyring.get_password("memoryd-scope-key", scope_hash)
+    if not value:
+        raise KeyUnavailable(f"no key for scope {scope_hash} in the OS keyring")
+    return base64.b64decode(value)

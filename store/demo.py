@@ -1,0 +1,248 @@
+"""``engram demo``: a realistic synthetic data root, written through the store, the same for the same seed.
+
+Four project scopes and ``_unscoped``; all six memory types; English and Chinese text; pending, approved and
+rejected promotions with DURA scores and reasoning; entities and relations; supersedes rows; decay states with
+TTLs; one sensitive scope (files encrypted with :data:`DEMO_PASSPHRASE`); and audit events. The bulk goes in
+as one batch mutation; a few approvals and rejections then go through the ordinary review API, so the audit
+log looks like a real one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+from store.crypto import KeyRing
+from store.domain import DecayState, MemoryType
+from store.frontmatter import Frontmatter, MemoryDoc
+from store.errors import Conflict
+from store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain
+from store.promotions import Proposal, approve, promotion_values, reject
+from store.service import Change, Store, chunked
+
+DEMO_PASSPHRASE = "engram-demo-passphrase"
+"""The demo's sensitive scope opens with this (set ``MEMORYD_MASTER_PASSPHRASE`` to it, or type it to unlock)."""
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+SPAN_DAYS = 240
+
+# (scope root, language, topics, people, tools); the last one is the sensitive scope
+PROJECTS = (
+    ("/home/demo/code/payments-core", "en", ["ledger", "webhook handler", "refund flow", "idempotency layer"],
+     ["Marco Rossi", "Priya Natarajan"], ["PostgreSQL", "Stripe SDK", "sqlc", "goose"]),
+    ("/home/demo/code/acme-web", "en", ["design system", "auth flow", "search UI", "SSR cache"],
+     ["Diego Alvarez", "Aiko Tanaka"], ["React", "Vite", "pnpm", "Storybook"]),
+    ("/home/demo/code/数据平台", "zh", ["日志清洗", "冷数据归档", "数据质量校验", "实时看板"],
+     ["张伟", "陈静"], ["Kafka", "Airflow", "Hive", "Flink"]),
+    ("/home/demo/code/clients-finance", "en", ["VAT report", "client contracts", "Q3 invoices", "cash-flow forecast"],
+     ["Helen Park", "周律师"], ["QuickBooks", "Excel", "beancount", "Fava"]),
+)
+SENSITIVE_ROOT = PROJECTS[-1][0]
+
+_TITLES = {
+    "en": {
+        MemoryType.DECISION: "Use {tool} for the {topic}",
+        MemoryType.PREFERENCE: "Keep PRs for the {topic} under {n} lines",
+        MemoryType.FACT: "{tool} is pinned to {n}.{m} in the {topic}",
+        MemoryType.PLAYBOOK: "How to roll back the {topic}",
+        MemoryType.WARNING: "Never retry the {topic} without an idempotency key",
+        MemoryType.SESSION: "Session: {topic} with {person}",
+    },
+    "zh": {
+        MemoryType.DECISION: "{topic} 改用 {tool}",
+        MemoryType.PREFERENCE: "{topic} 的 PR 控制在 {n} 行以内",
+        MemoryType.FACT: "{topic} 的 {tool} 固定在 {n}.{m}",
+        MemoryType.PLAYBOOK: "如何回滚 {topic}",
+        MemoryType.WARNING: "踩坑：{topic} 不要直接重跑",
+        MemoryType.SESSION: "会话：和 {person} 讨论 {topic}",
+    },
+}
+_SENTENCES = {
+    "en": ["{person} noted that p95 latency on the {topic} went from {n}ms to {m}ms.",
+           "Compared {tool} with {tool2}: {tool} starts {n}% faster but has fewer plugins.",
+           "We agreed to roll out to {n}% of traffic on the {topic} first and watch it for a week.",
+           "Keep the {topic} settings in config/{slugtopic}.yaml; never hard-code them.",
+           "The last incident on the {topic} was config drift; {person} owns the fix."],
+    "zh": ["{person} 提到 {topic} 的延迟从 {n}ms 涨到了 {m}ms。",
+           "对比了 {tool} 和 {tool2}：{tool} 的冷启动快 {n}%，但社区插件少一些。",
+           "结论是先在 {topic} 灰度 {n}%，观察一周再全量。",
+           "注意 {topic} 相关的配置放在 config/{slugtopic}.yaml，不要硬编码。",
+           "上次 {topic} 出问题的根因是配置漂移，{person} 负责修复。"],
+}
+_REASONS = {"en": ["Came up in three sessions; worth keeping", "Partly inferred by the assistant; worth a human check",
+                   "Contradicts an earlier decision; review the supersedes"],
+            "zh": ["会话里反复出现，值得沉淀", "AI 推断成分较多，建议人工确认", "与之前的决定冲突，请检查覆盖关系"]}
+_TYPE_WEIGHTS = ((MemoryType.SESSION, 40), (MemoryType.DECISION, 14), (MemoryType.PREFERENCE, 12),
+                 (MemoryType.FACT, 16), (MemoryType.PLAYBOOK, 8), (MemoryType.WARNING, 10))
+_SOURCES = ("claude-code", "codex-rollout", "mcp", "manual")
+
+
+def scope_hash_of(root: str) -> str:
+    return hashlib.sha1(root.encode("utf-8")).hexdigest()[:12]
+
+
+class _Writer:
+    """Draws one deterministic demo root from ``random.Random(seed)``."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.docs: list[MemoryDoc] = []
+        self.sessions: list[MemoryDoc] = []
+        self.entities: dict[str, dict] = {}
+        self.relations: list[dict] = []
+
+    def fill(self, template: str, project: tuple) -> str:
+        _, _, topics, people, tools = project
+        topic = self.rng.choice(topics)
+        tool, tool2 = self.rng.sample(tools, 2)
+        n, m = sorted(self.rng.sample(range(2, 400), 2))
+        return template.format(topic=topic, tool=tool, tool2=tool2, person=self.rng.choice(people), n=n, m=m,
+                               slugtopic=topic.replace(" ", "_"))
+
+    def body(self, project: tuple, mtype: MemoryType) -> str:
+        lang = project[1]
+        say = [self.fill(self.rng.choice(_SENTENCES[lang]), project) for _ in range(self.rng.randint(3, 7))]
+        heads = ("## Context", "## Decision", "## Why") if lang == "en" else ("## 背景", "## 结论", "## 原因")
+        if mtype is MemoryType.PLAYBOOK:
+            steps = "\n".join(f"{i}. {s}" for i, s in enumerate(say[1:], 1))
+            return f"{heads[0]}\n\n{say[0]}\n\n## Steps\n\n{steps}\n"
+        bullets = "\n".join(f"- {s}" for s in say[1:-1])
+        return f"{heads[0]}\n\n{say[0]}\n\n{heads[1]}\n\n{bullets}\n\n{heads[2]}\n\n{say[-1]}\n"
+
+    def memory(self, i: int, project: tuple | None, mtype: MemoryType) -> MemoryDoc:
+        rng = self.rng
+        proj = project or rng.choice(PROJECTS[:3])
+        scope = scope_hash_of(project[0]) if project else "_unscoped"
+        created = NOW - timedelta(days=rng.uniform(0, SPAN_DAYS), seconds=rng.randint(0, 86399))
+        title = self.fill(_TITLES[proj[1]][mtype], proj)
+        slug = f"{created:%Y-%m-%d}-demo-{i:06d}"
+        ttl = rng.choice((None, None, None, None, 30, 90, 180))
+        recalls = rng.choice((0, 0, 0, 1, 2, 5, 12))
+        recalled = created + timedelta(days=rng.uniform(0, (NOW - created).days)) if recalls else None
+        idle = (NOW - (recalled or created)).days  # memoryd's decay clock: since the last recall
+        decay = DecayState.ALIVE
+        if ttl and idle > ttl:
+            decay = DecayState.SOFT_FORGOTTEN if idle > ttl + 30 else DecayState.DIM
+        words = [w for w in title.replace("：", " ").split() if len(w) > 2][:3]
+        fm = Frontmatter(
+            title=title, slug=slug, type=mtype, scope_hash=scope, triggers=words,
+            tags=rng.sample(["backend", "frontend", "ops", "data", "finance", "testing"], rng.randint(0, 2)),
+            source=rng.choice(_SOURCES), created_at=created, ttl_days=ttl, decay_state=decay,
+            last_recalled_at=recalled, recall_count=recalls,
+            dura_score=None if mtype is MemoryType.SESSION else self.dura(),
+            category=None if mtype is MemoryType.SESSION else f"{proj[1]}/{mtype.value}",
+        )
+        doc = MemoryDoc(frontmatter=fm, body=self.body(proj, mtype))
+        self.graph(doc, proj, created)
+        return doc
+
+    def dura(self) -> dict[str, float]:
+        return {k: round(self.rng.uniform(0.35, 1.0), 2) for k in "DURA"}
+
+    def graph(self, doc: MemoryDoc, project: tuple, when: datetime) -> None:
+        """Entities for the people and tools a memory mentions, and memory->entity relations."""
+        fm = doc.frontmatter
+        for name, etype in ((self.rng.choice(project[3]), "person"), (self.rng.choice(project[4]), "tool")):
+            eid = f"entity:{etype}:{name.strip().lower().replace(' ', '_')}"
+            ent = self.entities.setdefault(eid, dict(
+                id=eid, name=name, type=etype, aliases="[]", context=doc.body[:160], first_seen_at=when.isoformat(),
+                last_seen_at=when.isoformat(), mention_count=0, scope_hash=fm.scope_hash, decay_state="fresh"))
+            ent["mention_count"] += 1
+            ent["first_seen_at"] = min(ent["first_seen_at"], when.isoformat())
+            ent["last_seen_at"] = max(ent["last_seen_at"], when.isoformat())
+            self.relations.append(dict(
+                subject_id=f"memory:{fm.slug}", subject_kind="memory", predicate="mentions", object_id=eid,
+                object_kind="entity", source_memory_id=fm.slug, scope_hash=fm.scope_hash,
+                confidence=round(self.rng.uniform(0.5, 1.0), 2), created_at=when.isoformat(), superseded_at=None))
+
+
+def build_demo(store: Store, memories: int = 400, seed: int = 7,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+    """Fill an empty root; returns what was written. Refuses a root that already has memories."""
+    if Memory.select().exists():
+        raise Conflict(f"{store.layout.root} already has memories: the demo only fills an empty root")
+    store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE)
+    store.clock = lambda: NOW
+    w = _Writer(seed)
+    types = [t for t, _ in _TYPE_WEIGHTS]
+    weights = [n for _, n in _TYPE_WEIGHTS]
+    for i in range(memories):
+        project = None if w.rng.random() < 0.03 else w.rng.choice(PROJECTS)
+        mtype = MemoryType.SESSION if i < 8 else w.rng.choices(types, weights)[0]
+        w.docs.append(w.memory(i, project, mtype))
+        if progress is not None and i % 500 == 0:
+            progress(i, memories)
+    w.sessions = [d for d in w.docs if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"]
+    sensitive = scope_hash_of(SENSITIVE_ROOT)
+    proposals = _proposals(w, max(6, memories // 25))
+    chains = _supersedes(w)
+
+    # The batch registers the sensitive scope itself, so say which files to encrypt rather than look it up.
+    writes = [store.memory_write(doc, encrypted=doc.frontmatter.scope_hash == sensitive) for doc in w.docs]
+    when = (NOW - timedelta(days=3)).isoformat()
+
+    def index_update() -> None:
+        SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
+        store.insert_memory_rows((wr.doc, wr.relpath) for wr in writes)
+        for batch in chunked(w.entities.values(), 200):
+            Entity.insert_many(batch).execute()
+        for batch in chunked(w.relations, 200):
+            Relation.insert_many(batch).execute()
+        for batch in chunked(chains, 200):
+            SupersedesChain.insert_many(batch).execute()
+        for batch in chunked([promotion_values(p, when) for p in proposals], 200):
+            Promotion.insert_many(batch).execute()
+
+    store.apply(Change("import_applied", None, None,
+                       {"importer": "demo", "seed": seed, "memories": len(writes), "promotions": len(proposals)},
+                       writes=writes, index_update=index_update), durable=False)
+    decided = _review_some(store)
+    return {"memories": len(writes), "promotions": len(proposals), "entities": len(w.entities),
+            "relations": len(w.relations), "supersedes": len(chains), **decided}
+
+
+def _proposals(w: _Writer, count: int) -> list[Proposal]:
+    out = []
+    for _ in range(count):
+        session = w.rng.choice(w.sessions)
+        fm = session.frontmatter
+        project = next(p for p in PROJECTS if scope_hash_of(p[0]) == fm.scope_hash)
+        mtype = w.rng.choice([t for t in MemoryType if t is not MemoryType.SESSION])
+        title = w.fill(_TITLES[project[1]][mtype], project)
+        out.append(Proposal(
+            source_session_slug=fm.slug, type=mtype, title=title, body=w.body(project, mtype),
+            triggers=[t for t in title.split() if len(t) > 3][:3], dura=w.dura(),
+            reasoning=w.rng.choice(_REASONS[project[1]]), scope_hash=fm.scope_hash))
+    return out
+
+
+def _supersedes(w: _Writer) -> list[dict]:
+    """Pairs of same-scope, same-type memories where the newer replaces the older."""
+    by_key: dict[tuple[str, MemoryType], list[MemoryDoc]] = {}
+    for doc in w.docs:
+        if doc.frontmatter.type is not MemoryType.SESSION:
+            by_key.setdefault((doc.frontmatter.scope_hash, doc.frontmatter.type), []).append(doc)
+    chains = []
+    for docs in by_key.values():
+        docs.sort(key=lambda d: d.frontmatter.created_at)
+        for older, newer in zip(docs[::7], docs[1::7]):
+            chains.append(dict(
+                newer_memory_id=newer.frontmatter.slug, older_memory_id=older.frontmatter.slug, entity_id=None,
+                confidence=round(w.rng.uniform(0.6, 0.99), 2), decided_at=newer.frontmatter.created_at.isoformat(),
+                decided_by=w.rng.choice(("auto", "digest", "user")),
+                reason="newer memory replaces the earlier choice"))
+    return chains
+
+
+def _review_some(store: Store) -> dict[str, int]:
+    """Approve and reject a few proposals through the review API, as a person would have."""
+    pending = list(Promotion.select(Promotion.id).where(Promotion.status == "pending").order_by(Promotion.id))
+    approved = [p.id for p in pending[0::3]][:12]
+    rejected = [p.id for p in pending[1::3]][:6]
+    for pid in approved:
+        approve(store, pid)
+    for pid in rejected:
+        reject(store, pid, reason="duplicate of an existing memory")
+    return {"approved": len(approved), "rejected": len(rejected)}

@@ -1,0 +1,48 @@
+"""Errors the store raises: each one carries a sentence a person can act on."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error the store reports to the UI or CLI as one line."""
+
+
+class BadMemoryFile(StoreError):
+    """A memory file that cannot be parsed; carries the path and the reason."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnsafePath(StoreError):
+    """A slug or body_path that would escape the data root."""
+
+
+class SchemaTooNew(StoreError):
+    """index.db carries migrations engram does not know: opened read-only."""
+
+
+class ReadOnlyStore(StoreError):
+    """A mutation was asked of a store opened read-only."""
+
+
+class DatabaseLocked(StoreError):
+    """Another process holds the index's write lock longer than the busy timeout."""
+
+
+class KeyUnavailable(StoreError):
+    """A sensitive scope's key is needed and not at hand (no passphrase, no keyring entry)."""
+
+
+class DecryptionFailed(StoreError):
+    """A .md.enc did not authenticate: wrong key, tampered, truncated or moved from another scope."""
+
+
+class NotFound(StoreError):
+    """The memory or promotion named does not exist."""
+
+
+class Conflict(StoreError):
+    """The action does not apply in the current state (e.g. approving a decided promotion)."""

@@ -1,0 +1,169 @@
+"""Memory files: parse and write memoryd's YAML-frontmatter Markdown exactly as memoryd does.
+
+memoryd writes ``"---\\n" + yaml.safe_dump(fm, sort_keys=False, allow_unicode=True) + "---\\n\\n" + body``
+with a fixed key order, omitting None, empty lists, ``decay_state: alive`` and ``recall_count: 0``.
+Reproducing that call byte for byte is what lets an unchanged memory re-save to identical bytes, and what
+keeps every file engram writes readable by memoryd. Unknown keys (memoryd drops them) are kept, after the
+known ones, so a newer memoryd's or a person's additions survive an engram re-save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from store.domain import DecayState, MemoryType
+from store.errors import BadMemoryFile
+
+SLUG_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+KEY_ORDER = (
+    "title", "slug", "type", "scope_hash", "triggers", "tags", "source", "created_at", "updated_at",
+    "relations", "promoted_from", "supersedes", "ttl_days", "decay_state", "last_recalled_at",
+    "recall_count", "dura_score", "category", "observations",
+)
+_DATETIME_KEYS = ("created_at", "updated_at", "last_recalled_at")
+_FENCE = "---\n"
+
+
+def check_slug(slug: str) -> str:
+    """A slug is a file name and a primary key: it must never name a path outside its directory."""
+    if not SLUG_RE.match(slug) or ".." in slug or slug.startswith("."):
+        raise ValueError(f"slug {slug!r} is not of the form [A-Za-z0-9._-]+ without '..' or a leading dot")
+    return slug
+
+
+def format_datetime(value: datetime) -> str:
+    """memoryd's text for a datetime: aware values in UTC with ``Z``; naive ones as written (wall clock)."""
+    if value.tzinfo is None:
+        return value.isoformat()
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def index_datetime(value: datetime | None) -> str | None:
+    """memoryd's index column text: ISO-8601 with ``+00:00`` for aware values, bare for naive ones."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.isoformat()
+    return value.astimezone(timezone.utc).isoformat()
+
+
+class Frontmatter(BaseModel):
+    """Every field of memoryd's ``schema.Frontmatter``; unknown keys ride along in ``model_extra``."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    title: str
+    slug: str
+    type: MemoryType
+    scope_hash: str
+    triggers: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    source: str
+    created_at: datetime
+    updated_at: datetime | None = None
+    relations: list[str] = Field(default_factory=list)
+    promoted_from: str | None = None
+    supersedes: list[str] = Field(default_factory=list)
+    ttl_days: int | None = None
+    decay_state: DecayState = DecayState.ALIVE
+    last_recalled_at: datetime | None = None
+    recall_count: int = 0
+    dura_score: dict[str, float] | None = None
+    category: str | None = None
+    observations: list[str] = Field(default_factory=list)
+
+    @field_validator("slug")
+    @classmethod
+    def _slug_is_safe(cls, value: str) -> str:
+        return check_slug(value)
+
+    @field_validator("scope_hash")
+    @classmethod
+    def _scope_is_a_name(cls, value: str) -> str:
+        if not value or "/" in value or value in (".", "..") or "\\" in value:
+            raise ValueError(f"scope_hash {value!r} is not a directory name")
+        return value
+
+    def replace(self, **changes: Any) -> Frontmatter:
+        """A validated copy with ``changes`` applied (``model_copy(update=)`` would skip validation)."""
+        data = {**self.model_dump(), **changes}
+        return Frontmatter.model_validate(data)
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """The mapping memoryd would dump: its key order, its omissions, then the unknown keys."""
+        out: dict[str, Any] = {}
+        for key in KEY_ORDER:
+            value = getattr(self, key)
+            if value is None or value == []:
+                continue
+            if key == "decay_state" and value == DecayState.ALIVE:
+                continue
+            if key == "recall_count" and value == 0:
+                continue
+            if key in _DATETIME_KEYS:
+                value = format_datetime(value)
+            elif key in ("type", "decay_state"):
+                value = value.value
+            out[key] = value
+        for key, value in (self.model_extra or {}).items():
+            out[key] = value
+        return out
+
+
+class MemoryDoc(BaseModel):
+    """One memory file's content: frontmatter plus Markdown body (without the blank separator line)."""
+
+    frontmatter: Frontmatter
+    body: str
+
+    @property
+    def fingerprint(self) -> str:
+        """memoryd's dedup key: sha1 of the body's first 500 characters."""
+        return hashlib.sha1(self.body[:500].encode("utf-8")).hexdigest()
+
+
+def serialize(doc: MemoryDoc) -> bytes:
+    """The exact bytes memoryd writes for ``doc``."""
+    dumped = yaml.safe_dump(doc.frontmatter.to_yaml_dict(), sort_keys=False, allow_unicode=True)
+    return (_FENCE + dumped + _FENCE + "\n" + doc.body).encode("utf-8")
+
+
+def parse(data: bytes, path: str) -> MemoryDoc:
+    """Parse a memory file's bytes; raise :class:`BadMemoryFile` with the reason a person can fix."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadMemoryFile(path, f"invalid UTF-8 at byte {exc.start}") from None
+    if "\r" in text:
+        raise BadMemoryFile(path, "CRLF or CR line endings (memoryd writes LF only)")
+    if not text.startswith(_FENCE):
+        raise BadMemoryFile(path, "no frontmatter: file does not start with '---'")
+    end = text.find("\n" + _FENCE, len(_FENCE) - 1)
+    if end < 0:
+        raise BadMemoryFile(path, "frontmatter is not closed by a '---' line")
+    header = text[len(_FENCE):end + 1]
+    body = text[end + 1 + len(_FENCE):]
+    if body.startswith("\n"):
+        body = body[1:]
+    try:
+        loaded = yaml.safe_load(header)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise BadMemoryFile(path, f"broken YAML frontmatter{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(loaded, dict):
+        raise BadMemoryFile(path, "frontmatter is not a YAML mapping")
+    try:
+        fm = Frontmatter.model_validate(loaded)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "frontmatter"
+        raise BadMemoryFile(path, f"bad frontmatter field {field}: {first['msg']}") from None
+    return MemoryDoc(frontmatter=fm, body=body)

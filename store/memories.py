@@ -1,0 +1,97 @@
+"""Mutations of memories: create, edit, decay, supersede. Each is one :class:`Change` through the write path."""
+
+from __future__ import annotations
+
+from store.domain import DecayState, MemoryType
+from store.errors import Conflict, NotFound
+from store.frontmatter import MemoryDoc
+from store.index import Memory, SupersedesChain
+from store.service import Change, Store
+
+
+def create_memory(store: Store, doc: MemoryDoc) -> str:
+    """Add a new memory; refuses a slug that already exists anywhere (slugs are global)."""
+    fm = doc.frontmatter
+    if Memory.get_or_none(Memory.slug == fm.slug) is not None:
+        raise Conflict(f"a memory with slug {fm.slug!r} already exists")
+    write = store.memory_write(doc)
+    store.apply(Change(
+        "memory_created", fm.slug, fm.scope_hash, {"type": fm.type.value, "source": fm.source},
+        writes=[write], index_update=lambda: store.upsert_memory_row(doc, write.relpath)))
+    return write.relpath
+
+
+def edit_memory(store: Store, slug: str, *, title: str | None = None, body: str | None = None,
+                triggers: list[str] | None = None, tags: list[str] | None = None,
+                type: MemoryType | None = None) -> None:
+    """Change a memory's text or labels; sets ``updated_at``. A type change moves the file to its new dir."""
+    row = store.memory(slug)
+    old_rel = store.safe_relpath(row.body_path)
+    doc = store.read_doc(old_rel)
+    fm = doc.frontmatter.model_copy(deep=True)
+    changed = []
+    for name, value in (("title", title), ("triggers", triggers), ("tags", tags), ("type", type)):
+        if value is not None and getattr(fm, name) != value:
+            setattr(fm, name, value)
+            changed.append(name)
+    new_body = doc.body if body is None else body
+    if new_body != doc.body:
+        changed.append("body")
+    if not changed:
+        return
+    fm.updated_at = store.now()
+    new_doc = MemoryDoc(frontmatter=fm, body=new_body)
+    write = store.memory_write(new_doc, forgotten=old_rel.split("/")[2] == "forgotten")
+    store.apply(Change(
+        "memory_edited", slug, fm.scope_hash, {"fields": changed},
+        writes=[write], index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
+        removals=[old_rel] if old_rel != write.relpath else []))
+
+
+def set_decay(store: Store, slug: str, state: DecayState) -> None:
+    """Set a memory's decay state in the index and (unlike memoryd) in its frontmatter, so rebuilds keep it."""
+    row = store.memory(slug)
+    rel = store.safe_relpath(row.body_path)
+    doc = store.read_doc(rel)
+    if row.decay_state == state.value and doc.frontmatter.decay_state == state:
+        return
+    fm = doc.frontmatter.replace(decay_state=state)
+    new_doc = MemoryDoc(frontmatter=fm, body=doc.body)
+    write = store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten")
+
+    def index_update() -> None:
+        store.upsert_memory_row(new_doc, write.relpath)
+
+    store.apply(Change(
+        "decay_changed", slug, fm.scope_hash, {"from": row.decay_state, "to": state.value},
+        writes=[write], index_update=index_update, removals=[rel] if rel != write.relpath else []))
+
+
+def add_supersede(store: Store, newer: str, older: str, *, reason: str | None = None,
+                  entity_id: str | None = None, confidence: float = 1.0) -> None:
+    """Record that ``newer`` supersedes ``older``: a supersedes_chain row and the newer file's ``supersedes``."""
+    if newer == older:
+        raise Conflict("a memory cannot supersede itself")
+    for slug in (newer, older):
+        if Memory.get_or_none(Memory.slug == slug) is None:
+            raise NotFound(f"no memory with slug {slug!r}")
+    row = store.memory(newer)
+    rel = store.safe_relpath(row.body_path)
+    doc = store.read_doc(rel)
+    fm = doc.frontmatter
+    writes = []
+    new_doc = doc
+    if older not in fm.supersedes:
+        new_doc = MemoryDoc(frontmatter=fm.replace(supersedes=[*fm.supersedes, older]), body=doc.body)
+        writes.append(store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten"))
+
+    def index_update() -> None:
+        SupersedesChain.insert(
+            newer_memory_id=newer, older_memory_id=older, entity_id=entity_id, confidence=confidence,
+            decided_at=store.now().isoformat(), decided_by="user", reason=reason,
+        ).on_conflict_replace().execute()
+        if writes:
+            store.upsert_memory_row(new_doc, writes[0].relpath, keep_runtime=True)
+
+    store.apply(Change("supersede_added", newer, fm.scope_hash, {"older": older, "reason": reason},
+                       writes=writes, index_update=index_update))

@@ -1,0 +1,118 @@
+"""Where things live: the data root, memoryd's config, engram's own config and state dirs.
+
+Also the guard that keeps every path the store touches inside the data root, since ``body_path``
+values and slugs come from files and databases a person or another tool may have edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from store.domain import FORGOTTEN_DIR, MemoryType
+from store.errors import StoreError, UnsafePath
+from store.frontmatter import check_slug
+
+APP = "engram"
+
+
+def resolve_data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--root``, else ``$MEMORYD_DATA_ROOT``, else ``~/.local/share/memoryd`` (memoryd's own order)."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get("MEMORYD_DATA_ROOT")
+    if env:
+        return Path(env).expanduser().resolve()
+    return Path.home() / ".local" / "share" / "memoryd"
+
+
+def memoryd_config_path() -> Path:
+    """``$MEMORYD_CONFIG_HOME/config.toml``, else ``~/.config/memoryd/config.toml``."""
+    env = os.environ.get("MEMORYD_CONFIG_HOME")
+    base = Path(env).expanduser() if env else Path.home() / ".config" / "memoryd"
+    return base / "config.toml"
+
+
+def load_memoryd_config(path: Path | None = None) -> dict[str, Any]:
+    """memoryd's config as a dict; a missing file is an empty config, a broken one an error."""
+    path = path or memoryd_config_path()
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise StoreError(f"{path}: not valid TOML ({exc})") from None
+
+
+def engram_config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/engram`` (``~/.config/engram``): keys and preferences."""
+    return Path(platformdirs.user_config_dir(APP, appauthor=False))
+
+
+def engram_state_dir() -> Path:
+    """``$XDG_STATE_HOME/engram`` (``~/.local/state/engram``): checkpoints, undo history."""
+    return Path(platformdirs.user_state_dir(APP, appauthor=False))
+
+
+def scope_hash_for(path: str | os.PathLike[str]) -> str:
+    """memoryd's scope hash: sha1 of the resolved scope root (nearest ancestor with ``.git``)[:12]."""
+    resolved = Path(path).expanduser().resolve()
+    root = next((p for p in (resolved, *resolved.parents) if (p / ".git").exists()), resolved)
+    return hashlib.sha1(str(root).encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class RootLayout:
+    """The paths of one data root, and the guard against escaping it."""
+
+    root: Path
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / "index.db"
+
+    @property
+    def scopes_dir(self) -> Path:
+        return self.root / "scopes"
+
+    @property
+    def audit_path(self) -> Path:
+        return self.root / "audit" / "audit.jsonl"
+
+    @property
+    def grants_dir(self) -> Path:
+        return self.root / "grants"
+
+    def memory_relpath(self, scope_hash: str, mtype: MemoryType, slug: str, encrypted: bool,
+                       forgotten: bool = False) -> str:
+        """``scopes/<scope>/<type dir>/<slug>.md[.enc]``, relative, as memoryd stores ``body_path``."""
+        check_slug(slug)
+        if not scope_hash or "/" in scope_hash or scope_hash.startswith("."):
+            raise UnsafePath(f"scope {scope_hash!r} is not a directory name")
+        folder = FORGOTTEN_DIR if forgotten else mtype.dir_name
+        rel = f"scopes/{scope_hash}/{folder}/{slug}.md" + (".enc" if encrypted else "")
+        self.resolve(rel)
+        return rel
+
+    def resolve(self, body_path: str) -> Path:
+        """Absolute path of a ``body_path``, refusing anything that lands outside ``scopes/``."""
+        if not body_path or "\x00" in body_path:
+            raise UnsafePath(f"body_path {body_path!r} is empty or has a NUL byte")
+        candidate = Path(body_path)
+        full = candidate if candidate.is_absolute() else self.root / candidate
+        real = Path(os.path.realpath(full))
+        scopes = Path(os.path.realpath(self.scopes_dir))
+        if real != scopes and scopes not in real.parents:
+            raise UnsafePath(f"body_path {body_path!r} escapes the data root's scopes/ directory")
+        return full
+
+    def relpath(self, path: Path) -> str:
+        """The ``body_path`` text for a file under the root (always forward slashes)."""
+        return path.relative_to(self.root).as_posix()

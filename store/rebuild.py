@@ -1,0 +1,121 @@
+"""``engram rebuild-index``: make the memories and triggers tables match the files again.
+
+Unlike memoryd's rebuild (which recreates index.db and so wipes promotions, the graph, sensitive scope
+registrations and index-only decay state), this rewrites only the rows the files own, in one transaction:
+decay and recall figures the index knows better are kept, encrypted files whose key is not at hand keep
+their rows, and rows that promotions still hang off are never deleted (that would cascade them away).
+An index.db that is not a database at all is moved aside, never deleted, and a new one is built.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable
+from store.frontmatter import MemoryDoc, parse
+from store.index import Memory, Promotion, Trigger
+from store.paths import RootLayout, resolve_data_root
+from store.scan import FileEntry, walk
+from store.service import Change, Store
+
+
+@dataclass
+class RebuildResult:
+    indexed: int = 0
+    kept_locked: int = 0
+    removed: int = 0
+    kept_for_promotions: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "path: reason"
+
+
+def set_aside_if_corrupt(index_path: Path) -> str | None:
+    """If index.db is not an SQLite database, rename it (and its WAL files) aside; returns the new name."""
+    if not index_path.exists():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+        return None
+    except sqlite3.DatabaseError:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        aside = index_path.with_name(f"index.db.corrupt-{stamp}")
+        os.replace(index_path, aside)
+        for suffix in ("-wal", "-shm"):
+            side = index_path.with_name(index_path.name + suffix)
+            if side.exists():
+                os.replace(side, aside.with_name(aside.name + suffix))
+        return aside.name
+
+
+def open_for_rebuild(root: str | os.PathLike[str] | None, actor: str) -> tuple[Store, str | None]:
+    """Open a root for rebuilding, first moving aside an index.db that is not a database at all."""
+    layout = RootLayout(resolve_data_root(root))
+    aside = set_aside_if_corrupt(layout.index_path)
+    return Store.open(layout.root, actor=actor, create=True), aside
+
+
+def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = None) -> RebuildResult:
+    """Re-read every file and rewrite the rows they own; one transaction, one audit event."""
+    result = RebuildResult()
+    files = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
+    docs: dict[str, tuple[str, MemoryDoc]] = {}  # slug -> (relpath, doc); first file in path order wins
+    locked: set[str] = set()
+    existing = {m.body_path: m.slug for m in Memory.select(Memory.body_path, Memory.slug)}
+    for done, entry in enumerate(files, 1):
+        if progress is not None:
+            progress(done, len(files))
+        try:
+            doc = parse(store.read_bytes(entry.relpath), entry.relpath)
+        except KeyUnavailable:
+            locked.add(entry.relpath)
+            continue
+        except (BadMemoryFile, DecryptionFailed) as exc:
+            result.skipped.append(str(exc))
+            continue
+        slug = doc.frontmatter.slug
+        if slug in docs:
+            # Two files, one slug: the file the index already points at keeps it; `engram repair` re-slugs
+            # the other.
+            if existing.get(entry.relpath) == slug:
+                docs[slug], loser = (entry.relpath, doc), docs[slug][0]
+            else:
+                loser = entry.relpath
+            result.skipped.append(f"{loser}: slug {slug} already used by {docs[slug][0]}")
+            continue
+        docs[slug] = (entry.relpath, doc)
+    referenced = {p.source_session_slug for p in Promotion.select(Promotion.source_session_slug).distinct()}
+
+    def index_update() -> None:
+        keep = {existing[rel] for rel in locked if rel in existing}
+        result.kept_locked = len(keep)
+        for relpath, doc in docs.values():
+            squatter = existing.get(relpath)
+            if squatter is not None and squatter != doc.frontmatter.slug:
+                if squatter in referenced:
+                    result.skipped.append(f"{relpath}: its old row {squatter} still has promotions")
+                    continue
+                Memory.delete().where(Memory.slug == squatter).execute()
+            store.upsert_memory_row(doc, relpath, keep_runtime=True)
+            result.indexed += 1
+        stale = [m.slug for m in Memory.select(Memory.slug)
+                 if m.slug not in docs and m.slug not in keep]
+        for slug in stale:
+            if slug in referenced:
+                result.kept_for_promotions.append(slug)
+                continue
+            Trigger.delete().where(Trigger.slug == slug).execute()
+            Memory.delete().where(Memory.slug == slug).execute()
+            result.removed += 1
+
+    store.apply(Change("index_rebuilt", None, None,
+                       {"files": len(files), "skipped": len(result.skipped), "locked": len(locked)},
+                       index_update=index_update))
+    return result

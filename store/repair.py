@@ -1,0 +1,171 @@
+"""``engram repair``: fix what ``engram check`` finds, where that loses nothing.
+
+Each fix is its own mutation through the write path (one audit event ``repair_applied`` each), so a repair
+interrupted half way is finished by running it again. What cannot be fixed without a person's decision or a
+key is left and reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from store.atomic import remove_durably
+from store.check import Finding, Report, check
+from store.domain import PromotionStatus
+from store.errors import StoreError
+from store.frontmatter import MemoryDoc
+from store.index import Memory, Promotion, Trigger
+from store.promotions import write_promoted
+from store.service import Change, Store
+
+MAX_PASSES = 3  # a fix can reveal the next (a file indexed, then its interrupted approval completed)
+
+
+@dataclass
+class RepairResult:
+    fixed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    remaining: Report | None = None
+
+
+def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> RepairResult:
+    """Fix every fixable finding, re-checking until nothing fixable is left (or nothing more changes)."""
+    result = RepairResult()
+    for _ in range(MAX_PASSES):
+        report = check(store, progress)
+        fixable = [f for f in report.findings if f.fixable]
+        if not fixable:
+            result.remaining = report
+            return result
+        before = len(result.fixed)
+        for finding in sorted(fixable, key=lambda f: ORDER.index(f.kind)):
+            try:
+                message = FIXES[finding.kind](store, finding, report)
+            except StoreError as exc:
+                result.failed.append(f"{finding.kind} {finding.path or ''}: {exc}")
+                continue
+            if message:
+                result.fixed.append(message)
+        if len(result.fixed) == before:
+            break
+    result.remaining = check(store, progress)
+    return result
+
+
+def _remove_temp(store: Store, finding: Finding, report: Report) -> str:
+    path = store.layout.resolve(finding.path or "")
+    remove_durably(path)
+    return f"removed temp file {finding.path}"
+
+
+def _flush_audit(store: Store, finding: Finding, report: Report) -> str | None:
+    if store.flush_audit_outbox():
+        raise StoreError(store.audit_warning or "audit log not writable")
+    return f"appended queued audit event {finding.data['op_id']}"
+
+
+def _index_file(store: Store, finding: Finding, report: Report) -> str | None:
+    """Index an unindexed file; if its slug is taken, drop an exact leftover copy or give it a free slug."""
+    rel = finding.path or ""
+    doc = report.docs.get(rel)
+    if doc is None:  # encrypted and locked: nothing to do without the key
+        raise StoreError("needs the scope's key")
+    owner = Memory.get_or_none(Memory.slug == doc.frontmatter.slug)
+    if owner is None:
+        store.apply(Change("repair_applied", doc.frontmatter.slug, doc.frontmatter.scope_hash,
+                           {"fix": "indexed_file", "path": rel},
+                           index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True)))
+        return f"indexed {rel}"
+    owner_doc = report.docs.get(owner.body_path)
+    if owner_doc is not None and owner_doc == doc:
+        store.apply(Change("repair_applied", owner.slug, doc.frontmatter.scope_hash,
+                           {"fix": "removed_duplicate_copy", "path": rel, "kept": owner.body_path},
+                           removals=[rel]))
+        return f"removed {rel}: an exact copy of {owner.body_path}"
+    new_slug = _free_slug(f"{doc.frontmatter.slug}-{doc.frontmatter.scope_hash}")
+    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(slug=new_slug), body=doc.body)
+    write = store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten")
+    store.apply(Change("repair_applied", new_slug, doc.frontmatter.scope_hash,
+                       {"fix": "reslugged_collision", "path": rel, "old_slug": doc.frontmatter.slug,
+                        "slug_owner": owner.body_path},
+                       writes=[write], index_update=lambda: store.upsert_memory_row(new_doc, write.relpath),
+                       removals=[rel]))
+    return f"{rel}: slug {doc.frontmatter.slug} belongs to {owner.body_path}; renamed to {new_slug}"
+
+
+def _free_slug(base: str) -> str:
+    slug, n = base, 2
+    while Memory.get_or_none(Memory.slug == slug) is not None:
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def _drop_row(store: Store, finding: Finding, report: Report) -> str | None:
+    """A row whose file is gone (or points outside the root) says nothing the files do not; drop it,
+    unless promotions hang off it: deleting would cascade them away."""
+    slug = finding.data["slug"]
+    if Promotion.select().where(Promotion.source_session_slug == slug).exists():
+        raise StoreError(f"kept: promotions still refer to {slug}")
+
+    def index_update() -> None:
+        Trigger.delete().where(Trigger.slug == slug).execute()
+        Memory.delete().where(Memory.slug == slug).execute()
+
+    store.apply(Change("repair_applied", slug, None, {"fix": "dropped_row", "body_path": finding.path},
+                       index_update=index_update))
+    return f"dropped index row {slug} ({finding.path})"
+
+
+def _reindex_row(store: Store, finding: Finding, report: Report) -> str:
+    rel = finding.path or ""
+    doc = report.docs[rel]
+    store.apply(Change("repair_applied", doc.frontmatter.slug, doc.frontmatter.scope_hash,
+                       {"fix": "reindexed", "path": rel, "why": finding.detail},
+                       index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True)))
+    return f"re-indexed {rel} ({finding.detail})"
+
+
+def _write_decay_through(store: Store, finding: Finding, report: Report) -> str:
+    """memoryd decays in the index only; engram writes the state into the frontmatter too."""
+    rel = finding.path or ""
+    doc = report.docs[rel]
+    row = store.memory(finding.data["slug"])
+    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=row.decay_state),
+                        body=doc.body)
+    write = store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten")
+    store.apply(Change("repair_applied", row.slug, doc.frontmatter.scope_hash,
+                       {"fix": "decay_written_through", "path": rel, "decay_state": row.decay_state},
+                       writes=[write],
+                       index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
+                       removals=[rel] if rel != write.relpath else []))
+    return f"wrote decay state {row.decay_state} into {rel}"
+
+
+def _write_approved(store: Store, finding: Finding, report: Report) -> str:
+    promotion = Promotion.get_by_id(finding.data["promotion_id"])
+    slug = write_promoted(store, promotion, "repair_applied")
+    return f"wrote the memory of approved promotion #{promotion.id} as {slug}"
+
+
+def _finish_approval(store: Store, finding: Finding, report: Report) -> str:
+    promotion = Promotion.get_by_id(finding.data["promotion_id"])
+    if promotion.status != PromotionStatus.PENDING:
+        return ""
+    slug = write_promoted(store, promotion, "promotion_approved")
+    return f"finished the interrupted approval of promotion #{promotion.id} ({slug})"
+
+
+FIXES: dict[str, Callable[[Store, Finding, Report], str | None]] = {
+    "temp_file": _remove_temp,
+    "audit_pending": _flush_audit,
+    "file_without_row": _index_file,
+    "enc_without_row": _index_file,
+    "unsafe_body_path": _drop_row,
+    "row_without_file": _drop_row,
+    "stale_row": _reindex_row,
+    "decay_index_only": _write_decay_through,
+    "approved_without_memory": _write_approved,
+    "pending_already_written": _finish_approval,
+}
+ORDER = list(FIXES)

@@ -1,0 +1,54 @@
+"""Walking ``scopes/``: every memory file on disk, without reading or parsing it yet."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from store.atomic import is_temp_file
+from store.domain import FORGOTTEN_DIR, TYPE_DIRS
+from store.paths import RootLayout
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A memory file found on disk: where it is and what its location says about it."""
+
+    relpath: str  # body_path form: scopes/<scope>/<dir>/<slug>.md[.enc]
+    scope_hash: str
+    folder: str  # a type dir or "forgotten"
+    slug: str
+    encrypted: bool
+
+    @property
+    def forgotten(self) -> bool:
+        return self.folder == FORGOTTEN_DIR
+
+
+def walk(layout: RootLayout) -> Iterator[FileEntry | str]:
+    """Yield each memory file as a :class:`FileEntry`, and each crash-leftover temp file's relpath as a str.
+
+    Files in unknown folders or with other endings are not memoryd's and are skipped.
+    """
+    scopes = layout.scopes_dir
+    if not scopes.is_dir():
+        return
+    for scope in sorted(os.scandir(scopes), key=lambda e: e.name):
+        if not scope.is_dir(follow_symlinks=False):
+            continue
+        for folder in sorted(os.scandir(scope.path), key=lambda e: e.name):
+            if not folder.is_dir(follow_symlinks=False):
+                continue
+            if folder.name not in TYPE_DIRS and folder.name != FORGOTTEN_DIR:
+                continue
+            for item in sorted(os.scandir(folder.path), key=lambda e: e.name):
+                if not item.is_file(follow_symlinks=False):
+                    continue
+                rel = f"scopes/{scope.name}/{folder.name}/{item.name}"
+                if is_temp_file(item.name):
+                    yield rel
+                elif item.name.endswith(".md.enc"):
+                    yield FileEntry(rel, scope.name, folder.name, item.name[:-7], True)
+                elif item.name.endswith(".md"):
+                    yield FileEntry(rel, scope.name, folder.name, item.name[:-3], False)

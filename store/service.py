@@ -1,0 +1,261 @@
+"""The store service: the one API through which engram reads and changes a data root.
+
+Every mutation is a :class:`Change` handed to :meth:`Store.apply`, which (1) writes the files atomically,
+(2) updates the index and queues the audit event in one transaction, (3) removes files the change retires,
+and (4) appends the queued event to the audit log. A crash between any two steps leaves a root that opens;
+``engram check`` names what is half done and ``engram repair`` (or re-running the action) finishes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from store import audit, faults
+from store.atomic import remove_durably, write_atomic
+from store.crypto import KeyRing, decrypt, encrypt
+from store.domain import DecayState, MemoryType
+from store.errors import NotFound, ReadOnlyStore, StoreError, UnsafePath
+from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
+from store.index import AuditOutbox, Index, Memory, Trigger
+from store.paths import RootLayout, load_memoryd_config, resolve_data_root
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class FileWrite:
+    """A memory file to (re)write: ``doc`` is serialised, and encrypted when ``encrypted``."""
+
+    relpath: str
+    doc: MemoryDoc
+    encrypted: bool
+
+
+@dataclass
+class Change:
+    """One mutation: the files it writes, its index update, the files it retires, and its audit event."""
+
+    event_type: str
+    target_id: str | None
+    scope_hash: str | None
+    details: dict[str, Any]
+    writes: list[FileWrite] = field(default_factory=list)
+    index_update: Callable[[], None] | None = None
+    removals: list[str] = field(default_factory=list)
+
+
+class Store:
+    """An open data root. Create with :meth:`open`; close with :meth:`close` (or use as a context manager)."""
+
+    def __init__(self, layout: RootLayout, index: Index, keys: KeyRing, actor: str) -> None:
+        self.layout = layout
+        self.index = index
+        self.keys = keys
+        self.actor = actor
+        self.audit_warning: str | None = None  # set when an event could not be appended yet
+        self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str] | None = None, *, actor: str = "engram-cli",
+             create: bool = False, keys: KeyRing | None = None) -> Store:
+        """Open the data root (``--root``, ``$MEMORYD_DATA_ROOT`` or memoryd's default)."""
+        layout = RootLayout(resolve_data_root(root))
+        if not create and not layout.root.is_dir():
+            raise StoreError(f"{layout.root}: no such data root (use --root, or `engram demo` to make one)")
+        if create:
+            layout.scopes_dir.mkdir(parents=True, exist_ok=True)
+        index = Index.open(layout.index_path, create=create or layout.scopes_dir.is_dir())
+        keys = keys or KeyRing.from_config(load_memoryd_config())
+        return cls(layout, index, keys, actor)
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- reading
+
+    @property
+    def read_only(self) -> bool:
+        return self.index.read_only
+
+    def sensitive_scopes(self) -> set[str]:
+        return {row["scope_hash"] for row in self.index.sensitive_scope_rows() if row.get("scope_hash")}
+
+    def read_bytes(self, relpath: str) -> bytes:
+        """A memory file's plaintext bytes (decrypted in memory for ``.md.enc``)."""
+        path = self.layout.resolve(relpath)
+        data = path.read_bytes()
+        if relpath.endswith(".md.enc"):
+            scope = relpath.split("/")[1]
+            return decrypt(data, self.keys.key_for(scope), scope, relpath)
+        return data
+
+    def read_doc(self, relpath: str) -> MemoryDoc:
+        return parse(self.read_bytes(relpath), relpath)
+
+    def memory(self, slug: str) -> Memory:
+        row = Memory.get_or_none(Memory.slug == slug)
+        if row is None:
+            raise NotFound(f"no memory with slug {slug!r}")
+        return row
+
+    # ----------------------------------------------------------------- the write path
+
+    def apply(self, change: Change, *, durable: bool = True) -> None:
+        """Carry out ``change``: under the index's write lock, files then index rows and the queued event in one
+        transaction; then the removals; then the audit append."""
+        if self.read_only:
+            raise ReadOnlyStore(self.index.read_only_reason or "store is read-only")
+        op_id = uuid.uuid4().hex
+        event = {"actor": self.actor, "event_type": change.event_type, "scope_hash": change.scope_hash,
+                 "target_id": change.target_id, "details": {**change.details, "op_id": op_id}}
+        # The index's write lock is taken first, so a locked database fails the change before any file moves.
+        with self.index.transaction():
+            for write in change.writes:
+                self._write_file(write, durable)
+            if not durable:
+                os.sync()  # one flush for the whole batch before the index points at the new files
+            if change.index_update is not None:
+                change.index_update()
+            AuditOutbox.create(op_id=op_id, event=json.dumps(event, ensure_ascii=False),
+                               created_at=utcnow().isoformat())
+        faults.reach("index_committed")
+        for relpath in change.removals:
+            remove_durably(self.layout.resolve(relpath))
+        self.flush_audit_outbox()
+
+    def flush_audit_outbox(self) -> int:
+        """Append every queued event to the audit log, oldest first; returns how many are still queued.
+
+        An event already at the log's end (a crash after appending, before dequeuing) is not written twice.
+        """
+        self.audit_warning = None
+        queued = list(AuditOutbox.select().order_by(AuditOutbox.created_at, AuditOutbox.op_id))
+        for row in queued:
+            event = json.loads(row.event)
+            try:
+                last = audit.last_event(self.layout.audit_path)
+                if not (last and f'"op_id":"{row.op_id}"' in str(last.get("details", ""))):
+                    audit.append_event(self.layout.audit_path, **event)
+            except (StoreError, OSError) as exc:
+                self.audit_warning = f"change saved, audit event queued: {exc}"
+                return AuditOutbox.select().count()
+            faults.reach("audit_appended")
+            with self.index.transaction():
+                AuditOutbox.delete().where(AuditOutbox.op_id == row.op_id).execute()
+        return 0
+
+    def _write_file(self, write: FileWrite, durable: bool) -> None:
+        path = self.layout.resolve(write.relpath)
+        data = serialize(write.doc)
+        if write.encrypted:
+            scope = write.doc.frontmatter.scope_hash
+            data = encrypt(data, self.keys.key_for(scope), scope)
+            write_atomic(path, data, mode=0o600, durable=durable)
+        else:
+            write_atomic(path, data, durable=durable)
+
+    # ----------------------------------------------------------------- index rows
+
+    def upsert_memory_row(self, doc: MemoryDoc, relpath: str, *, keep_runtime: bool = False) -> None:
+        """Write the index row and trigger rows for ``doc`` stored at ``relpath`` (call inside a transaction).
+
+        ``keep_runtime`` keeps an existing row's decay state and recall figures where they are further along
+        than the file's: memoryd records those in the index only.
+        """
+        fm = doc.frontmatter
+        values: dict[str, Any] = dict(
+            slug=fm.slug, type=fm.type.value, scope_hash=fm.scope_hash, title=fm.title, source=fm.source,
+            created_at=index_datetime(fm.created_at), updated_at=index_datetime(fm.updated_at),
+            ttl_days=fm.ttl_days, decay_state=fm.decay_state.value,
+            last_recalled_at=index_datetime(fm.last_recalled_at), recall_count=fm.recall_count,
+            fingerprint=doc.fingerprint, body_path=relpath, scope_sensitive=int(relpath.endswith(".md.enc")),
+        )
+        old = Memory.get_or_none(Memory.slug == fm.slug)
+        if keep_runtime and old is not None:
+            values.update(merge_runtime(old, values))
+        if old is None:
+            Memory.insert(**values).execute()
+        else:
+            Memory.update(**values).where(Memory.slug == fm.slug).execute()
+        Trigger.delete().where(Trigger.slug == fm.slug).execute()
+        triggers = list(dict.fromkeys(fm.triggers))
+        if triggers:
+            Trigger.insert_many([(fm.slug, t) for t in triggers], fields=[Trigger.slug, Trigger.trigger]).execute()
+
+    def insert_memory_rows(self, items: Iterable[tuple[MemoryDoc, str]]) -> None:
+        """Bulk-insert index rows for new memories (batches: demo, import); call inside a transaction."""
+        rows, triggers = [], []
+        for doc, relpath in items:
+            fm = doc.frontmatter
+            rows.append((fm.slug, fm.type.value, fm.scope_hash, fm.title, fm.source, index_datetime(fm.created_at),
+                         index_datetime(fm.updated_at), fm.ttl_days, fm.decay_state.value,
+                         index_datetime(fm.last_recalled_at), fm.recall_count, doc.fingerprint, relpath,
+                         int(relpath.endswith(".md.enc"))))
+            triggers.extend((fm.slug, t) for t in dict.fromkeys(fm.triggers))
+        fields = [Memory.slug, Memory.type, Memory.scope_hash, Memory.title, Memory.source, Memory.created_at,
+                  Memory.updated_at, Memory.ttl_days, Memory.decay_state, Memory.last_recalled_at,
+                  Memory.recall_count, Memory.fingerprint, Memory.body_path, Memory.scope_sensitive]
+        for batch in chunked(rows, 500):
+            Memory.insert_many(batch, fields=fields).execute()
+        for batch in chunked(triggers, 2000):
+            Trigger.insert_many(batch, fields=[Trigger.slug, Trigger.trigger]).execute()
+
+    def memory_write(self, doc: MemoryDoc, *, forgotten: bool = False, encrypted: bool | None = None) -> FileWrite:
+        """Where ``doc`` belongs: its type dir (or ``forgotten/``), encrypted when its scope is sensitive."""
+        fm = doc.frontmatter
+        if encrypted is None:
+            encrypted = fm.scope_hash in self.sensitive_scopes()
+        rel = self.layout.memory_relpath(fm.scope_hash, MemoryType(fm.type), fm.slug, encrypted, forgotten)
+        return FileWrite(rel, doc, encrypted)
+
+    def safe_relpath(self, body_path: str) -> str:
+        """Validate an index ``body_path`` before it is read or written."""
+        self.layout.resolve(body_path)
+        if not (body_path.endswith(".md") or body_path.endswith(".md.enc")):
+            raise UnsafePath(f"body_path {body_path!r} is not a memory file")
+        return body_path
+
+
+def merge_runtime(old: Memory, new: dict[str, Any]) -> dict[str, Any]:
+    """Of an index row and a file's values, the further decay state, the higher recall count, the later recall."""
+    merged: dict[str, Any] = {}
+    try:
+        if DecayState(old.decay_state).rank > DecayState(new["decay_state"]).rank:
+            merged["decay_state"] = old.decay_state
+    except ValueError:
+        pass
+    merged["recall_count"] = max(old.recall_count or 0, new["recall_count"] or 0)
+    recalls = [v for v in (old.last_recalled_at, new["last_recalled_at"]) if v]
+    merged["last_recalled_at"] = max(recalls) if recalls else None
+    return merged
+
+
+def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    """Batches for multi-row inserts (SQLite caps bound variables per statement)."""
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+

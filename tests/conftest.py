@@ -1,0 +1,48 @@
+"""Shared fixtures: a private copy of the memoryd-written root for each test, and an isolated environment."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from store.crypto import KeyRing
+from store.service import Store
+
+FIXTURE = Path(__file__).parent / "fixtures" / "memoryd-small"
+PASSPHRASE = "engram-fixture-passphrase-2026"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the real home, config or data root."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        monkeypatch.setenv(var, str(home / var.lower()))
+    monkeypatch.setenv("MEMORYD_CONFIG_HOME", str(FIXTURE / "config" / "memoryd"))
+    monkeypatch.delenv("MEMORYD_DATA_ROOT", raising=False)
+    monkeypatch.delenv("MEMORYD_MASTER_PASSPHRASE", raising=False)
+    monkeypatch.delenv("ENGRAM_CRASH_AT", raising=False)
+
+
+@pytest.fixture
+def fixture_root(tmp_path: Path) -> Path:
+    """A writable copy of the data root the real memoryd wrote."""
+    root = tmp_path / "dataroot"
+    shutil.copytree(FIXTURE / "dataroot", root)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    return root
+
+
+@pytest.fixture
+def unlocked_keys() -> KeyRing:
+    return KeyRing(passphrase=PASSPHRASE)
+
+
+@pytest.fixture
+def store(fixture_root: Path, unlocked_keys: KeyRing):
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as s:
+        yield s

@@ -1,0 +1,51 @@
+"""rebuild-index rewrites the rows the files own and keeps everything only the index knows."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from store.check import check
+from store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from store.rebuild import open_for_rebuild, rebuild_index
+from store.service import Store
+
+
+def test_rebuild_keeps_promotions_graph_sensitivity_and_decay(store, fixture_root):
+    before = {
+        "promotions": Promotion.select().count(), "entities": Entity.select().count(),
+        "relations": Relation.select().count(), "supersedes": SupersedesChain.select().count(),
+        "sensitive": sorted(store.sensitive_scopes()),
+        "decay": {m.slug: m.decay_state for m in Memory.select()},
+    }
+    con = sqlite3.connect(fixture_root / "index.db")
+    con.execute("DELETE FROM triggers")
+    con.execute("UPDATE memories SET title='wrong', fingerprint='x'")
+    con.commit()
+    result = rebuild_index(store)
+    assert result.indexed == 198 and result.removed == 0
+    assert len(result.skipped) == 2  # the two slug collisions, left to repair
+    assert Promotion.select().count() == before["promotions"]
+    assert Entity.select().count() == before["entities"] and Relation.select().count() == before["relations"]
+    assert SupersedesChain.select().count() == before["supersedes"]
+    assert sorted(store.sensitive_scopes()) == before["sensitive"]
+    assert {m.slug: m.decay_state for m in Memory.select()} == before["decay"]
+    assert check(store).counts().get("stale_row") is None
+
+
+def test_rebuild_without_key_keeps_encrypted_rows(fixture_root):
+    with Store.open(fixture_root) as store:
+        result = rebuild_index(store)
+        assert result.kept_locked == 38
+        assert Memory.select().where(Memory.scope_sensitive == 1).count() == 38
+
+
+def test_corrupt_index_is_moved_aside_and_rebuilt(fixture_root, unlocked_keys):
+    (fixture_root / "index.db").write_bytes(b"this is not sqlite" * 100)
+    for side in ("index.db-wal", "index.db-shm"):
+        (fixture_root / side).unlink(missing_ok=True)
+    store, aside = open_for_rebuild(fixture_root, "engram-test")
+    store.keys = unlocked_keys
+    with store:
+        result = rebuild_index(store)
+        assert aside and (fixture_root / aside).exists()
+        assert result.indexed == 198

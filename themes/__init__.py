@@ -1,0 +1,1 @@
+"""Textual stylesheets (``.tcss``) shipped with engram."""
