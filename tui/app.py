@@ -85,9 +85,9 @@ class EngramApp(App[None]):
     def show_report(self, report: Report) -> None:
         table = self.query_one("#findings", DataTable)
         table.clear(columns=True)
-        table.add_columns("count", "finding", "repair")
+        table.add_columns("count", "repair", "finding")
         for kind, n in sorted(report.counts().items(), key=lambda kv: -kv[1]):
             meaning, fixable = KINDS[kind]
-            table.add_row(str(n), meaning, "engram repair" if fixable else "-")
+            table.add_row(str(n), "yes" if fixable else "-", meaning)
         if not report.findings:
-            table.add_row("0", f"no drift in {report.files} files", "")
+            table.add_row("0", "", f"no drift in {report.files} files")

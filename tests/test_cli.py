@@ -1,0 +1,62 @@
+"""The engram command: --root and --json everywhere, exit 0/1/2, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tui.cli import main
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_check_reports_drift_with_exit_1_and_json(capsys, fixture_root):
+    code, out, _ = run(capsys, "check", "--root", str(fixture_root), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["drift"] and data["counts"]["file_without_row"] == 2
+
+
+def test_repair_then_check_is_clean(capsys, fixture_root, monkeypatch):
+    monkeypatch.setenv("MEMORYD_MASTER_PASSPHRASE", "engram-fixture-passphrase-2026")
+    code, out, _ = run(capsys, "repair", "--root", str(fixture_root))
+    assert code == 0 and "29 fixed, 0 failed, 0 left" in out
+    code, out, _ = run(capsys, "check", "--root", str(fixture_root))
+    assert code == 0 and out.strip().endswith("no drift")
+
+
+def test_ls_lists_every_memory_with_type_scope_state(capsys, fixture_root):
+    code, out, _ = run(capsys, "ls", "--root", str(fixture_root), "--json")
+    items = json.loads(out)
+    assert code == 0 and len(items) == 200
+    unindexed = [i for i in items if i["state"].startswith("unindexed")]
+    assert {i["body_path"] for i in unindexed} == {
+        "scopes/710d5aaf7a15/facts/imported-claude-md-testing.md",
+        "scopes/710d5aaf7a15/playbooks/imported-claude-md-untitled.md"}
+    assert sum("encrypted" in i["state"] for i in items) == 38
+    assert sum("in forgotten/" in i["state"] for i in items) == 13
+
+
+def test_rebuild_index_and_stats(capsys, fixture_root):
+    code, out, _ = run(capsys, "rebuild-index", "--root", str(fixture_root), "--json")
+    assert code == 1 and json.loads(out)["indexed"] == 160  # 162 plain minus 2 slug collisions; encrypted rows kept
+    code, out, _ = run(capsys, "stats", "--root", str(fixture_root), "--json")
+    stats = json.loads(out)
+    assert code == 0 and stats["memories"] == 198 and stats["promotions"]["pending"] == 7
+
+
+@pytest.mark.parametrize("args", [["check", "--root", "/nonexistent/root"], ["ls", "--root", "/nonexistent"]])
+def test_missing_root_is_one_line_exit_2(capsys, args):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("engram: ")
+
+
+def test_demo_without_opening(capsys, tmp_path):
+    code, _, err = run(capsys, "demo", "--root", str(tmp_path / "demo"), "--memories", "120", "--no-open")
+    assert code == 0 and "120 memories" in err and "engram-demo-passphrase" in err
+    code, out, _ = run(capsys, "check", "--root", str(tmp_path / "demo"), "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"locked_file": json.loads(out)["counts"]["locked_file"]}

@@ -1,0 +1,55 @@
+"""The demo root: deterministic per seed, complete, clean under check, readable as memoryd reads."""
+
+from __future__ import annotations
+
+import json
+
+from store.check import check
+from store.crypto import KeyRing
+from store.demo import DEMO_PASSPHRASE, build_demo
+from store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from store.scan import FileEntry, walk
+from store.service import Store
+
+
+def make(root, n=300, seed=3):
+    with Store.open(root, create=True, actor="engram-demo") as store:
+        made = build_demo(store, n, seed)
+        files = {e.relpath: store.read_bytes(e.relpath) for e in walk(store.layout) if isinstance(e, FileEntry)}
+    return made, files
+
+
+def test_same_seed_same_root(tmp_path):
+    made1, files1 = make(tmp_path / "a")
+    made2, files2 = make(tmp_path / "b")
+    assert made1 == made2 and files1 == files2  # plaintext equal (ciphertext nonces differ, as they must)
+    _, files3 = make(tmp_path / "c", seed=4)
+    assert files3 != files1
+
+
+def test_demo_has_everything_a_person_should_see(tmp_path):
+    made, files = make(tmp_path / "d", n=400)
+    with Store.open(tmp_path / "d", keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
+        assert {m.type for m in Memory.select(Memory.type)} == {
+            "session", "decision", "preference", "fact", "playbook", "warning"}
+        assert {p.status for p in Promotion.select()} == {"pending", "approved", "rejected"}
+        assert {m.decay_state for m in Memory.select()} == {"alive", "dim", "soft-forgotten"}
+        assert Entity.select().count() and Relation.select().count() and SupersedesChain.select().count()
+        assert len(store.sensitive_scopes()) == 1
+        assert Memory.select().where(Memory.scope_sensitive == 1).count() > 0
+        assert Memory.select().where(Memory.scope_hash == "_unscoped").count() > 0
+        assert any("会话" in m.title or "改用" in m.title for m in Memory.select())
+        assert check(store).findings == []
+        reasons = [p.reasoning for p in Promotion.select()]
+        assert all(reasons) and all(set(json.loads(p.dura_score)) == set("DURA") for p in Promotion.select())
+    events = (tmp_path / "d" / "audit" / "audit.jsonl").read_text().splitlines()
+    assert len(events) == 1 + made["approved"] + made["rejected"]
+
+
+def test_demo_refuses_a_root_with_memories(fixture_root):
+    import pytest
+
+    from store.errors import Conflict
+
+    with Store.open(fixture_root) as store, pytest.raises(Conflict):
+        build_demo(store, 10)

@@ -1,0 +1,136 @@
+"""Every mutation: file written atomically, index updated, exactly one audit event; bad requests change nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from store import memories, promotions
+from store.domain import DecayState, MemoryType
+from store.errors import Conflict, UnsafePath
+from store.frontmatter import Frontmatter, MemoryDoc, parse
+from store.index import Memory, Promotion, SupersedesChain
+
+
+def audit_lines(root):
+    return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
+
+
+def memoryd_chain_ok(lines) -> bool:
+    """memoryd's own verification rule: each prev_hash is sha256 of the previous line minus its prev_hash."""
+    from store.audit import GENESIS, memoryd_link
+
+    return lines[0]["prev_hash"] == GENESIS and all(
+        b["prev_hash"] == memoryd_link(a) for a, b in zip(lines, lines[1:]))
+
+
+def a_plain_memory():
+    return Memory.get(Memory.body_path.endswith(".md") & (Memory.decay_state == "alive")
+                      & ~Memory.body_path.contains("imported"))
+
+
+def pending_id() -> int:
+    return Promotion.select().where(Promotion.status == "pending").order_by(Promotion.id).first().id
+
+
+MUTATIONS = {
+    "promotion_approved": lambda s: promotions.approve(s, pending_id()),
+    "promotion_rejected": lambda s: promotions.reject(s, pending_id(), "dup"),
+    "memory_edited": lambda s: memories.edit_memory(s, a_plain_memory().slug, title="New title"),
+    "decay_changed": lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM),
+    "supersede_added": lambda s: memories.add_supersede(s, a_plain_memory().slug, Memory.select().where(
+        Memory.slug != a_plain_memory().slug).first().slug, reason="newer"),
+    "memory_created": lambda s: memories.create_memory(s, MemoryDoc(frontmatter=Frontmatter(
+        title="t", slug="engram-new-1", type=MemoryType.FACT, scope_hash="710d5aaf7a15", source="manual",
+        created_at=s.now()), body="b\n")),
+    "promotion_proposed": lambda s: promotions.propose(s, promotions.Proposal(
+        Memory.get(Memory.type == "session").slug, MemoryType.FACT, "t", "b", ["x"],
+        {"D": 1, "U": 1, "R": 1, "A": 1}, None, "710d5aaf7a15")),
+}
+
+
+@pytest.mark.parametrize("event", sorted(MUTATIONS))
+def test_each_mutation_appends_exactly_one_event(store, fixture_root, event):
+    before = audit_lines(fixture_root)
+    MUTATIONS[event](store)
+    after = audit_lines(fixture_root)
+    assert len(after) == len(before) + 1
+    assert after[-1]["event_type"] == event and after[-1]["seq"] == len(after)
+    assert memoryd_chain_ok(after)
+    assert not list(fixture_root.rglob("*engram-tmp*"))
+
+
+def test_approve_writes_file_then_flips_status(store, fixture_root):
+    pid = pending_id()
+    slug = promotions.approve(store, pid)
+    promotion = Promotion.get_by_id(pid)
+    assert promotion.status == "approved" and promotion.decided_at
+    row = Memory.get(Memory.slug == slug)
+    doc = parse((fixture_root / row.body_path).read_bytes(), row.body_path)
+    assert doc.frontmatter.source == "promotion" and doc.frontmatter.promoted_from == promotion.source_session_slug
+    assert doc.body == promotion.proposed_body
+    with pytest.raises(Conflict):
+        promotions.approve(store, pid)
+    with pytest.raises(Conflict):
+        promotions.reject(store, pid)
+
+
+def test_approve_in_sensitive_scope_writes_only_ciphertext(store, fixture_root):
+    session = Memory.get((Memory.scope_hash == "35998c22af79") & (Memory.type == "session"))
+    pid = promotions.propose(store, promotions.Proposal(
+        session.slug, MemoryType.FACT, "CANARY-títle-4711", "canary body", ["canary"],
+        {"D": 0.9, "U": 0.9, "R": 0.9, "A": 0.9}, "test", "35998c22af79"))
+    slug = promotions.approve(store, pid)
+    row = Memory.get(Memory.slug == slug)
+    assert row.body_path.endswith(".md.enc") and row.scope_sensitive == 1
+    title = Promotion.get_by_id(pid).proposed_title.encode()
+    assert title not in (fixture_root / row.body_path).read_bytes()
+    assert not (fixture_root / row.body_path[:-4]).exists()
+    assert store.read_doc(row.body_path).frontmatter.title.encode() == title
+
+
+def test_approve_applies_proposed_supersedes(store):
+    pid = pending_id()
+    older = Memory.select().where(Memory.type == "decision").first().slug
+    Promotion.update(proposed_supersedes=json.dumps([older, "no-such-slug"])).where(Promotion.id == pid).execute()
+    slug = promotions.approve(store, pid)
+    assert SupersedesChain.get_or_none(newer_memory_id=slug, older_memory_id=older) is not None
+
+
+def test_resaving_unchanged_memory_leaves_bytes_equal(store, fixture_root):
+    row = a_plain_memory()
+    before = (fixture_root / row.body_path).read_bytes()
+    memories.edit_memory(store, row.slug, title=store.read_doc(row.body_path).frontmatter.title)
+    assert (fixture_root / row.body_path).read_bytes() == before
+
+
+def test_decay_is_written_through_to_frontmatter(store, fixture_root):
+    row = a_plain_memory()
+    memories.set_decay(store, row.slug, DecayState.SOFT_FORGOTTEN)
+    assert b"decay_state: soft-forgotten\n" in (fixture_root / row.body_path).read_bytes()
+    assert Memory.get(Memory.slug == row.slug).decay_state == "soft-forgotten"
+
+
+def test_unsafe_slugs_and_paths_are_refused(store, fixture_root):
+    with pytest.raises(ValueError):
+        Frontmatter(title="t", slug="../../escape", type=MemoryType.FACT, scope_hash="abc", source="m",
+                    created_at=store.now())
+    with pytest.raises(UnsafePath):
+        store.layout.resolve("../outside.md")
+    with pytest.raises(UnsafePath):
+        store.layout.resolve("/etc/passwd")
+    with pytest.raises(UnsafePath):
+        store.layout.memory_relpath("../x", MemoryType.FACT, "ok", False)
+
+
+def test_files_written_keep_memoryd_readable_form(store, fixture_root):
+    """What engram writes parses with plain yaml into memoryd's fields, in memoryd's order."""
+    import yaml
+
+    slug = promotions.approve(store, pending_id())
+    text = (fixture_root / Memory.get(Memory.slug == slug).body_path).read_text()
+    head, _, body = text[4:].partition("---\n\n")
+    data = yaml.safe_load(head)
+    assert list(data)[:4] == ["title", "slug", "type", "scope_hash"]
+    assert data["source"] == "promotion" and data["created_at"].endswith("Z")
