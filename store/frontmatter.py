@@ -29,6 +29,9 @@ KEY_ORDER = (
 )
 _DATETIME_KEYS = ("created_at", "updated_at", "last_recalled_at")
 _FENCE = "---\n"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader where PyYAML has it: same documents, several times faster. Writing stays on the pure
+Python dumper, because that is what memoryd's ``yaml.safe_dump`` uses and its bytes are the contract."""
 
 
 def check_slug(slug: str) -> str:
@@ -153,7 +156,7 @@ def parse(data: bytes, path: str) -> MemoryDoc:
     if body.startswith("\n"):
         body = body[1:]
     try:
-        loaded = yaml.safe_load(header)
+        loaded = yaml.load(header, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
