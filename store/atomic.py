@@ -73,15 +73,6 @@ def remove_durably(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def move_durably(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst`` (same file system) and make both directory entries durable."""
-    ensure_dir(dst.parent)
-    os.replace(src, dst)
-    fsync_dir(dst.parent)
-    if src.parent != dst.parent:
-        fsync_dir(src.parent)
-
-
 def is_temp_file(name: str) -> bool:
     """True for the temp files :func:`write_atomic` makes (left behind only by a crash)."""
     return TEMP_MARKER in name

@@ -82,9 +82,6 @@ class KeyRing:
         self.passphrase = passphrase
         self._keys.clear()
 
-    def has_key_material(self) -> bool:
-        return self.key_source != "passphrase" or self.passphrase is not None
-
     def key_for(self, scope_hash: str) -> bytes:
         """The scope's key, derived once; raises :class:`KeyUnavailable` when its source has nothing."""
         key = self._keys.get(scope_hash)

@@ -41,9 +41,3 @@ class PromotionStatus(StrEnum):
     APPROVED = "approved"
     REJECTED = "rejected"
 
-
-ENTITY_TYPES = ("person", "organization", "place", "library", "tool", "project", "concept")
-PREDICATES = (
-    "mentions", "works_on", "uses", "prefers", "supersedes", "superseded_by",
-    "conflicts_with", "cites", "runs_on", "belongs_to", "located_at",
-)

@@ -232,9 +232,6 @@ class Index:
                     f"{self.path}: locked by another process for more than {BUSY_TIMEOUT_MS // 1000} s") from None
             raise
 
-    def applied_migrations(self) -> list[str]:
-        return [r[0] for r in self.db.execute_sql("SELECT filename FROM _schema_migrations ORDER BY filename")]
-
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.db.execute_sql(f"PRAGMA table_info({table})")]
 
