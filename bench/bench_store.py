@@ -68,7 +68,7 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         root = Path(args.dir) / f"demo-{size}"
         build = "(cached)"
-        if not (root / "index.db").exists():
+        if not (root / "audit" / "audit.jsonl").exists():  # written once the demo batch has committed
             build = f"{float(run(BUILD, str(root), str(size))):.1f}"
         steps = {s: json.loads(run(STEP, str(root), s)) for s in ("open", "read", "check", "rebuild")}
         rss = "/".join(f"{steps[s]['rss_mb']:.0f}" for s in steps)
