@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
-from store.frontmatter import MemoryDoc, index_datetime, parse
+from store.frontmatter import index_datetime, parse
 from store.index import AuditOutbox, Memory, Promotion
 from store.promotions import promoted_slug
 from store.scan import FileEntry, walk
@@ -56,7 +56,6 @@ class Report:
     files: int = 0
     rows: int = 0
     findings: list[Finding] = field(default_factory=list)
-    docs: dict[str, MemoryDoc] = field(default_factory=dict, repr=False)  # relpath -> parsed file
 
     def add(self, kind: str, path: str | None, detail: str, **data: Any) -> None:
         self.findings.append(Finding(kind, path, detail, data))
@@ -133,7 +132,6 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
     except DecryptionFailed as exc:
         report.add("undecryptable_file", entry.relpath, str(exc))
         return
-    report.docs[entry.relpath] = doc
     fm = doc.frontmatter
     if row is None:
         owner = rows.get(fm.slug)

@@ -185,7 +185,7 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
 
     def index_update() -> None:
         SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
-        store.insert_memory_rows((wr.doc, wr.relpath) for wr in writes)
+        store.upsert_memory_rows([(wr.doc, wr.relpath) for wr in writes])
         for batch in chunked(w.entities.values(), 200):
             Entity.insert_many(batch).execute()
         for batch in chunked(w.relations, 200):

@@ -41,11 +41,11 @@ def edit_memory(store: Store, slug: str, *, title: str | None = None, body: str 
         return
     fm.updated_at = store.now()
     new_doc = MemoryDoc(frontmatter=fm, body=new_body)
-    write = store.memory_write(new_doc, forgotten=old_rel.split("/")[2] == "forgotten")
+    write = store.rewrite(old_rel, new_doc)
     store.apply(Change(
         "memory_edited", slug, fm.scope_hash, {"fields": changed},
         writes=[write], index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
-        removals=[old_rel] if old_rel != write.relpath else []))
+        removals=[old_rel]))
 
 
 def set_decay(store: Store, slug: str, state: DecayState) -> None:
@@ -57,14 +57,14 @@ def set_decay(store: Store, slug: str, state: DecayState) -> None:
         return
     fm = doc.frontmatter.replace(decay_state=state)
     new_doc = MemoryDoc(frontmatter=fm, body=doc.body)
-    write = store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten")
+    write = store.rewrite(rel, new_doc)
 
     def index_update() -> None:
         store.upsert_memory_row(new_doc, write.relpath)
 
     store.apply(Change(
         "decay_changed", slug, fm.scope_hash, {"from": row.decay_state, "to": state.value},
-        writes=[write], index_update=index_update, removals=[rel] if rel != write.relpath else []))
+        writes=[write], index_update=index_update, removals=[rel]))
 
 
 def add_supersede(store: Store, newer: str, older: str, *, reason: str | None = None,
@@ -83,7 +83,7 @@ def add_supersede(store: Store, newer: str, older: str, *, reason: str | None = 
     new_doc = doc
     if older not in fm.supersedes:
         new_doc = MemoryDoc(frontmatter=fm.replace(supersedes=[*fm.supersedes, older]), body=doc.body)
-        writes.append(store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten"))
+        writes.append(store.rewrite(rel, new_doc))
 
     def index_update() -> None:
         SupersedesChain.insert(

@@ -96,6 +96,7 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
     def index_update() -> None:
         keep = {existing[rel] for rel in locked if rel in existing}
         result.kept_locked = len(keep)
+        upserts = []
         for relpath, doc in docs.values():
             squatter = existing.get(relpath)
             if squatter is not None and squatter != doc.frontmatter.slug:
@@ -103,8 +104,9 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
                     result.skipped.append(f"{relpath}: its old row {squatter} still has promotions")
                     continue
                 Memory.delete().where(Memory.slug == squatter).execute()
-            store.upsert_memory_row(doc, relpath, keep_runtime=True)
-            result.indexed += 1
+            upserts.append((doc, relpath))
+        store.upsert_memory_rows(upserts, keep_runtime=True)
+        result.indexed = len(upserts)
         stale = [m.slug for m in Memory.select(Memory.slug)
                  if m.slug not in docs and m.slug not in keep]
         for slug in stale:

@@ -39,9 +39,10 @@ def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> 
             result.remaining = report
             return result
         before = len(result.fixed)
+        result.failed = []  # only the last pass's failures stand: an earlier fix may have cleared one
         for finding in sorted(fixable, key=lambda f: ORDER.index(f.kind)):
             try:
-                message = FIXES[finding.kind](store, finding, report)
+                message = FIXES[finding.kind](store, finding)
             except StoreError as exc:
                 result.failed.append(f"{finding.kind} {finding.path or ''}: {exc}")
                 continue
@@ -53,45 +54,50 @@ def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> 
     return result
 
 
-def _remove_temp(store: Store, finding: Finding, report: Report) -> str:
+def _remove_temp(store: Store, finding: Finding) -> str:
     path = store.layout.resolve(finding.path or "")
     remove_durably(path)
     return f"removed temp file {finding.path}"
 
 
-def _flush_audit(store: Store, finding: Finding, report: Report) -> str | None:
+def _flush_audit(store: Store, finding: Finding) -> str | None:
     if store.flush_audit_outbox():
         raise StoreError(store.audit_warning or "audit log not writable")
     return f"appended queued audit event {finding.data['op_id']}"
 
 
-def _index_file(store: Store, finding: Finding, report: Report) -> str | None:
+def _index_file(store: Store, finding: Finding) -> str | None:
     """Index an unindexed file; if its slug is taken, drop an exact leftover copy or give it a free slug."""
     rel = finding.path or ""
-    doc = report.docs.get(rel)
-    if doc is None:  # encrypted and locked: nothing to do without the key
-        raise StoreError("needs the scope's key")
+    doc = store.read_doc(rel)  # an encrypted file without its key raises KeyUnavailable: left for later
     owner = Memory.get_or_none(Memory.slug == doc.frontmatter.slug)
     if owner is None:
         store.apply(Change("repair_applied", doc.frontmatter.slug, doc.frontmatter.scope_hash,
                            {"fix": "indexed_file", "path": rel},
                            index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True)))
         return f"indexed {rel}"
-    owner_doc = report.docs.get(owner.body_path)
-    if owner_doc is not None and owner_doc == doc:
+    if _same_memory(store, owner.body_path, doc):
         store.apply(Change("repair_applied", owner.slug, doc.frontmatter.scope_hash,
                            {"fix": "removed_duplicate_copy", "path": rel, "kept": owner.body_path},
                            removals=[rel]))
         return f"removed {rel}: an exact copy of {owner.body_path}"
     new_slug = _free_slug(f"{doc.frontmatter.slug}-{doc.frontmatter.scope_hash}")
     new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(slug=new_slug), body=doc.body)
-    write = store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten")
+    write = store.rewrite(rel, new_doc)
     store.apply(Change("repair_applied", new_slug, doc.frontmatter.scope_hash,
                        {"fix": "reslugged_collision", "path": rel, "old_slug": doc.frontmatter.slug,
                         "slug_owner": owner.body_path},
                        writes=[write], index_update=lambda: store.upsert_memory_row(new_doc, write.relpath),
                        removals=[rel]))
     return f"{rel}: slug {doc.frontmatter.slug} belongs to {owner.body_path}; renamed to {new_slug}"
+
+
+def _same_memory(store: Store, relpath: str, doc: MemoryDoc) -> bool:
+    """True when the file at ``relpath`` holds exactly ``doc`` (a leftover copy, not a different memory)."""
+    try:
+        return store.read_doc(relpath) == doc
+    except (StoreError, OSError):
+        return False
 
 
 def _free_slug(base: str) -> str:
@@ -101,7 +107,7 @@ def _free_slug(base: str) -> str:
     return slug
 
 
-def _drop_row(store: Store, finding: Finding, report: Report) -> str | None:
+def _drop_row(store: Store, finding: Finding) -> str | None:
     """A row whose file is gone (or points outside the root) says nothing the files do not; drop it,
     unless promotions hang off it: deleting would cascade them away."""
     slug = finding.data["slug"]
@@ -117,38 +123,38 @@ def _drop_row(store: Store, finding: Finding, report: Report) -> str | None:
     return f"dropped index row {slug} ({finding.path})"
 
 
-def _reindex_row(store: Store, finding: Finding, report: Report) -> str:
+def _reindex_row(store: Store, finding: Finding) -> str:
     rel = finding.path or ""
-    doc = report.docs[rel]
+    doc = store.read_doc(rel)
     store.apply(Change("repair_applied", doc.frontmatter.slug, doc.frontmatter.scope_hash,
                        {"fix": "reindexed", "path": rel, "why": finding.detail},
                        index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True)))
     return f"re-indexed {rel} ({finding.detail})"
 
 
-def _write_decay_through(store: Store, finding: Finding, report: Report) -> str:
+def _write_decay_through(store: Store, finding: Finding) -> str:
     """memoryd decays in the index only; engram writes the state into the frontmatter too."""
     rel = finding.path or ""
-    doc = report.docs[rel]
+    doc = store.read_doc(rel)
     row = store.memory(finding.data["slug"])
     new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=row.decay_state),
                         body=doc.body)
-    write = store.memory_write(new_doc, forgotten=rel.split("/")[2] == "forgotten")
+    write = store.rewrite(rel, new_doc)
     store.apply(Change("repair_applied", row.slug, doc.frontmatter.scope_hash,
                        {"fix": "decay_written_through", "path": rel, "decay_state": row.decay_state},
                        writes=[write],
                        index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
-                       removals=[rel] if rel != write.relpath else []))
+                       removals=[rel]))
     return f"wrote decay state {row.decay_state} into {rel}"
 
 
-def _write_approved(store: Store, finding: Finding, report: Report) -> str:
+def _write_approved(store: Store, finding: Finding) -> str:
     promotion = Promotion.get_by_id(finding.data["promotion_id"])
     slug = write_promoted(store, promotion, "repair_applied")
     return f"wrote the memory of approved promotion #{promotion.id} as {slug}"
 
 
-def _finish_approval(store: Store, finding: Finding, report: Report) -> str:
+def _finish_approval(store: Store, finding: Finding) -> str:
     promotion = Promotion.get_by_id(finding.data["promotion_id"])
     if promotion.status != PromotionStatus.PENDING:
         return ""
@@ -156,7 +162,7 @@ def _finish_approval(store: Store, finding: Finding, report: Report) -> str:
     return f"finished the interrupted approval of promotion #{promotion.id} ({slug})"
 
 
-FIXES: dict[str, Callable[[Store, Finding, Report], str | None]] = {
+FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "temp_file": _remove_temp,
     "audit_pending": _flush_audit,
     "file_without_row": _index_file,

@@ -17,10 +17,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from peewee import EXCLUDED
+
 from store import audit, faults
 from store.atomic import remove_durably, write_atomic
 from store.crypto import KeyRing, decrypt, encrypt
-from store.domain import DecayState, MemoryType
+from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from store.errors import NotFound, ReadOnlyStore, StoreError, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
 from store.index import AuditOutbox, Index, Memory, Trigger
@@ -50,7 +52,7 @@ class Change:
     details: dict[str, Any]
     writes: list[FileWrite] = field(default_factory=list)
     index_update: Callable[[], None] | None = None
-    removals: list[str] = field(default_factory=list)
+    removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
 
 
 class Store:
@@ -137,8 +139,10 @@ class Store:
             AuditOutbox.create(op_id=op_id, event=json.dumps(event, ensure_ascii=False),
                                created_at=utcnow().isoformat())
         faults.reach("index_committed")
+        written = {write.relpath for write in change.writes}
         for relpath in change.removals:
-            remove_durably(self.layout.resolve(relpath))
+            if relpath not in written:  # a file rewritten in place is not retired
+                remove_durably(self.layout.resolve(relpath))
         self.flush_audit_outbox()
 
     def flush_audit_outbox(self) -> int:
@@ -175,47 +179,32 @@ class Store:
     # ----------------------------------------------------------------- index rows
 
     def upsert_memory_row(self, doc: MemoryDoc, relpath: str, *, keep_runtime: bool = False) -> None:
-        """Write the index row and trigger rows for ``doc`` stored at ``relpath`` (call inside a transaction).
+        """:meth:`upsert_memory_rows` for one memory."""
+        self.upsert_memory_rows([(doc, relpath)], keep_runtime=keep_runtime)
+
+    def upsert_memory_rows(self, items: Iterable[tuple[MemoryDoc, str]], *, keep_runtime: bool = False) -> None:
+        """Write the index rows and trigger rows of memories stored at the given relpaths, in batches
+        (call inside a transaction; one statement per few hundred rows keeps 100k-memory rebuilds fast).
 
         ``keep_runtime`` keeps an existing row's decay state and recall figures where they are further along
         than the file's: memoryd records those in the index only.
         """
-        fm = doc.frontmatter
-        values: dict[str, Any] = dict(
-            slug=fm.slug, type=fm.type.value, scope_hash=fm.scope_hash, title=fm.title, source=fm.source,
-            created_at=index_datetime(fm.created_at), updated_at=index_datetime(fm.updated_at),
-            ttl_days=fm.ttl_days, decay_state=fm.decay_state.value,
-            last_recalled_at=index_datetime(fm.last_recalled_at), recall_count=fm.recall_count,
-            fingerprint=doc.fingerprint, body_path=relpath, scope_sensitive=int(relpath.endswith(".md.enc")),
-        )
-        old = Memory.get_or_none(Memory.slug == fm.slug)
-        if keep_runtime and old is not None:
-            values.update(merge_runtime(old, values))
-        if old is None:
-            Memory.insert(**values).execute()
-        else:
-            Memory.update(**values).where(Memory.slug == fm.slug).execute()
-        Trigger.delete().where(Trigger.slug == fm.slug).execute()
-        triggers = list(dict.fromkeys(fm.triggers))
-        if triggers:
-            Trigger.insert_many([(fm.slug, t) for t in triggers], fields=[Trigger.slug, Trigger.trigger]).execute()
-
-    def insert_memory_rows(self, items: Iterable[tuple[MemoryDoc, str]]) -> None:
-        """Bulk-insert index rows for new memories (batches: demo, import); call inside a transaction."""
-        rows, triggers = [], []
-        for doc, relpath in items:
-            fm = doc.frontmatter
-            rows.append((fm.slug, fm.type.value, fm.scope_hash, fm.title, fm.source, index_datetime(fm.created_at),
-                         index_datetime(fm.updated_at), fm.ttl_days, fm.decay_state.value,
-                         index_datetime(fm.last_recalled_at), fm.recall_count, doc.fingerprint, relpath,
-                         int(relpath.endswith(".md.enc"))))
-            triggers.extend((fm.slug, t) for t in dict.fromkeys(fm.triggers))
-        fields = [Memory.slug, Memory.type, Memory.scope_hash, Memory.title, Memory.source, Memory.created_at,
-                  Memory.updated_at, Memory.ttl_days, Memory.decay_state, Memory.last_recalled_at,
-                  Memory.recall_count, Memory.fingerprint, Memory.body_path, Memory.scope_sensitive]
-        for batch in chunked(rows, 500):
-            Memory.insert_many(batch, fields=fields).execute()
-        for batch in chunked(triggers, 2000):
+        items = list(items)
+        rows = [memory_row(doc, relpath) for doc, relpath in items]
+        triggers = [(doc.frontmatter.slug, t) for doc, _ in items for t in dict.fromkeys(doc.frontmatter.triggers)]
+        if keep_runtime:
+            for batch in chunked(rows, _BATCH):
+                olds = {m.slug: m for m in Memory.select().where(Memory.slug.in_([r["slug"] for r in batch]))}
+                for row in batch:
+                    if row["slug"] in olds:
+                        row.update(merge_runtime(olds[row["slug"]], row))
+        # ON CONFLICT never SETs the key column: doing so would make SQLite check every promotion that
+        # references the row (promotions.source_session_slug has no index).
+        update = {getattr(Memory, name): EXCLUDED[name] for name in _ROW_COLUMNS if name != "slug"}
+        for batch in chunked(rows, _BATCH):
+            Memory.insert_many(batch).on_conflict(conflict_target=[Memory.slug], update=update).execute()
+            Trigger.delete().where(Trigger.slug.in_([r["slug"] for r in batch])).execute()
+        for batch in chunked(triggers, 4 * _BATCH):
             Trigger.insert_many(batch, fields=[Trigger.slug, Trigger.trigger]).execute()
 
     def memory_write(self, doc: MemoryDoc, *, forgotten: bool = False, encrypted: bool | None = None) -> FileWrite:
@@ -226,12 +215,34 @@ class Store:
         rel = self.layout.memory_relpath(fm.scope_hash, MemoryType(fm.type), fm.slug, encrypted, forgotten)
         return FileWrite(rel, doc, encrypted)
 
+    def rewrite(self, relpath: str, doc: MemoryDoc) -> FileWrite:
+        """Where a changed version of the file at ``relpath`` goes: a file memoryd's sweep moved to
+        ``forgotten/`` stays there; otherwise its (possibly new) type dir, encrypted if its scope is sensitive."""
+        return self.memory_write(doc, forgotten=relpath.split("/")[2] == FORGOTTEN_DIR)
+
     def safe_relpath(self, body_path: str) -> str:
         """Validate an index ``body_path`` before it is read or written."""
         self.layout.resolve(body_path)
         if not (body_path.endswith(".md") or body_path.endswith(".md.enc")):
             raise UnsafePath(f"body_path {body_path!r} is not a memory file")
         return body_path
+
+
+_BATCH = 400  # rows per statement: 14 columns x 400 stays far below SQLite's bound-variable limit
+_ROW_COLUMNS = ("slug", "type", "scope_hash", "title", "source", "created_at", "updated_at", "ttl_days",
+                "decay_state", "last_recalled_at", "recall_count", "fingerprint", "body_path", "scope_sensitive")
+
+
+def memory_row(doc: MemoryDoc, relpath: str) -> dict[str, Any]:
+    """The ``memories`` row memoryd would write for ``doc`` at ``relpath``."""
+    fm = doc.frontmatter
+    return dict(
+        slug=fm.slug, type=fm.type.value, scope_hash=fm.scope_hash, title=fm.title, source=fm.source,
+        created_at=index_datetime(fm.created_at), updated_at=index_datetime(fm.updated_at),
+        ttl_days=fm.ttl_days, decay_state=fm.decay_state.value,
+        last_recalled_at=index_datetime(fm.last_recalled_at), recall_count=fm.recall_count,
+        fingerprint=doc.fingerprint, body_path=relpath, scope_sensitive=int(relpath.endswith(".md.enc")),
+    )
 
 
 def merge_runtime(old: Memory, new: dict[str, Any]) -> dict[str, Any]:
