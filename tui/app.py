@@ -37,7 +37,7 @@ class EngramApp(App[None]):
         yield Header()
         with Horizontal(id="overview"):
             with Vertical(id="left"):
-                yield Static(id="summary")
+                yield Static("Loading…", id="summary")
                 yield DataTable(id="scopes", cursor_type="row", zebra_stripes=True)
             with Vertical(id="right"):
                 yield Static("Drift", classes="title")
@@ -49,14 +49,13 @@ class EngramApp(App[None]):
         if self.store.read_only:
             self.notify(self.store.index.read_only_reason or "read-only", title="Read-only", severity="warning",
                         timeout=15)
-        self.show_counts(counts(self.store))
         self.action_recheck()
 
     def show_counts(self, c: Counts) -> None:
         promos = ", ".join(f"{n} {s}" for s, n in sorted(c.promotions.items())) or "none"
-        decay = ", ".join(f"{n} {s}" for s, n in c.by_decay.items())
+        decay = ", ".join(f"{n:,} {s}" for s, n in c.by_decay.items())
         self.query_one("#summary", Static).update(
-            f"[b]{c.memories} memories[/b]  ({c.encrypted} encrypted, {decay})\n"
+            f"[b]{c.memories:,} memories[/b]  ({c.encrypted:,} encrypted, {decay})\n"
             f"promotions: {promos}\n"
             f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes\n"
             f"sensitive scopes: {', '.join(c.sensitive_scopes) or 'none'}")
@@ -72,11 +71,17 @@ class EngramApp(App[None]):
 
     @work(thread=True, exclusive=True)
     def run_check(self) -> None:
-        """Read every file and compare with the index, off the UI thread."""
+        """Load the counts, then read every file and compare it with the index, all off the UI thread."""
         bar = self.query_one("#progress", ProgressBar)
+
+        def progress(done: int, total: int) -> None:
+            # call_from_thread waits for the UI: report about every 1%, not every file
+            if done == total or done % max(1, total // 100) == 0:
+                self.call_from_thread(bar.update, total=total, progress=done)
+
         try:
-            report = check(self.store, lambda done, total: self.call_from_thread(bar.update, total=total,
-                                                                                   progress=done))
+            self.call_from_thread(self.show_counts, counts(self.store))
+            report = check(self.store, progress)
         except StoreError as exc:
             self.call_from_thread(self.notify, str(exc), title="Check failed", severity="error")
             return
