@@ -20,10 +20,6 @@ class UnsafePath(StoreError):
     """A slug or body_path that would escape the data root."""
 
 
-class SchemaTooNew(StoreError):
-    """index.db carries migrations engram does not know: opened read-only."""
-
-
 class ReadOnlyStore(StoreError):
     """A mutation was asked of a store opened read-only."""
 

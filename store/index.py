@@ -13,11 +13,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from peewee import (
-    AutoField, CompositeKey, FloatField, IntegerField, Model, OperationalError, SqliteDatabase, TextField,
+    AutoField, CompositeKey, FloatField, IntegerField, IntegrityError, Model, OperationalError, SqliteDatabase,
+    TextField,
 )
 
 from migrations import migration_files
-from store.errors import DatabaseLocked, SchemaTooNew, StoreError
+from store.errors import Conflict, DatabaseLocked, StoreError
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -226,6 +227,8 @@ class Index:
         try:
             with self.db.atomic("IMMEDIATE"):
                 yield
+        except IntegrityError as exc:
+            raise Conflict(f"index.db refused the change ({exc}); nothing was committed") from None
         except OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise DatabaseLocked(

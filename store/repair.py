@@ -124,11 +124,26 @@ def _drop_row(store: Store, finding: Finding) -> str | None:
 
 
 def _reindex_row(store: Store, finding: Finding) -> str:
+    """Files are the truth: refresh the row from its file. A slug changed by hand re-keys the row, unless
+    the new slug is taken or promotions still hang off the old one."""
     rel = finding.path or ""
     doc = store.read_doc(rel)
-    store.apply(Change("repair_applied", doc.frontmatter.slug, doc.frontmatter.scope_hash,
-                       {"fix": "reindexed", "path": rel, "why": finding.detail},
-                       index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True)))
+    old_slug, new_slug = finding.data["slug"], doc.frontmatter.slug
+    if new_slug != old_slug:
+        if Memory.get_or_none(Memory.slug == new_slug) is not None:
+            raise StoreError(f"its frontmatter slug {new_slug} is already used by another memory")
+        if Promotion.select().where(Promotion.source_session_slug == old_slug).exists():
+            raise StoreError(f"its slug changed from {old_slug} but promotions still refer to the old slug")
+
+    def index_update() -> None:
+        if new_slug != old_slug:
+            Trigger.delete().where(Trigger.slug == old_slug).execute()
+            Memory.delete().where(Memory.slug == old_slug).execute()
+        store.upsert_memory_row(doc, rel, keep_runtime=new_slug == old_slug)
+
+    store.apply(Change("repair_applied", new_slug, doc.frontmatter.scope_hash,
+                       {"fix": "reindexed", "path": rel, "why": finding.detail, "old_slug": old_slug},
+                       index_update=index_update))
     return f"re-indexed {rel} ({finding.detail})"
 
 

@@ -96,3 +96,15 @@ def test_temp_files_left_by_a_crash_are_removed(store, fixture_root):
     assert check(store).counts().get("temp_file") == 1
     repair(store)
     assert not temp.exists()
+
+
+def test_slug_changed_by_hand_rekeys_the_row(store, fixture_root):
+    rel = "scopes/710d5aaf7a15/facts/2026-08-20-Vite_is_pinned_to_7_14-1787206498.md"
+    path = fixture_root / rel
+    path.write_text(path.read_text().replace("slug: 2026-08-20-Vite_is_pinned_to_7_14-1787206498",
+                                             "slug: hand-renamed-slug"))
+    assert [f.path for f in check(store).of("stale_row")] == [rel]
+    result = repair(store)
+    assert not result.failed
+    assert Memory.get(Memory.slug == "hand-renamed-slug").body_path == rel
+    assert Memory.get_or_none(Memory.slug == "2026-08-20-Vite_is_pinned_to_7_14-1787206498") is None

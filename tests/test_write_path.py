@@ -134,3 +134,18 @@ def test_files_written_keep_memoryd_readable_form(store, fixture_root):
     data = yaml.safe_load(head)
     assert list(data)[:4] == ["title", "slug", "type", "scope_hash"]
     assert data["source"] == "promotion" and data["created_at"].endswith("Z")
+
+
+def test_index_constraint_violation_is_a_conflict_and_commits_nothing(store, fixture_root):
+    from store.errors import Conflict
+    from store.service import Change
+
+    row = a_plain_memory()
+    doc = store.read_doc(row.body_path)
+    clash = MemoryDoc(frontmatter=doc.frontmatter.replace(slug="another-slug"), body=doc.body)
+    before = audit_lines(fixture_root)
+    with pytest.raises(Conflict, match="UNIQUE"):
+        store.apply(Change("memory_edited", "another-slug", None, {},
+                           index_update=lambda: store.upsert_memory_row(clash, row.body_path)))
+    assert Memory.get_or_none(Memory.slug == "another-slug") is None
+    assert audit_lines(fixture_root) == before
