@@ -22,6 +22,7 @@ EXAMPLES = 5
 KINDS: dict[str, tuple[str, bool]] = {
     "bad_file": ("memory file that cannot be parsed", False),
     "locked_file": ("encrypted file locked: no key for its scope", False),
+    "wrong_key": ("sensitive scope whose key opens none of its files: wrong passphrase?", False),
     "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
     "file_without_row": ("memory file with no index row", True),
     "enc_without_row": ("encrypted memory file with no index row", True),
@@ -110,6 +111,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
             continue
         if row.body_path not in present:
             report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
+    _wrong_keys(files, report)
     _check_promotions(rows, report)
     outbox = AuditOutbox.select() if AuditOutbox._meta.table_name in store.index.db.get_tables() else []
     for row in outbox:  # a read-only root written by another tool may not have engram's table
@@ -151,6 +153,22 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
     if row.decay_state != fm.decay_state.value:
         report.add("decay_index_only", entry.relpath,
                    f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}", slug=row.slug)
+
+
+def _wrong_keys(files: list[FileEntry], report: Report) -> None:
+    """A scope none of whose files decrypt has the wrong key, not hundreds of damaged files: say so once."""
+    failed = report.of("undecryptable_file")
+    unread = {f.path for f in failed} | {f.path for f in report.of("locked_file")}
+    opened = {e.scope_hash for e in files if e.encrypted and e.relpath not in unread}
+    by_scope: dict[str, list[Finding]] = {}
+    for finding in failed:
+        by_scope.setdefault((finding.path or "").split("/")[1], []).append(finding)
+    wrong = {scope: found for scope, found in by_scope.items() if scope not in opened}
+    dropped = {id(f) for found in wrong.values() for f in found}
+    report.findings = [f for f in report.findings if id(f) not in dropped]
+    for scope, found in wrong.items():
+        report.add("wrong_key", f"scopes/{scope}", f"the key does not open any of its {len(found)} files",
+                   scope_hash=scope)
 
 
 def _check_promotions(rows: dict[str, Memory], report: Report) -> None:

@@ -108,3 +108,20 @@ def test_slug_changed_by_hand_rekeys_the_row(store, fixture_root):
     assert not result.failed
     assert Memory.get(Memory.slug == "hand-renamed-slug").body_path == rel
     assert Memory.get_or_none(Memory.slug == "2026-08-20-Vite_is_pinned_to_7_14-1787206498") is None
+
+
+def test_wrong_passphrase_is_one_finding_per_scope_not_damage(fixture_root):
+    from store.crypto import KeyRing
+
+    with Store.open(fixture_root, keys=KeyRing(passphrase="not-it")) as store:
+        report = check(store)
+    assert not report.of("undecryptable_file")
+    assert sorted(f.data["scope_hash"] for f in report.of("wrong_key")) == ["35998c22af79", "91c2073b561e"]
+
+
+def test_one_damaged_file_in_an_open_scope_is_reported_as_such(store, fixture_root):
+    victim = next(fixture_root.glob("scopes/35998c22af79/facts/*.md.enc"))
+    victim.write_bytes(victim.read_bytes()[:-8] + b"AAAAAAA=")
+    report = check(store)
+    assert [f.path for f in report.of("undecryptable_file")] == [str(victim.relative_to(fixture_root))]
+    assert not report.of("wrong_key")
