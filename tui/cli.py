@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
+    except BrokenPipeError:  # `engram ls | head`: the reader left; say nothing more
+        sys.stdout = None
+        return EXIT_OK
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
