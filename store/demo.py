@@ -142,20 +142,36 @@ class _Writer:
         return {k: round(self.rng.uniform(0.35, 1.0), 2) for k in "DURA"}
 
     def graph(self, doc: MemoryDoc, project: tuple, when: datetime) -> None:
-        """Entities for the people and tools a memory mentions, and memory->entity relations."""
+        """The entities a memory mentions (a person, a tool, a topic, its project) with memory->entity
+        ``mentions`` relations, and entity->entity facts (person works_on project, project uses tool)."""
         fm = doc.frontmatter
-        for name, etype in ((self.rng.choice(project[3]), "person"), (self.rng.choice(project[4]), "tool")):
-            eid = f"entity:{etype}:{name.strip().lower().replace(' ', '_')}"
-            ent = self.entities.setdefault(eid, dict(
-                id=eid, name=name, type=etype, aliases="[]", context=doc.body[:160], first_seen_at=when.isoformat(),
-                last_seen_at=when.isoformat(), mention_count=0, scope_hash=fm.scope_hash, decay_state="fresh"))
-            ent["mention_count"] += 1
-            ent["first_seen_at"] = min(ent["first_seen_at"], when.isoformat())
-            ent["last_seen_at"] = max(ent["last_seen_at"], when.isoformat())
-            self.relations.append(dict(
-                subject_id=f"memory:{fm.slug}", subject_kind="memory", predicate="mentions", object_id=eid,
-                object_kind="entity", source_memory_id=fm.slug, scope_hash=fm.scope_hash,
-                confidence=round(self.rng.uniform(0.5, 1.0), 2), created_at=when.isoformat(), superseded_at=None))
+        root, _, topics, people, tools = project
+        person = self.entity(self.rng.choice(people), "person", doc, when)
+        tool = self.entity(self.rng.choice(tools), "tool", doc, when)
+        topic = self.entity(self.rng.choice(topics), "concept", doc, when)
+        proj = self.entity(root.rsplit("/", 1)[1], "project", doc, when)
+        for eid in (person, tool, topic, proj):
+            self.relate(f"memory:{fm.slug}", "memory", "mentions", eid, fm, when)
+        self.relate(person, "entity", "works_on", proj, fm, when)
+        self.relate(proj, "entity", "uses", tool, fm, when)
+
+    def entity(self, name: str, etype: str, doc: MemoryDoc, when: datetime) -> str:
+        """memoryd's entity id rule: ``entity:<type>:<name stripped, lowercased, spaces as _>``."""
+        eid = f"entity:{etype}:{name.strip().lower().replace(' ', '_')}"
+        stamp = when.isoformat()
+        ent = self.entities.setdefault(eid, dict(
+            id=eid, name=name, type=etype, aliases="[]", context=doc.body[:160], first_seen_at=stamp,
+            last_seen_at=stamp, mention_count=0, scope_hash=doc.frontmatter.scope_hash, decay_state="fresh"))
+        ent["mention_count"] += 1
+        ent["first_seen_at"] = min(ent["first_seen_at"], stamp)
+        ent["last_seen_at"] = max(ent["last_seen_at"], stamp)
+        return eid
+
+    def relate(self, subject: str, kind: str, predicate: str, obj: str, fm: Frontmatter, when: datetime) -> None:
+        self.relations.append(dict(
+            subject_id=subject, subject_kind=kind, predicate=predicate, object_id=obj, object_kind="entity",
+            source_memory_id=fm.slug, scope_hash=fm.scope_hash, confidence=round(self.rng.uniform(0.5, 1.0), 2),
+            created_at=when.isoformat(), superseded_at=None))
 
 
 def build_demo(store: Store, memories: int = 400, seed: int = 7,
@@ -176,6 +192,9 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
             progress(i, memories)
     w.sessions = [d for d in w.docs if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"]
     sensitive = scope_hash_of(SENSITIVE_ROOT)
+    for ent in w.entities.values():  # entity decay follows how long ago it was last seen
+        idle = (NOW - datetime.fromisoformat(ent["last_seen_at"])).days
+        ent["decay_state"] = "forgotten" if idle > 150 else "dim" if idle > 60 else "fresh"
     proposals = _proposals(w, max(6, memories // 25))
     chains = _supersedes(w)
 
