@@ -48,13 +48,19 @@ def this_hash(line: dict[str, Any]) -> str:
 
 def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | None, target_id: str | None,
                  details: dict[str, Any], ts: datetime | None = None) -> dict[str, Any]:
-    """Append one event line under an exclusive lock; returns the line written."""
+    """Append one event line under an exclusive lock; returns the line written.
+
+    If ``details`` carries an ``op_id`` and the log's last line already has that op_id (a writer that died
+    after appending, before it could dequeue the event), that line is returned and nothing is written.
+    """
     ensure_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     with os.fdopen(fd, "r+b") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             last, seq_of_last = _tail(fh, path)
+            if last is not None and "op_id" in details and _op_id(last) == details["op_id"]:
+                return last
             line: dict[str, Any] = {
                 "seq": seq_of_last + 1,
                 "ts": (ts or datetime.now(timezone.utc)).isoformat(),
@@ -74,13 +80,12 @@ def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | N
     return line
 
 
-def last_event(path: Path) -> dict[str, Any] | None:
-    """The log's last line (None for an empty or missing log), read from the end."""
+def _op_id(line: dict[str, Any]) -> str | None:
     try:
-        with path.open("rb") as fh:
-            return _tail(fh, path)[0]
-    except FileNotFoundError:
+        details = json.loads(line.get("details") or "{}")
+    except (TypeError, json.JSONDecodeError):
         return None
+    return details.get("op_id") if isinstance(details, dict) else None
 
 
 def _tail(fh, path: Path) -> tuple[dict[str, Any] | None, int]:

@@ -149,3 +149,19 @@ def test_index_constraint_violation_is_a_conflict_and_commits_nothing(store, fix
                            index_update=lambda: store.upsert_memory_row(clash, row.body_path)))
     assert Memory.get_or_none(Memory.slug == "another-slug") is None
     assert audit_lines(fixture_root) == before
+
+
+def test_torn_audit_tail_is_never_glued_onto(store, fixture_root):
+    """A crashed writer's partial last line: the change is saved, its event waits in the outbox."""
+    from store.check import check
+
+    log = fixture_root / "audit" / "audit.jsonl"
+    log.write_bytes(log.read_bytes() + b'{"seq": 201, "ts": "2026-')
+    torn = log.read_bytes()
+    memories.set_decay(store, a_plain_memory().slug, DecayState.DIM)
+    assert log.read_bytes() == torn
+    assert "incomplete" in store.audit_warning
+    assert check(store).counts().get("audit_pending") == 1
+    log.write_bytes(torn[: torn.rindex(b"\n") + 1])  # what `engram audit repair` will do (issue 3)
+    assert store.flush_audit_outbox() == 0
+    assert audit_lines(fixture_root)[-1]["event_type"] == "decay_changed"

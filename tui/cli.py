@@ -106,6 +106,8 @@ def _check(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     with Store.open(args.root) as store:
         result = repair(store)
+        if store.audit_warning:
+            print(f"engram: {store.audit_warning}", file=sys.stderr)
     remaining = result.remaining.to_json() if result.remaining else {}
     left = {k: v for k, v in remaining.get("findings", {}).items() if k != "locked_file"}
     text = "\n".join([*(f"fixed: {m}" for m in result.fixed), *(f"failed: {m}" for m in result.failed),
