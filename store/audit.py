@@ -5,8 +5,8 @@ this_hash``. ``prev_hash`` follows memoryd's rule (sha256 of the previous line m
 memoryd keeps verifying and appending; ``this_hash`` additionally covers the whole history. Appends take
 ``flock`` on the file (memoryd locks the same way), read only the tail, and fsync.
 
-Verification, checkpoints and tail repair come with the audit work (issue 3); this module is the writer
-the one write path already goes through.
+This module is the writer (every mutation's event comes through :func:`append_event`) and the explicit
+repair of a torn tail; :mod:`store.audit_verify` reads the chain and :mod:`store.checkpoints` pins it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from store.atomic import ensure_dir
+from store.atomic import ensure_dir, write_atomic
 from store.errors import StoreError
 
 GENESIS = "0" * 64
@@ -46,6 +46,21 @@ def this_hash(line: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256((line["prev_hash"] + canonical_json(body)).encode("utf-8")).hexdigest()
 
 
+def line_hash(raw: bytes) -> str:
+    """A line's identity (a checkpoint's ``log_id`` is line 1's): sha256 of its bytes without the newline."""
+    return "sha256:" + hashlib.sha256(raw.rstrip(b"\n")).hexdigest()
+
+
+def accumulate(acc: str, raw: bytes) -> str:
+    """The running digest of the log up to and including ``raw``: ``acc_n = sha256(acc_n-1 \\n line_n)``.
+
+    memoryd's ``prev_hash`` covers only the previous line's fields (not its prev_hash), so a memoryd line cuts
+    the chain's coverage of history: a rewrite before it, with later hashes recomputed, verifies. A checkpoint
+    therefore pins this accumulator, which covers every byte before it and advances line by line.
+    """
+    return "sha256:" + hashlib.sha256(acc.encode("ascii") + b"\n" + raw.rstrip(b"\n")).hexdigest()
+
+
 def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | None, target_id: str | None,
                  details: dict[str, Any], ts: datetime | None = None) -> dict[str, Any]:
     """Append one event line under an exclusive lock; returns the line written.
@@ -55,7 +70,7 @@ def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | N
     """
     ensure_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    with os.fdopen(fd, "r+b") as fh:
+    with os.fdopen(fd, "r+b", buffering=0) as fh:  # unbuffered: the line goes out in one write(2)
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             last, seq_of_last = _tail(fh, path)
@@ -72,12 +87,87 @@ def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | N
                 "prev_hash": memoryd_link(last) if last is not None else GENESIS,
             }
             line["this_hash"] = this_hash(line)
-            fh.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
-            fh.flush()
+            raw = json.dumps(line, ensure_ascii=False).encode("utf-8")
+            fh.write(raw + b"\n")
             os.fsync(fh.fileno())
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     return line
+
+
+def first_line(path: Path) -> bytes | None:
+    """The log's first line without its newline (what a checkpoint's ``log_id`` hashes), or None if empty."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.readline()
+    except FileNotFoundError:
+        return None
+    return raw.rstrip(b"\n") or None
+
+
+def fold_lines(path: Path, size: int, acc: str, offset: int) -> tuple[int, str, int] | None:
+    """Fold the complete lines after byte ``offset`` into the running digest: ``(lines, digest, offset)``
+    at the log's last complete line. None if ``offset`` is no longer a line end of this file (it was cut)."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        if offset > end:
+            return None
+        if offset > 0:
+            fh.seek(offset - 1)
+            if fh.read(1) != b"\n":
+                return None
+        fh.seek(offset)
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # a torn tail is not part of the log until repaired
+            size, acc, offset = size + 1, accumulate(acc, raw), offset + len(raw)
+    return size, acc, offset
+
+
+def repair_torn_tail(path: Path, now: datetime) -> tuple[Path, int] | None:
+    """Move a torn last line (no newline) into ``audit.jsonl.torn-<time>`` beside the log and cut it off.
+
+    Only bytes after the last newline are touched; valid lines are never rewritten. Returns the fragment's
+    file and size, or None when the tail is whole. The caller records the repair as an event.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "r+b", buffering=0) as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            size = fh.seek(0, os.SEEK_END)
+            keep = _last_newline_end(fh, size)
+            if keep == size:
+                return None
+            fh.seek(keep)
+            fragment = fh.read(size - keep)
+            aside = path.with_name(f"{path.name}.torn-{now.strftime('%Y%m%dT%H%M%S%fZ')}")
+            write_atomic(aside, fragment, mode=0o600)
+            fh.truncate(keep)
+            os.fsync(fh.fileno())
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return aside, len(fragment)
+
+
+def _last_newline_end(fh, size: int) -> int:
+    """Offset just after the file's last newline (0 if it has none)."""
+    pos = size
+    while pos > 0:
+        step = min(_TAIL_CHUNK, pos)
+        pos -= step
+        fh.seek(pos)
+        chunk = fh.read(step)
+        i = chunk.rfind(b"\n")
+        if i >= 0:
+            return pos + i + 1
+    return 0
 
 
 def _op_id(line: dict[str, Any]) -> str | None:

@@ -95,3 +95,14 @@ def add_supersede(store: Store, newer: str, older: str, *, reason: str | None = 
 
     store.apply(Change("supersede_added", newer, fm.scope_hash, {"older": older, "reason": reason},
                        writes=writes, index_update=index_update))
+
+
+def view_memory(store: Store, slug: str) -> MemoryDoc:
+    """A memory's content for a person to read. Reading a sensitive scope's plaintext is recorded as a
+    ``sensitive_viewed`` event (who looked, and when, is part of what the audit log proves)."""
+    row = store.memory(slug)
+    rel = store.safe_relpath(row.body_path)
+    doc = store.read_doc(rel)
+    if rel.endswith(".md.enc"):
+        store.apply(Change("sensitive_viewed", slug, row.scope_hash, {"path": rel}))
+    return doc

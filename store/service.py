@@ -21,6 +21,7 @@ from peewee import EXCLUDED
 
 from store import audit, faults
 from store.atomic import remove_durably, write_atomic
+from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from store.errors import NotFound, ReadOnlyStore, StoreError, UnsafePath
@@ -65,6 +66,7 @@ class Store:
         self.actor = actor
         self.audit_warning: str | None = None  # set when an event could not be appended yet
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
+        self.checkpoints = default_book(layout.root)
 
     def now(self) -> datetime:
         return self.clock()
@@ -146,23 +148,36 @@ class Store:
         self.flush_audit_outbox()
 
     def flush_audit_outbox(self) -> int:
-        """Append every queued event to the audit log, oldest first; returns how many are still queued.
+        """Append every queued event to the audit log, oldest first, then advance the signed checkpoint;
+        returns how many events are still queued.
 
         An event a crashed writer already appended is not written twice (see :func:`audit.append_event`).
         """
         self.audit_warning = None
-        queued = list(AuditOutbox.select().order_by(AuditOutbox.created_at, AuditOutbox.op_id))
-        for row in queued:
-            event = json.loads(row.event)
+        appended = False
+        for row in AuditOutbox.select().order_by(AuditOutbox.created_at, AuditOutbox.op_id):
             try:
-                audit.append_event(self.layout.audit_path, **event)
+                audit.append_event(self.layout.audit_path, **json.loads(row.event))
+                appended = True
             except (StoreError, OSError) as exc:
                 self.audit_warning = f"change saved, audit event queued: {exc}"
                 return AuditOutbox.select().count()
             faults.reach("audit_appended")
             with self.index.transaction():
                 AuditOutbox.delete().where(AuditOutbox.op_id == row.op_id).execute()
+        if appended:
+            self._advance_checkpoint()
         return 0
+
+    def _advance_checkpoint(self) -> None:
+        try:
+            advanced = self.checkpoints.advance(self.layout.audit_path, utcnow())
+        except (StoreError, OSError) as exc:
+            self.audit_warning = f"audit checkpoint not advanced: {exc}"
+            return
+        if advanced is None:
+            self.audit_warning = ("audit checkpoint not advanced: the log no longer continues it; "
+                                  "run `engram audit verify`")
 
     def _write_file(self, write: FileWrite, durable: bool) -> None:
         path = self.layout.resolve(write.relpath)

@@ -10,7 +10,9 @@ from store import memories, promotions
 from store.domain import DecayState, MemoryType
 from store.errors import Conflict, UnsafePath
 from store.frontmatter import Frontmatter, MemoryDoc, parse
+from store.audit_ops import repair_log
 from store.index import Memory, Promotion, SupersedesChain
+from store.rebuild import rebuild_index
 
 
 def audit_lines(root):
@@ -34,28 +36,80 @@ def pending_id() -> int:
     return Promotion.select().where(Promotion.status == "pending").order_by(Promotion.id).first().id
 
 
+def sensitive_slug() -> str:
+    return Memory.get(Memory.scope_sensitive == 1).slug
+
+
+def torn_log(store) -> None:
+    log = store.layout.audit_path
+    log.write_bytes(log.read_bytes() + b'{"torn')
+
+
+# Every public store function that takes the store first, by "module.function": the event it must append.
 MUTATIONS = {
-    "promotion_approved": lambda s: promotions.approve(s, pending_id()),
-    "promotion_rejected": lambda s: promotions.reject(s, pending_id(), "dup"),
-    "memory_edited": lambda s: memories.edit_memory(s, a_plain_memory().slug, title="New title"),
-    "decay_changed": lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM),
-    "supersede_added": lambda s: memories.add_supersede(s, a_plain_memory().slug, Memory.select().where(
-        Memory.slug != a_plain_memory().slug).first().slug, reason="newer"),
-    "memory_created": lambda s: memories.create_memory(s, MemoryDoc(frontmatter=Frontmatter(
-        title="t", slug="engram-new-1", type=MemoryType.FACT, scope_hash="710d5aaf7a15", source="manual",
-        created_at=s.now()), body="b\n")),
-    "promotion_proposed": lambda s: promotions.propose(s, promotions.Proposal(
+    "promotions.approve": ("promotion_approved", lambda s: promotions.approve(s, pending_id())),
+    "promotions.reject": ("promotion_rejected", lambda s: promotions.reject(s, pending_id(), "dup")),
+    "memories.edit_memory": ("memory_edited",
+                             lambda s: memories.edit_memory(s, a_plain_memory().slug, title="New title")),
+    "memories.set_decay": ("decay_changed",
+                           lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM)),
+    "memories.add_supersede": ("supersede_added", lambda s: memories.add_supersede(
+        s, a_plain_memory().slug, Memory.select().where(Memory.slug != a_plain_memory().slug).first().slug,
+        reason="newer")),
+    "memories.create_memory": ("memory_created", lambda s: memories.create_memory(s, MemoryDoc(
+        frontmatter=Frontmatter(title="t", slug="engram-new-1", type=MemoryType.FACT, scope_hash="710d5aaf7a15",
+                                source="manual", created_at=s.now()), body="b\n"))),
+    "promotions.propose": ("promotion_proposed", lambda s: promotions.propose(s, promotions.Proposal(
         Memory.get(Memory.type == "session").slug, MemoryType.FACT, "t", "b", ["x"],
-        {"D": 1, "U": 1, "R": 1, "A": 1}, None, "710d5aaf7a15")),
+        {"D": 1, "U": 1, "R": 1, "A": 1}, None, "710d5aaf7a15"))),
+    "memories.view_memory": ("sensitive_viewed", lambda s: memories.view_memory(s, sensitive_slug())),
+    "rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
+    "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
+}
+# Store functions that are not one mutation, and why.
+NOT_ONE_EVENT = {
+    "repair.repair": "runs many fixes, each its own mutation with its own event",
+    "demo.build_demo": "one import event, then the approvals and rejections a person would have made",
+    "promotions.write_promoted": "the shared step of approve and repair, which name its event",
+    "audit_ops.verify_log": "reads the data root; writes only engram's own checkpoint",
+    "audit_ops.current_checkpoint": "verify_log, then prints",
+    "audit_ops.check_printed": "reads only",
+    "stats.counts": "reads only",
+    "stats.list_memories": "reads only",
+    "check.check": "reads only",
 }
 
 
-@pytest.mark.parametrize("event", sorted(MUTATIONS))
-def test_each_mutation_appends_exactly_one_event(store, fixture_root, event):
-    before = audit_lines(fixture_root)
-    MUTATIONS[event](store)
+def store_api() -> set[str]:
+    import importlib
+    import inspect
+    import pkgutil
+
+    import store as package
+
+    found = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"store.{info.name}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            params = list(inspect.signature(fn).parameters)
+            if fn.__module__ == module.__name__ and not name.startswith("_") and params[:1] == ["store"]:
+                found.add(f"{info.name}.{name}")
+    return found
+
+
+def test_every_store_function_is_accounted_for():
+    assert store_api() == set(MUTATIONS) | set(NOT_ONE_EVENT)
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_each_mutation_appends_exactly_one_event(store, fixture_root, name):
+    event, run = MUTATIONS[name]
+    log = fixture_root / "audit" / "audit.jsonl"
+    before = log.read_bytes().splitlines(keepends=True)
+    run(store)
     after = audit_lines(fixture_root)
-    assert len(after) == len(before) + 1
+    whole = [line for line in before if line.endswith(b"\n")]
+    assert len(after) == len(whole) + 1
     assert after[-1]["event_type"] == event and after[-1]["seq"] == len(after)
     assert memoryd_chain_ok(after)
     assert not list(fixture_root.rglob("*engram-tmp*"))

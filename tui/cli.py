@@ -10,9 +10,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from store.audit_ops import check_printed, current_checkpoint, repair_log, verify_log
+from store.audit_verify import UNREADABLE, VALID, EventFilter, events
 from store.check import KINDS, check
 from store.demo import DEMO_PASSPHRASE, build_demo
 from store.errors import StoreError
@@ -46,12 +49,38 @@ def _parser() -> argparse.ArgumentParser:
                    help="rebuild index rows from the files, keeping promotions, graph, decay and sensitivity")
     sub.add_parser("ls", parents=[common, report], help="list every memory with its type, scope and state")
     sub.add_parser("stats", parents=[common, report], help="counts of memories, promotions and the graph")
+
+    audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
+        dest="audit_command", required=True)
+    audit.add_parser("verify", parents=[common, report],
+                     help="verify the chain and the signed checkpoint (0 valid, 1 tampered or torn, 2 unreadable)")
+    log = audit.add_parser("log", parents=[common, report], help="list audit events")
+    log.add_argument("--scope", help="only this scope hash")
+    log.add_argument("--since", type=_timestamp, help="only events at or after this ISO-8601 time or date")
+    log.add_argument("--type", dest="event_type", help="only this event type")
+    log.add_argument("--target", help="only this target id")
+    audit.add_parser("repair", parents=[common, report],
+                     help="move a torn last line aside (valid lines are never rewritten)")
+    checkpoint = audit.add_parser("checkpoint", parents=[common, report],
+                                  help="print a signed checkpoint to keep elsewhere, or check the log against one")
+    what = checkpoint.add_mutually_exclusive_group(required=True)
+    what.add_argument("--print", action="store_true", dest="print_", help="verify, then print the checkpoint")
+    what.add_argument("--check", metavar="FILE", type=Path, help="check the log against a kept checkpoint")
     return parser
+
+
+def _timestamp(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO-8601 date or time") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "open"
+    if command == "audit":
+        command = f"audit {args.audit_command}"
     try:
         return COMMANDS[command](args)
     except StoreError as exc:
@@ -157,9 +186,51 @@ def _stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _audit_verify(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        verdict = verify_log(store)
+    _emit(args, verdict.to_json(), verdict.summary())
+    return {VALID: EXIT_OK, UNREADABLE: EXIT_ERROR}.get(verdict.status, EXIT_FINDING)
+
+
+def _audit_log(args: argparse.Namespace) -> int:
+    where = EventFilter(scope=args.scope, since=args.since, event_type=args.event_type, target=args.target)
+    with Store.open(args.root) as store:
+        found = events(store.layout.audit_path, where)
+        if args.json:
+            print(json.dumps(list(found), ensure_ascii=False, indent=2))
+            return EXIT_OK
+        for e in found:
+            print(f"{e['seq']:>7} {e.get('ts', '')[:19]:<19} {e.get('event_type', '?'):<22} "
+                  f"{e.get('scope_hash') or '-':<13} {e.get('target_id') or e.get('tool') or ''}")
+    return EXIT_OK
+
+
+def _audit_repair(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        message = repair_log(store)
+        warning = store.audit_warning
+    _emit(args, {"result": message, "warning": warning}, message)
+    if warning:
+        print(f"engram: {warning}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _audit_checkpoint(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        if args.print_:
+            print(current_checkpoint(store).to_json())
+            return EXIT_OK
+        verdict, own = check_printed(store, args.check)
+    note = "" if own else " (signed by another engram's key)"
+    _emit(args, {**verdict.to_json(), "own_key": own}, verdict.summary() + note)
+    return {VALID: EXIT_OK, UNREADABLE: EXIT_ERROR}.get(verdict.status, EXIT_FINDING)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "open": _open, "demo": _demo, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
-    "ls": _ls, "stats": _stats,
+    "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
+    "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
 }
 
 if __name__ == "__main__":
