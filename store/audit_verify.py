@@ -103,7 +103,7 @@ def _check_line(n: int, raw: bytes, prev: dict[str, Any] | None, prev_seq: int |
         if seq > n:
             return f"seq gap: expected {n}, found {seq} (a line before it was removed)", obj
         return f"seq mismatch: expected {n}, found {seq} (lines reordered or inserted)", obj
-    if "this_hash" in obj and this_hash(obj) != obj["this_hash"]:
+    if "this_hash" in obj and (not isinstance(obj.get("prev_hash"), str) or this_hash(obj) != obj["this_hash"]):
         return "content does not match its this_hash (the line was edited)", obj
     expected = GENESIS if prev is None else memoryd_link(prev)
     if obj.get("prev_hash") != expected:

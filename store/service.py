@@ -130,10 +130,15 @@ class Store:
         op_id = uuid.uuid4().hex
         event = {"actor": self.actor, "event_type": change.event_type, "scope_hash": change.scope_hash,
                  "target_id": change.target_id, "details": {**change.details, "op_id": op_id}}
-        # The index's write lock is taken first, so a locked database fails the change before any file moves.
+        # Before anything moves: every target path is inside the root and every key is at hand, so a
+        # change needing a locked scope's key fails whole, not after its first file.
+        targets = [(self.layout.resolve(w.relpath), w) for w in change.writes]
+        for scope in {w.doc.frontmatter.scope_hash for w in change.writes if w.encrypted}:
+            self.keys.key_for(scope)
+        # The index's write lock is taken next, so a locked database fails the change before any file moves.
         with self.index.transaction():
-            for write in change.writes:
-                self._write_file(write, durable)
+            for path, write in targets:
+                self._write_file(path, write, durable)
             if not durable:
                 os.sync()  # one flush for the whole batch before the index points at the new files
             if change.index_update is not None:
@@ -179,8 +184,7 @@ class Store:
             self.audit_warning = ("audit checkpoint not advanced: the log no longer continues it; "
                                   "run `engram audit verify`")
 
-    def _write_file(self, write: FileWrite, durable: bool) -> None:
-        path = self.layout.resolve(write.relpath)
+    def _write_file(self, path: Path, write: FileWrite, durable: bool) -> None:
         data = serialize(write.doc)
         if write.encrypted:
             scope = write.doc.frontmatter.scope_hash

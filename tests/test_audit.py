@@ -249,7 +249,7 @@ def test_appending_never_glues_onto_a_torn_tail(tmp_path):
     assert log.read_bytes().endswith(b'{"partial')
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(st.booleans(), min_size=1, max_size=25), st.data())
 def test_any_append_sequence_verifies_and_any_byte_change_is_detected(tmp_path_factory, writers, data):
     """With the checkpoint engram writes after its appends: memoryd's last line has nothing after it to
@@ -294,3 +294,14 @@ def test_four_concurrent_writers_leave_a_valid_contiguous_chain(tmp_path):
     assert seqs == list(range(1, 2001))
 
 
+
+
+def test_a_line_missing_fields_is_tampering_not_a_crash(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    golden(log, 3)
+    obj = json.loads(log.read_bytes().splitlines()[1])
+    del obj["prev_hash"]
+    lines = log.read_bytes().splitlines(keepends=True)
+    write(log, [lines[0], dump(obj), lines[2]])
+    verdict = verify(log)
+    assert (verdict.status, verdict.bad_line) == (TAMPERED, 2)
