@@ -185,8 +185,19 @@ class AuditOutbox(_Base):
         table_name = "engram_audit_outbox"
 
 
+class PromotionNote(_Base):
+    promotion_id = IntegerField(primary_key=True)
+    deferred_at = TextField(null=True)
+    defer_reason = TextField(null=True)
+    reject_reason = TextField(null=True)
+    merged_into = TextField(null=True)
+
+    class Meta:
+        table_name = "engram_promotion_notes"
+
+
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox)
+          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote)
 
 
 class Index:

@@ -8,14 +8,15 @@ pending, and applies ``proposed_supersedes`` (memoryd ignores them).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from store.domain import MemoryType, PromotionStatus
+from store.domain import DecayState, MemoryType, PromotionStatus
 from store.errors import Conflict, NotFound
 from store.frontmatter import Frontmatter, MemoryDoc
-from store.index import Memory, Promotion, SupersedesChain
+from store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
 from store.service import Change, Store
 
 DURA_KEYS = ("D", "U", "R", "A")
@@ -68,16 +69,28 @@ def promoted_type(promotion: Promotion) -> MemoryType:
         return MemoryType.DECISION
 
 
-def promoted_doc(promotion: Promotion, now: datetime) -> MemoryDoc:
-    """The memory file an approval writes, as memoryd writes it."""
+@dataclass(frozen=True)
+class Edits:
+    """What a person changed before approving; None keeps the proposal's value."""
+
+    title: str | None = None
+    type: MemoryType | None = None
+    triggers: list[str] | None = None
+    body: str | None = None
+
+
+def promoted_doc(promotion: Promotion, now: datetime, edits: Edits = Edits()) -> MemoryDoc:
+    """The memory file an approval writes, as memoryd writes it (with the person's edits, if any)."""
     fm = Frontmatter(
-        title=promotion.proposed_title, slug=promoted_slug(promotion), type=promoted_type(promotion),
+        title=edits.title if edits.title is not None else promotion.proposed_title,
+        slug=promoted_slug(promotion), type=edits.type or promoted_type(promotion),
         scope_hash=promotion.scope_hash,
-        triggers=[str(t) for t in parse_json_list(promotion.proposed_triggers)],
+        triggers=edits.triggers if edits.triggers is not None else [
+            str(t) for t in parse_json_list(promotion.proposed_triggers)],
         source="promotion", created_at=now, promoted_from=promotion.source_session_slug,
         supersedes=[s for s in parse_json_list(promotion.proposed_supersedes) if isinstance(s, str)],
     )
-    return MemoryDoc(frontmatter=fm, body=promotion.proposed_body)
+    return MemoryDoc(frontmatter=fm, body=edits.body if edits.body is not None else promotion.proposed_body)
 
 
 def propose(store: Store, proposal: Proposal) -> int:
@@ -114,44 +127,214 @@ def _pending(promotion_id: int) -> Promotion:
     return promotion
 
 
-def approve(store: Store, promotion_id: int) -> str:
-    """Approve a pending promotion: write its memory, then mark it approved. Returns the new slug."""
-    promotion = _pending(promotion_id)
-    return write_promoted(store, promotion, "promotion_approved")
+@dataclass(frozen=True)
+class Approved:
+    """What an approval did, so it can be undone: the new memory, and the decay states it dimmed."""
+
+    promotion_id: int
+    slug: str
+    relpath: str
+    fingerprint: str  # of the memory as written: undo refuses once someone has changed it
+    dimmed: dict[str, str]  # older slug -> its decay state before
 
 
-def write_promoted(store: Store, promotion: Promotion, event_type: str) -> str:
-    """Write a promotion's memory and mark it approved (also used by repair for approvals memoryd left unwritten)."""
-    doc = promoted_doc(promotion, store.now())
+@dataclass(frozen=True)
+class Rejected:
+    promotion_id: int
+
+
+@dataclass(frozen=True)
+class Deferred:
+    promotion_id: int
+    before: tuple[str | None, str | None]  # (deferred_at, defer_reason) it had
+
+
+@dataclass(frozen=True)
+class Merged:
+    promotion_id: int
+    into: str
+    before: MemoryDoc  # the target's content before the merge (held in memory only)
+    fingerprint: str  # the target's fingerprint after the merge
+
+
+Decision = Approved | Rejected | Deferred | Merged
+
+
+def approve(store: Store, promotion_id: int, edits: Edits = Edits()) -> Approved:
+    """Approve a pending promotion: write its memory (with ``edits``), then mark it approved."""
+    return write_promoted(store, _pending(promotion_id), "promotion_approved", edits)
+
+
+def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: Edits = Edits()) -> Approved:
+    """Write a promotion's memory and mark it approved (also used by repair for approvals memoryd left unwritten).
+
+    Each memory it supersedes gets a ``supersedes_chain`` row decided by the user and is dimmed (in its
+    frontmatter too), all in the same change.
+    """
+    doc = promoted_doc(promotion, store.now(), edits)
     slug = doc.frontmatter.slug
     write = store.memory_write(doc)
-    supersedes = [s for s in doc.frontmatter.supersedes if Memory.get_or_none(Memory.slug == s) is not None]
     now = store.now().isoformat()
+    older = [m for s in doc.frontmatter.supersedes if (m := Memory.get_or_none(Memory.slug == s)) is not None]
+    dimmed: dict[str, str] = {}
+    writes = [write]
+    dims: list[tuple[MemoryDoc, str]] = []
+    for row in older:
+        if row.decay_state != DecayState.ALIVE:
+            continue
+        rel = store.safe_relpath(row.body_path)
+        old_doc = store.read_doc(rel)
+        new_old = MemoryDoc(frontmatter=old_doc.frontmatter.replace(decay_state=DecayState.DIM), body=old_doc.body)
+        writes.append(store.rewrite(rel, new_old))
+        dims.append((new_old, writes[-1].relpath))
+        dimmed[row.slug] = row.decay_state
 
     def index_update() -> None:
-        store.upsert_memory_row(doc, write.relpath)
+        store.upsert_memory_rows([(doc, write.relpath), *dims], keep_runtime=False)
         Promotion.update(status=PromotionStatus.APPROVED.value, decided_at=promotion.decided_at or now).where(
             Promotion.id == promotion.id).execute()
-        for older in supersedes:
+        for row in older:
             SupersedesChain.insert(
-                newer_memory_id=slug, older_memory_id=older, entity_id=None, confidence=1.0, decided_at=now,
+                newer_memory_id=slug, older_memory_id=row.slug, entity_id=None, confidence=1.0, decided_at=now,
                 decided_by="user", reason=f"approved promotion #{promotion.id}",
             ).on_conflict_replace().execute()
 
-    store.apply(Change(event_type, slug, promotion.scope_hash,
-                       {"promotion_id": promotion.id, "supersedes": supersedes},
-                       writes=[write], index_update=index_update))
-    return slug
+    details: dict[str, Any] = {"promotion_id": promotion.id, "supersedes": [r.slug for r in older], "dimmed": dimmed}
+    if edits != Edits():
+        details["edited"] = [k for k, v in vars(edits).items() if v is not None]
+    store.apply(Change(event_type, slug, promotion.scope_hash, details, writes=writes, index_update=index_update))
+    return Approved(promotion.id, slug, write.relpath, doc.fingerprint, dimmed)
 
 
-def reject(store: Store, promotion_id: int, reason: str | None = None) -> None:
-    """Reject a pending promotion; nothing is written but the status, ``decided_at`` and the audit event."""
+def reject(store: Store, promotion_id: int, reason: str | None = None) -> Rejected:
+    """Reject a pending promotion; nothing is written but the status, ``decided_at``, the reason and the event."""
     promotion = _pending(promotion_id)
 
     def index_update() -> None:
         Promotion.update(status=PromotionStatus.REJECTED.value, decided_at=store.now().isoformat()).where(
             Promotion.id == promotion_id).execute()
+        if reason:
+            _note(promotion_id, reject_reason=reason)
 
     store.apply(Change("promotion_rejected", str(promotion_id), promotion.scope_hash,
                        {"source_session_slug": promotion.source_session_slug, "reason": reason},
                        index_update=index_update))
+    return Rejected(promotion_id)
+
+
+def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferred:
+    """Put a pending promotion off: it stays pending for memoryd, and sinks in engram's default order."""
+    promotion = _pending(promotion_id)
+    note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
+    before = (note.deferred_at, note.defer_reason) if note else (None, None)
+    store.apply(Change("promotion_deferred", str(promotion_id), promotion.scope_hash, {"reason": reason},
+                       index_update=lambda: _note(promotion_id, deferred_at=store.now().isoformat(),
+                                                  defer_reason=reason)))
+    return Deferred(promotion_id, before)
+
+
+def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
+    """Fold a pending promotion into an existing memory: its body is appended under a heading, its triggers
+    joined; the promotion becomes ``merged`` (memoryd's readers only look for ``pending``)."""
+    promotion = _pending(promotion_id)
+    row = store.memory(into_slug)
+    rel = store.safe_relpath(row.body_path)
+    before = store.read_doc(rel)
+    fm = before.frontmatter
+    triggers = list(dict.fromkeys([*fm.triggers, *(str(t) for t in parse_json_list(promotion.proposed_triggers))]))
+    body = (before.body.rstrip("\n") + f"\n\n## {promotion.proposed_title}\n\n"
+            + promotion.proposed_body.strip("\n") + f"\n\n<!-- merged from promotion #{promotion.id} -->\n")
+    after = MemoryDoc(frontmatter=fm.replace(triggers=triggers, updated_at=store.now()), body=body)
+    write = store.rewrite(rel, after)
+
+    def index_update() -> None:
+        store.upsert_memory_row(after, write.relpath, keep_runtime=True)
+        Promotion.update(status="merged", decided_at=store.now().isoformat()).where(
+            Promotion.id == promotion_id).execute()
+        _note(promotion_id, merged_into=into_slug)
+
+    store.apply(Change("memories_merged", into_slug, promotion.scope_hash, {"promotion_id": promotion_id},
+                       writes=[write], index_update=index_update, removals=[rel]))
+    return Merged(promotion_id, into_slug, before, after.fingerprint)
+
+
+def undo(store: Store, decision: Decision) -> None:
+    """Reverse a decision made in this session with a compensating change and an ``undo_applied`` event
+    (the audit log keeps both). Refused when someone changed the affected memory since."""
+    promotion = Promotion.get_or_none(Promotion.id == decision.promotion_id)
+    if promotion is None:
+        raise NotFound(f"no promotion #{decision.promotion_id}")
+    expected = {Approved: "approved", Rejected: "rejected", Deferred: "pending", Merged: "merged"}[type(decision)]
+    if promotion.status != expected:
+        raise Conflict(f"promotion #{promotion.id} is {promotion.status} now: nothing to undo")
+    change = _UNDO[type(decision)](store, decision)
+    change.details = {"undid": type(decision).__name__.lower(), "promotion_id": promotion.id, **change.details}
+    store.apply(change)
+
+
+def _reopen(promotion_id: int, **note: Any) -> None:
+    Promotion.update(status=PromotionStatus.PENDING.value, decided_at=None).where(
+        Promotion.id == promotion_id).execute()
+    if note:
+        _note(promotion_id, **note)
+
+
+def _unchanged(store: Store, slug: str, fingerprint: str) -> Memory:
+    row = store.memory(slug)
+    if row.fingerprint != fingerprint:
+        raise Conflict(f"{slug} was changed after the decision: undo would lose that change")
+    return row
+
+
+def _undo_approved(store: Store, done: Approved) -> Change:
+    _unchanged(store, done.slug, done.fingerprint)
+    writes, restored = [], []
+    for slug, state in done.dimmed.items():
+        row = store.memory(slug)
+        rel = store.safe_relpath(row.body_path)
+        old = store.read_doc(rel)
+        doc = MemoryDoc(frontmatter=old.frontmatter.replace(decay_state=DecayState(state)), body=old.body)
+        writes.append(store.rewrite(rel, doc))
+        restored.append((doc, writes[-1].relpath))
+
+    def index_update() -> None:
+        SupersedesChain.delete().where(SupersedesChain.newer_memory_id == done.slug).execute()
+        Trigger.delete().where(Trigger.slug == done.slug).execute()
+        Memory.delete().where(Memory.slug == done.slug).execute()
+        store.upsert_memory_rows(restored)
+        _reopen(done.promotion_id)
+
+    return Change("undo_applied", done.slug, Promotion.get_by_id(done.promotion_id).scope_hash,
+                  {"removed": done.relpath, "restored": done.dimmed}, writes=writes, index_update=index_update,
+                  removals=[done.relpath])
+
+
+def _undo_rejected(store: Store, done: Rejected) -> Change:
+    return Change("undo_applied", str(done.promotion_id), Promotion.get_by_id(done.promotion_id).scope_hash, {},
+                  index_update=lambda: _reopen(done.promotion_id, reject_reason=None))
+
+
+def _undo_deferred(store: Store, done: Deferred) -> Change:
+    at, reason = done.before
+    return Change("undo_applied", str(done.promotion_id), Promotion.get_by_id(done.promotion_id).scope_hash, {},
+                  index_update=lambda: _note(done.promotion_id, deferred_at=at, defer_reason=reason))
+
+
+def _undo_merged(store: Store, done: Merged) -> Change:
+    row = _unchanged(store, done.into, done.fingerprint)
+    rel = store.safe_relpath(row.body_path)
+    write = store.rewrite(rel, done.before)
+    return Change("undo_applied", done.into, row.scope_hash, {}, writes=[write], removals=[rel],
+                  index_update=lambda: (store.upsert_memory_row(done.before, write.relpath, keep_runtime=True),
+                                        _reopen(done.promotion_id, merged_into=None)))
+
+
+_UNDO: dict[type, Callable[[Store, Any], Change]] = {
+    Approved: _undo_approved, Rejected: _undo_rejected, Deferred: _undo_deferred, Merged: _undo_merged,
+}
+
+
+def _note(promotion_id: int, **fields: Any) -> None:
+    """Set fields of engram's note on a promotion (call inside a transaction)."""
+    PromotionNote.insert(promotion_id=promotion_id, **fields).on_conflict(
+        conflict_target=[PromotionNote.promotion_id], update=fields).execute()

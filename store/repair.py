@@ -165,7 +165,7 @@ def _write_decay_through(store: Store, finding: Finding) -> str:
 
 def _write_approved(store: Store, finding: Finding) -> str:
     promotion = Promotion.get_by_id(finding.data["promotion_id"])
-    slug = write_promoted(store, promotion, "repair_applied")
+    slug = write_promoted(store, promotion, "repair_applied").slug
     return f"wrote the memory of approved promotion #{promotion.id} as {slug}"
 
 
@@ -173,7 +173,7 @@ def _finish_approval(store: Store, finding: Finding) -> str:
     promotion = Promotion.get_by_id(finding.data["promotion_id"])
     if promotion.status != PromotionStatus.PENDING:
         return ""
-    slug = write_promoted(store, promotion, "promotion_approved")
+    slug = write_promoted(store, promotion, "promotion_approved").slug
     return f"finished the interrupted approval of promotion #{promotion.id} ({slug})"
 
 

@@ -63,6 +63,10 @@ MUTATIONS = {
         Memory.get(Memory.type == "session").slug, MemoryType.FACT, "t", "b", ["x"],
         {"D": 1, "U": 1, "R": 1, "A": 1}, None, "710d5aaf7a15"))),
     "memories.view_memory": ("sensitive_viewed", lambda s: memories.view_memory(s, sensitive_slug())),
+    "promotions.defer": ("promotion_deferred", lambda s: promotions.defer(s, pending_id(), "later")),
+    "promotions.merge": ("memories_merged", lambda s: promotions.merge(s, pending_id(), a_plain_memory().slug)),
+    "promotions.undo": ("undo_applied", lambda s: promotions.undo(s, promotions.Rejected(
+        Promotion.get(Promotion.status == "rejected").id))),
     "rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
     "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
 }
@@ -117,7 +121,7 @@ def test_each_mutation_appends_exactly_one_event(store, fixture_root, name):
 
 def test_approve_writes_file_then_flips_status(store, fixture_root):
     pid = pending_id()
-    slug = promotions.approve(store, pid)
+    slug = promotions.approve(store, pid).slug
     promotion = Promotion.get_by_id(pid)
     assert promotion.status == "approved" and promotion.decided_at
     row = Memory.get(Memory.slug == slug)
@@ -135,7 +139,7 @@ def test_approve_in_sensitive_scope_writes_only_ciphertext(store, fixture_root):
     pid = promotions.propose(store, promotions.Proposal(
         session.slug, MemoryType.FACT, "CANARY-títle-4711", "canary body", ["canary"],
         {"D": 0.9, "U": 0.9, "R": 0.9, "A": 0.9}, "test", "35998c22af79"))
-    slug = promotions.approve(store, pid)
+    slug = promotions.approve(store, pid).slug
     row = Memory.get(Memory.slug == slug)
     assert row.body_path.endswith(".md.enc") and row.scope_sensitive == 1
     title = Promotion.get_by_id(pid).proposed_title.encode()
@@ -148,7 +152,7 @@ def test_approve_applies_proposed_supersedes(store):
     pid = pending_id()
     older = Memory.select().where(Memory.type == "decision").first().slug
     Promotion.update(proposed_supersedes=json.dumps([older, "no-such-slug"])).where(Promotion.id == pid).execute()
-    slug = promotions.approve(store, pid)
+    slug = promotions.approve(store, pid).slug
     assert SupersedesChain.get_or_none(newer_memory_id=slug, older_memory_id=older) is not None
 
 
@@ -182,7 +186,7 @@ def test_files_written_keep_memoryd_readable_form(store, fixture_root):
     """What engram writes parses with plain yaml into memoryd's fields, in memoryd's order."""
     import yaml
 
-    slug = promotions.approve(store, pending_id())
+    slug = promotions.approve(store, pending_id()).slug
     text = (fixture_root / Memory.get(Memory.slug == slug).body_path).read_text()
     head, _, body = text[4:].partition("---\n\n")
     data = yaml.safe_load(head)
