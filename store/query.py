@@ -1,0 +1,149 @@
+"""The search syntax shared by the queue filter and the search pane, modelled on fzf's.
+
+``a b`` both; ``a | b`` either; ``'exact`` substring; ``^prefix``; ``suffix$``; ``^whole$``; ``!term`` not;
+field filters ``type:`` ``scope:`` ``tag:`` ``state:`` ``source:`` (value prefix, case-insensitive, ``!`` works
+too); ``\\ `` is a literal space. A plain term matches as a case-insensitive substring; ranking (rapidfuzz) is
+the searcher's business, not the parser's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+FIELDS = ("type", "scope", "tag", "state", "source")
+
+
+class QuerySyntaxError(ValueError):
+    """A query that cannot mean anything (e.g. an unknown field, a lone ``|``)."""
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str  # lowercased
+    kind: str = "substring"  # substring | exact | prefix | suffix | equal
+    negate: bool = False
+    field: str | None = None  # one of FIELDS, or None for the text of the memory
+
+
+@dataclass(frozen=True)
+class Query:
+    groups: tuple[tuple[Term, ...], ...] = ()  # AND of OR-groups
+
+    @property
+    def empty(self) -> bool:
+        return not self.groups
+
+    def positive_text(self) -> list[str]:
+        """Plain text the results must contain (for prefilters and highlighting)."""
+        return [t.text for g in self.groups for t in g if not t.negate and t.field is None]
+
+
+_FIELD_RE = re.compile(r"^(!?)([a-z]+):(.*)$")
+
+
+def parse(text: str) -> Query:
+    """Parse a query; raises :class:`QuerySyntaxError` with what is wrong."""
+    groups: list[tuple[Term, ...]] = []
+    current: list[Term] = []
+    pending_or = False
+    for token in _tokens(text):
+        if token == "|":
+            if not current:
+                raise QuerySyntaxError("'|' needs a term on both sides")
+            pending_or = True
+            continue
+        term = _term(token)
+        if pending_or:
+            current.append(term)
+            pending_or = False
+        else:
+            if current:
+                groups.append(tuple(current))
+            current = [term]
+    if pending_or:
+        raise QuerySyntaxError("'|' needs a term on both sides")
+    if current:
+        groups.append(tuple(current))
+    return Query(tuple(groups))
+
+
+def _tokens(text: str) -> list[str]:
+    out, buf, escaped = [], [], False
+    for ch in text:
+        if escaped:
+            buf.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch.isspace():
+            if buf:
+                out.append("".join(buf))
+                buf = []
+        else:
+            buf.append(ch)
+    if escaped:
+        buf.append("\\")
+    if buf:
+        out.append("".join(buf))
+    return out
+
+
+def _term(token: str) -> Term:
+    field_match = _FIELD_RE.match(token)
+    if field_match and field_match.group(2) in FIELDS:
+        negate, name, value = field_match.groups()
+        if not value:
+            raise QuerySyntaxError(f"{name}: needs a value")
+        return Term(value.lower(), "prefix", bool(negate), name)
+    if field_match and not token.startswith(("'", "^")):
+        known = ", ".join(f"{f}:" for f in FIELDS)
+        raise QuerySyntaxError(f"unknown field {field_match.group(2)}: (fields are {known})")
+    negate = token.startswith("!")
+    if negate:
+        token = token[1:]
+    kind = "substring"
+    if token.startswith("'"):
+        kind, token = "exact", token[1:]
+    else:
+        prefix, suffix = token.startswith("^"), token.endswith("$") and len(token) > 1
+        token = token[1:] if prefix else token
+        token = token[:-1] if suffix else token
+        kind = "equal" if prefix and suffix else "prefix" if prefix else "suffix" if suffix else "substring"
+    if not token:
+        raise QuerySyntaxError("an empty term")
+    return Term(token.lower(), kind, negate)
+
+
+def term_matches(term: Term, text: str) -> bool:
+    """``text`` must already be lowercased."""
+    if term.kind in ("substring", "exact"):
+        hit = term.text in text
+    elif term.kind == "prefix":
+        hit = text.startswith(term.text)
+    elif term.kind == "suffix":
+        hit = text.endswith(term.text)
+    else:
+        hit = text == term.text
+    return hit != term.negate
+
+
+def matches(query: Query, haystack: str, fields: Mapping[str, Sequence[str]]) -> bool:
+    """Does a record match? ``haystack`` is its lowercased searchable text; ``fields`` its lowercased field
+    values (``tag`` may have several). Prefix and suffix terms on text apply to any word of it."""
+    for group in query.groups:
+        if not any(_one(term, haystack, fields) for term in group):
+            return False
+    return True
+
+
+def _one(term: Term, haystack: str, fields: Mapping[str, Sequence[str]]) -> bool:
+    if term.field is not None:
+        values = fields.get(term.field, ())
+        hit = any(v.startswith(term.text) for v in values)
+        return hit != term.negate
+    if term.kind in ("prefix", "suffix", "equal"):
+        hit = any(term_matches(Term(term.text, term.kind), word) for word in haystack.split())
+        return hit != term.negate
+    return term_matches(term, haystack)
