@@ -1,0 +1,140 @@
+"""The review queue as the console shows it: pending promotions, sorted and filtered, and one in detail."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from store.errors import StoreError
+from store.index import Memory, Promotion, PromotionNote
+from store.promotions import dura_of, parse_json_list
+from store.query import Query, matches
+from store.service import Store
+
+SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
+DURA_LABELS = {"D": "Durable", "U": "Useful", "R": "Reusable", "A": "Accurate"}
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    id: int
+    title: str
+    type: str
+    scope_hash: str
+    dura: dict[str, float]
+    created_at: str
+    triggers: tuple[str, ...]
+    deferred: bool
+    defer_reason: str | None
+    sensitive: bool
+
+    @property
+    def dura_avg(self) -> float:
+        values = [self.dura[k] for k in DURA_LABELS if k in self.dura]
+        return sum(values) / len(values) if values else 0.0
+
+    @property
+    def dura_min(self) -> float:
+        return min((self.dura[k] for k in DURA_LABELS if k in self.dura), default=0.0)
+
+
+def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) -> list[QueueItem]:
+    """Pending promotions matching ``query``, best first by ``sort``; deferred ones always sink to the end."""
+    if sort not in SORTS:
+        raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
+    notes = {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.deferred_at.is_null(False))}
+    sensitive = store.sensitive_scopes()
+    items = []
+    for p in Promotion.select().where(Promotion.status == "pending"):
+        note = notes.get(p.id)
+        item = QueueItem(
+            p.id, p.proposed_title, p.proposed_type, p.scope_hash, dura_of(p), p.created_at,
+            tuple(str(t) for t in parse_json_list(p.proposed_triggers)), note is not None,
+            note.defer_reason if note else None, p.scope_hash in sensitive)
+        if query.empty or matches(query, _haystack(item, p.proposed_body), _fields(item)):
+            items.append(item)
+    items.sort(key=_sort_key(sort))
+    items.sort(key=lambda i: i.deferred)  # stable: deferred sink, each part keeps the chosen order
+    return items
+
+
+def _haystack(item: QueueItem, body: str) -> str:
+    return " ".join([item.title, *item.triggers, body]).lower()
+
+
+def _fields(item: QueueItem) -> dict[str, list[str]]:
+    return {"type": [item.type], "scope": [item.scope_hash], "state": ["deferred" if item.deferred else "pending"],
+            "tag": [], "source": ["promotion"]}
+
+
+def _sort_key(sort: str):
+    if sort == "dura_avg":
+        return lambda i: (-i.dura_avg, i.id)
+    if sort == "dura_min":
+        return lambda i: (-i.dura_min, i.id)
+    if sort in DURA_LABELS:
+        return lambda i: (-i.dura.get(sort, 0.0), i.id)
+    if sort == "created":
+        return lambda i: (i.created_at, i.id)
+    if sort == "scope":
+        return lambda i: (i.scope_hash, i.id)
+    return lambda i: (i.type, i.id)
+
+
+@dataclass
+class Superseded:
+    slug: str
+    title: str
+    diff: list[str]  # unified diff, old memory body -> proposed body; empty when the old one is locked
+    locked: bool = False
+
+
+@dataclass
+class PromotionDetail:
+    id: int
+    title: str
+    type: str
+    scope_hash: str
+    status: str
+    body: str
+    reasoning: str | None
+    triggers: list[str]
+    dura: dict[str, float]
+    created_at: str
+    source_session_slug: str
+    source_title: str | None
+    source_excerpt: str | None  # None for a missing or sensitive session (opening one is audited)
+    defer_reason: str | None
+    supersedes: list[Superseded] = field(default_factory=list)
+
+
+def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
+    """Everything the detail view shows. Reads no sensitive plaintext: encrypted sessions and memories are
+    named, not opened (opening one is a deliberate, audited action)."""
+    p = Promotion.get_or_none(Promotion.id == promotion_id)
+    if p is None:
+        raise StoreError(f"no promotion #{promotion_id}")
+    note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
+    session = Memory.get_or_none(Memory.slug == p.source_session_slug)
+    excerpt = None
+    if session is not None and not session.body_path.endswith(".md.enc"):
+        try:
+            excerpt = store.read_doc(store.safe_relpath(session.body_path)).body[:600]
+        except (StoreError, OSError):
+            excerpt = None
+    detail = PromotionDetail(
+        p.id, p.proposed_title, p.proposed_type, p.scope_hash, p.status, p.proposed_body, p.reasoning,
+        [str(t) for t in parse_json_list(p.proposed_triggers)], dura_of(p), p.created_at, p.source_session_slug,
+        session.title if session else None, excerpt, note.defer_reason if note else None)
+    for slug in (s for s in parse_json_list(p.proposed_supersedes) if isinstance(s, str)):
+        old = Memory.get_or_none(Memory.slug == slug)
+        if old is None:
+            continue
+        if old.body_path.endswith(".md.enc"):
+            detail.supersedes.append(Superseded(slug, old.title, [], locked=True))
+            continue
+        old_body = store.read_doc(store.safe_relpath(old.body_path)).body
+        diff = list(difflib.unified_diff(old_body.splitlines(), p.proposed_body.splitlines(),
+                                         fromfile=slug, tofile=f"promotion #{p.id}", lineterm=""))
+        detail.supersedes.append(Superseded(slug, old.title, diff))
+    return detail
