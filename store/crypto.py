@@ -82,6 +82,10 @@ class KeyRing:
         self.passphrase = passphrase
         self._keys.clear()
 
+    def can_open(self, scope_hash: str) -> bool:
+        """Whether this session can read the scope without asking: its key is derived or derivable."""
+        return scope_hash in self._keys or (self.key_source == "passphrase" and self.passphrase is not None)
+
     def key_for(self, scope_hash: str) -> bytes:
         """The scope's key, derived once; raises :class:`KeyUnavailable` when its source has nothing."""
         key = self._keys.get(scope_hash)

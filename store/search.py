@@ -1,0 +1,194 @@
+"""Searching memories as a person types: an in-memory index over the index.db rows, enriched with bodies and
+tags read from the plaintext files in the background.
+
+Nothing here is written to disk: bodies of sensitive scopes are searchable only after an unlock, and only in
+this process. Each keystroke parses the query (:mod:`store.query`); when it extends the previous query, only the
+previous hits are filtered again, so typing narrows in proportion to the hits, not the whole store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz, process
+
+from store.errors import StoreError
+from store.index import Memory
+from store.query import Query, QuerySyntaxError, Term, parse
+from store.service import Store
+
+RANK_LIMIT = 3_000  # rank (rapidfuzz) when at most this many match; beyond, newest first
+
+
+@dataclass(frozen=True)
+class Hit:
+    slug: str
+    title: str
+    type: str
+    scope_hash: str
+    decay_state: str
+    source: str
+    created_at: str
+    encrypted: bool
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit]
+    total: int
+    error: str | None = None
+
+
+class SearchIndex:
+    """The rows of every memory, with lowercased text per field for fast substring tests."""
+
+    def __init__(self) -> None:
+        self.rows: list[Hit] = []
+        self.text: list[str] = []  # title, triggers and slug; then body and tags once enriched
+        self.fields: dict[str, list[str]] = {"type": [], "scope": [], "state": [], "source": []}
+        self.tags: list[list[str]] = []
+        self.by_slug: dict[str, int] = {}
+        self.enriched = False
+        self._last: tuple[Query, list[int]] | None = None
+
+    @classmethod
+    def load(cls, store: Store) -> SearchIndex:
+        """Titles, triggers and fields from index.db (fast: no file is read)."""
+        index = cls()
+        triggers: dict[str, list[str]] = {}
+        for slug, trigger in store.index.db.execute_sql("SELECT slug, trigger FROM triggers"):
+            triggers.setdefault(slug, []).append(trigger)
+        rows = store.index.db.execute_sql(
+            "SELECT slug, title, type, scope_hash, decay_state, source, created_at, body_path FROM memories "
+            "ORDER BY created_at DESC")
+        for slug, title, mtype, scope, decay, source, created, path in rows:
+            index.by_slug[slug] = len(index.rows)
+            index.rows.append(Hit(slug, title, mtype, scope, decay, source, created, path.endswith(".md.enc")))
+            index.text.append(" ".join([title, *triggers.get(slug, ()), slug]).lower())
+            index.fields["type"].append(mtype)
+            index.fields["scope"].append(scope)
+            index.fields["state"].append(decay)
+            index.fields["source"].append(source.lower())
+            index.tags.append([])
+        return index
+
+    def enrich(self, store: Store, progress: Callable[[int, int], None] | None = None) -> int:
+        """Add bodies and tags from the files this process may read (plaintext, or unlocked); returns how many.
+
+        Meant for a background worker: until it finishes, searches cover titles, triggers and slugs."""
+        done = 0
+        paths = {m.slug: m.body_path for m in Memory.select(Memory.slug, Memory.body_path)}
+        for n, (slug, i) in enumerate(list(self.by_slug.items()), 1):
+            path = paths.get(slug)
+            if path is None or (self.rows[i].encrypted and not store.keys.can_open(self.rows[i].scope_hash)):
+                continue
+            try:
+                doc = store.read_doc(store.safe_relpath(path))
+            except (StoreError, OSError):
+                continue
+            self.text[i] = f"{self.text[i]} {' '.join(doc.frontmatter.tags)} {doc.body}".lower()
+            self.tags[i] = [t.lower() for t in doc.frontmatter.tags]
+            done += 1
+            if progress is not None and n % 1000 == 0:
+                progress(n, len(self.rows))
+        self.enriched = True
+        self._last = None
+        return done
+
+    def search(self, text: str, limit: int = 500) -> SearchResult:
+        """The best ``limit`` hits for ``text`` (newest first for an empty query), and how many matched."""
+        try:
+            query = parse(text)
+        except QuerySyntaxError as exc:
+            return SearchResult([], 0, str(exc))
+        candidates = self._narrowing(query)
+        found = self._filter(query, candidates)
+        self._last = (query, found)
+        ranked = self._rank(query, found)
+        return SearchResult([self.rows[i] for i in ranked[:limit]], len(found))
+
+    def _narrowing(self, query: Query) -> list[int] | None:
+        """The previous hits, when ``query`` can only match a subset of them (it adds to the previous one)."""
+        if self._last is None:
+            return None
+        previous, hits = self._last
+        if not previous.groups or len(query.groups) < len(previous.groups):
+            return None
+        for old, new in zip(previous.groups, query.groups):
+            if old == new:
+                continue
+            if len(old) == 1 and len(new) == 1 and _narrows(old[0], new[0]):
+                continue
+            return None
+        return hits
+
+    def _filter(self, query: Query, pool: list[int] | None) -> list[int]:
+        """AND of OR-groups, one group at a time over what the previous groups left (``None``: everything)."""
+        found = pool
+        for group in query.groups:
+            if len(group) == 1:
+                found = self._term_hits(group[0], found)
+            else:
+                union: set[int] = set()
+                for term in group:
+                    union.update(self._term_hits(term, found))
+                found = sorted(union)
+        return list(range(len(self.rows))) if found is None else found
+
+    def _term_hits(self, term: Term, pool: list[int] | None) -> list[int]:
+        """Indexes in ``pool`` (or all) that ``term`` matches: one tight comprehension per case, since this is
+        the per-keystroke path over every memory."""
+        t, neg = term.text, term.negate
+        if term.field is not None and term.field != "tag":
+            values = self.fields[term.field]
+            if pool is None:
+                return [i for i, v in enumerate(values) if v.startswith(t) != neg]
+            return [i for i in pool if values[i].startswith(t) != neg]
+        if term.field is None and term.kind in ("substring", "exact"):
+            text = self.text
+            if pool is None:
+                return [i for i, h in enumerate(text) if (t in h) != neg]
+            return [i for i in pool if (t in text[i]) != neg]
+        if term.field == "tag":
+            tags = self.tags
+            candidates = range(len(self.rows)) if pool is None else pool
+            return [i for i in candidates if any(tag.startswith(t) for tag in tags[i]) != neg]
+        # prefix / suffix / whole word: a cheap substring test first, then the words of the few that pass
+        text, kind = self.text, term.kind
+        rough = self._term_hits(Term(t), pool)
+        hits = {i for i in rough if _word_match(text[i], t, kind)}
+        candidates = range(len(self.rows)) if pool is None else pool
+        return [i for i in candidates if (i in hits) != neg] if neg else [i for i in rough if i in hits]
+
+    def _rank(self, query: Query, found: list[int]) -> list[int]:
+        """Best first: rapidfuzz's weighted ratio of the typed words against titles, for up to RANK_LIMIT hits;
+        larger sets stay newest first (ranking them costs more than a keystroke can spend)."""
+        words = " ".join(query.positive_text())
+        if not words or len(found) > RANK_LIMIT:
+            return found
+        titles = [self.rows[i].title.lower() for i in found]
+        ranked = process.extract(words, titles, scorer=fuzz.WRatio, limit=None)
+        return [found[k] for _, _, k in ranked]
+
+
+def _word_match(text: str, term: str, kind: str) -> bool:
+    words = text.split()
+    if kind == "prefix":
+        return any(w.startswith(term) for w in words)
+    if kind == "suffix":
+        return any(w.endswith(term) for w in words)
+    return term in words
+
+
+def _narrows(old: Term, new: Term) -> bool:
+    """Every record ``new`` matches, ``old`` matched too (the person typed more of the same term)."""
+    if old.negate or new.negate or old.field != new.field or old.kind != new.kind:
+        return False
+    if old.kind in ("substring", "exact"):
+        return old.text in new.text
+    if old.kind == "prefix" or old.field is not None:
+        return new.text.startswith(old.text)
+    if old.kind == "suffix":
+        return new.text.endswith(old.text)
+    return False

@@ -1,0 +1,76 @@
+"""The one registry of the console's actions: a stable id, default keys, and a description each.
+
+It feeds the footer (through Textual bindings carrying the id), the help overlay, the command palette and the
+user keymap (``[keys]`` in ``~/.config/engram/config.toml``, applied with ``App.set_keymap``). docs/keymap.md
+lists every id; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str  # stable: user keymaps refer to it
+    keys: str  # Textual key names, comma-separated
+    action: str  # the Textual action it runs on its owner (the app or a pane)
+    description: str
+    show: bool = True  # in the footer
+
+    def binding(self) -> Binding:
+        return Binding(self.keys, self.action, self.description, show=self.show, id=self.id)
+
+
+PANES = ("queue", "search", "supersedes", "decay", "graph", "audit", "scopes")
+
+APP_ACTIONS = (
+    Action("app.quit", "q", "quit", "Quit"),
+    Action("app.help", "question_mark", "help", "Help"),
+    Action("app.palette", "colon", "command_palette", "Commands", show=False),
+    *(Action(f"app.pane.{pane}", str(n), f"show_pane('{pane}')", pane.capitalize(), show=False)
+      for n, pane in enumerate(PANES, 1)),
+)
+
+QUEUE_ACTIONS = (
+    Action("queue.approve", "a", "approve", "Approve"),
+    Action("queue.reject", "r", "reject", "Reject"),
+    Action("queue.defer", "d", "defer", "Defer"),
+    Action("queue.edit", "e", "edit", "Edit+approve"),
+    Action("queue.merge", "m", "merge", "Merge"),
+    Action("queue.undo", "u", "undo", "Undo"),
+    Action("queue.redo", "ctrl+r", "redo", "Redo"),
+    Action("queue.mark", "space", "mark", "Mark"),
+    Action("queue.range", "v", "mark_range", "Range", show=False),
+    Action("queue.mark_all", "ctrl+a", "mark_all", "Mark all", show=False),
+    Action("queue.filter", "slash", "filter", "Filter"),
+    Action("queue.sort", "s", "cycle_sort", "Sort"),
+    Action("queue.open_session", "enter", "open_session", "Session", show=False),
+    Action("queue.unlock", "ctrl+u", "unlock", "Unlock", show=False),
+    Action("queue.down", "j", "cursor(1)", "Down", show=False),
+    Action("queue.up", "k", "cursor(-1)", "Up", show=False),
+    Action("queue.top", "g", "jump('top')", "Top", show=False),
+    Action("queue.bottom", "G", "jump('bottom')", "Bottom", show=False),
+    Action("queue.next_page", "pagedown", "page(1)", "Next page", show=False),
+    Action("queue.prev_page", "pageup", "page(-1)", "Previous page", show=False),
+)
+
+SEARCH_ACTIONS = (
+    Action("search.focus", "slash", "focus_query", "Search"),
+    Action("search.open", "enter", "open", "Open"),
+    Action("search.back", "escape", "back", "Back"),
+)
+
+ALL_ACTIONS = APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS
+
+
+def bindings(actions: tuple[Action, ...]) -> list[Binding]:
+    return [a.binding() for a in actions]
+
+
+def unknown_ids(keymap: dict[str, str]) -> list[str]:
+    """Ids in a user keymap that no action has (a typo, or an id from another version)."""
+    known = {a.id for a in ALL_ACTIONS}
+    return sorted(k for k in keymap if k not in known)
