@@ -113,7 +113,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
             report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
     _wrong_keys(files, report)
     _check_promotions(rows, report)
-    outbox = AuditOutbox.select() if AuditOutbox._meta.table_name in store.index.db.get_tables() else []
+    outbox = AuditOutbox.select() if store.index.has(AuditOutbox) else []
     for row in outbox:  # a read-only root written by another tool may not have engram's table
         report.add("audit_pending", None, f"event {row.op_id}", op_id=row.op_id)
     return report

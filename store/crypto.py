@@ -82,6 +82,11 @@ class KeyRing:
         self.passphrase = passphrase
         self._keys.clear()
 
+    def forget(self) -> None:
+        """Drop the passphrase and every derived key (lock all scopes again)."""
+        self.passphrase = None
+        self._keys.clear()
+
     def can_open(self, scope_hash: str) -> bool:
         """Whether this session can read the scope without asking: its key is derived or derivable."""
         return scope_hash in self._keys or (self.key_source == "passphrase" and self.passphrase is not None)

@@ -246,6 +246,10 @@ class Index:
                     f"{self.path}: locked by another process for more than {BUSY_TIMEOUT_MS // 1000} s") from None
             raise
 
+    def has(self, model: type[Model]) -> bool:
+        """Whether the model's table exists (engram's own are missing from a read-only memoryd root)."""
+        return model._meta.table_name in self.db.get_tables()
+
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.db.execute_sql(f"PRAGMA table_info({table})")]
 

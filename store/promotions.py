@@ -238,6 +238,9 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
     joined; the promotion becomes ``merged`` (memoryd's readers only look for ``pending``)."""
     promotion = _pending(promotion_id)
     row = store.memory(into_slug)
+    if row.scope_hash != promotion.scope_hash:
+        raise Conflict(f"{into_slug} is in scope {row.scope_hash}, the promotion in {promotion.scope_hash}: "
+                       "a merge stays within its scope (it could carry sensitive text out of one)")
     rel = store.safe_relpath(row.body_path)
     before = store.read_doc(rel)
     fm = before.frontmatter

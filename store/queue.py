@@ -42,7 +42,8 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     """Pending promotions matching ``query``, best first by ``sort``; deferred ones always sink to the end."""
     if sort not in SORTS:
         raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
-    notes = {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.deferred_at.is_null(False))}
+    notes = {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.deferred_at.is_null(False))
+             } if store.index.has(PromotionNote) else {}
     sensitive = store.sensitive_scopes()
     items = []
     for p in Promotion.select().where(Promotion.status == "pending"):
@@ -114,7 +115,8 @@ def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
     p = Promotion.get_or_none(Promotion.id == promotion_id)
     if p is None:
         raise StoreError(f"no promotion #{promotion_id}")
-    note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
+    note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id) if store.index.has(PromotionNote) \
+        else None
     session = Memory.get_or_none(Memory.slug == p.source_session_slug)
     excerpt = None
     if session is not None and not session.body_path.endswith(".md.enc"):

@@ -162,14 +162,17 @@ class SearchIndex:
         return [i for i in candidates if (i in hits) != neg] if neg else [i for i in rough if i in hits]
 
     def _rank(self, query: Query, found: list[int]) -> list[int]:
-        """Best first: rapidfuzz's weighted ratio of the typed words against titles, for up to RANK_LIMIT hits;
-        larger sets stay newest first (ranking them costs more than a keystroke can spend)."""
-        words = " ".join(query.positive_text())
-        if not words or len(found) > RANK_LIMIT:
+        """Best first: titles holding every typed word, then rapidfuzz's weighted ratio of the words against the
+        title, for up to RANK_LIMIT hits; larger sets stay newest first (ranking them costs more than a
+        keystroke can spend)."""
+        terms = query.positive_text()
+        if not terms or len(found) > RANK_LIMIT:
             return found
         titles = [self.rows[i].title.lower() for i in found]
-        ranked = process.extract(words, titles, scorer=fuzz.WRatio, limit=None)
-        return [found[k] for _, _, k in ranked]
+        scores = {k: score for _, score, k in process.extract(" ".join(terms), titles, scorer=fuzz.WRatio, limit=None)}
+        in_title = [all(t in title for t in terms) for title in titles]
+        order = sorted(range(len(found)), key=lambda k: (not in_title[k], -scores[k]))
+        return [found[k] for k in order]
 
 
 def _word_match(text: str, term: str, kind: str) -> bool:

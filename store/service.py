@@ -99,6 +99,10 @@ class Store:
     def read_only(self) -> bool:
         return self.index.read_only
 
+    @property
+    def read_only_reason(self) -> str | None:
+        return self.index.read_only_reason
+
     def sensitive_scopes(self) -> set[str]:
         return {row["scope_hash"] for row in self.index.sensitive_scope_rows() if row.get("scope_hash")}
 

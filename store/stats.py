@@ -53,6 +53,10 @@ def counts(store: Store) -> Counts:
     )
 
 
+def pending_count(store: Store) -> int:
+    return Promotion.select().where(Promotion.status == "pending").count()
+
+
 @dataclass(frozen=True)
 class Listed:
     """One memory as a listing shows it."""

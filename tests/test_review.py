@@ -22,9 +22,9 @@ def events(root):
     return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
 
 
-def alive_plain_memory(exclude: str = "") -> Memory:
-    return Memory.get(Memory.body_path.endswith(".md") & (Memory.decay_state == "alive")
-                      & (Memory.type == "decision") & (Memory.slug != exclude))
+def alive_plain_memory(scope: str | None = None) -> Memory:
+    query = Memory.body_path.endswith(".md") & (Memory.decay_state == "alive") & (Memory.type == "decision")
+    return Memory.get(query & (Memory.scope_hash == scope) if scope else query)
 
 
 def test_approve_with_edits_and_supersedes_dims_the_older(store, fixture_root):
@@ -95,7 +95,7 @@ def test_defer_keeps_it_pending_for_memoryd(store):
 
 def test_merge_appends_and_undo_restores(store, fixture_root):
     p = pending()
-    target = alive_plain_memory()
+    target = alive_plain_memory(p.scope_hash)
     before = (fixture_root / target.body_path).read_bytes()
     done = promotions.merge(store, p.id, target.slug)
     doc = store.read_doc(target.body_path)
@@ -111,6 +111,13 @@ def test_decided_promotions_are_refused(store):
     p = pending()
     promotions.reject(store, p.id)
     for action in (lambda: promotions.approve(store, p.id), lambda: promotions.defer(store, p.id),
-                   lambda: promotions.merge(store, p.id, alive_plain_memory().slug)):
+                   lambda: promotions.merge(store, p.id, alive_plain_memory(p.scope_hash).slug)):
         with pytest.raises(Conflict, match="already rejected"):
             action()
+
+
+def test_merge_stays_within_its_scope(store):
+    p = pending()
+    other = Memory.get((Memory.scope_hash != p.scope_hash) & Memory.body_path.endswith(".md"))
+    with pytest.raises(Conflict, match="stays within its scope"):
+        promotions.merge(store, p.id, other.slug)

@@ -1,43 +1,255 @@
-"""The console opens a real root, shows its counts, runs the drift check in a worker, and keeps running."""
+"""The console driven by real keys (Textual's Pilot) on a copy of memoryd's root: every queue action, the
+search pane, help, keymap and themes; files, index and audit checked afterwards."""
 
 from __future__ import annotations
 
-from textual.widgets import DataTable, Static
+import json
+import sqlite3
 
+import pytest
+from textual.widgets import DataTable, Input, Markdown, Static
+
+from store.crypto import KeyRing
+from store.domain import MemoryType
+from store.index import Memory, Promotion, PromotionNote
+from store.promotions import Proposal, propose
 from store.service import Store
+from store.settings import Settings
 from tui.app import EngramApp
+from tui.panes.queue import QueuePane
+from tui.panes.search import SearchPane
+from tui.screens.edit import EditScreen
+from tui.screens.help import HelpScreen
+from tui.screens.pick import MemoryPicker
+
+SIZE = (140, 45)
 
 
-async def test_overview_shows_counts_and_drift(fixture_root, unlocked_keys):
-    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-tui") as store:
+def events(root) -> list[dict]:
+    return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
+
+
+async def settle(app, pilot) -> None:
+    """Let workers (loading, decisions, the audit check) finish and the screen catch up."""
+    for _ in range(3):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def queue_ids(app) -> list[int]:
+    return [item.id for item in app.query_one(QueuePane).items]
+
+
+@pytest.fixture
+def console(store):
+    return EngramApp(store)
+
+
+async def test_opens_on_the_queue_with_status_and_detail(console, fixture_root):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        status = str(console.query_one("#status", Static).render())
+        assert "7 pending" in status and "audit: valid, 200 lines" in status
+        assert len(queue_ids(console)) == 7
+        head = str(console.query_one("#detail-head", Static).render())
+        assert f"#{queue_ids(console)[0]}" in head
+
+
+async def test_approve_then_undo_then_redo(console, fixture_root):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        first = queue_ids(console)[0]
+        await pilot.press("a")
+        await settle(console, pilot)
+        assert Promotion.get_by_id(first).status == "approved"
+        row = Memory.get(Memory.slug.startswith(f"promoted-{first}-"))
+        assert (fixture_root / row.body_path).exists()
+        assert first not in queue_ids(console)
+        await pilot.press("u")
+        await settle(console, pilot)
+        assert Promotion.get_by_id(first).status == "pending"
+        assert not (fixture_root / row.body_path).exists()
+        await pilot.press("ctrl+r")
+        await settle(console, pilot)
+        assert Promotion.get_by_id(first).status == "approved"
+    kinds = [e["event_type"] for e in events(fixture_root)[-3:]]
+    assert kinds == ["promotion_approved", "undo_applied", "promotion_approved"]
+
+
+async def test_reject_with_a_reason(console, fixture_root):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        first = queue_ids(console)[0]
+        await pilot.press("r")
+        await pilot.press(*"duplicate", "enter")
+        await settle(console, pilot)
+    assert Promotion.get_by_id(first).status == "rejected"
+    assert PromotionNote.get_by_id(first).reject_reason == "duplicate"
+    assert json.loads(events(fixture_root)[-1]["details"])["reason"] == "duplicate"
+
+
+async def test_defer_sinks_and_escape_cancels(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        first = queue_ids(console)[0]
+        await pilot.press("d", "escape")  # cancelled: nothing happens
+        await settle(console, pilot)
+        assert PromotionNote.get_or_none(PromotionNote.promotion_id == first) is None
+        await pilot.press("d", *"ask", "enter")
+        await settle(console, pilot)
+        assert Promotion.get_by_id(first).status == "pending"
+        assert queue_ids(console)[-1] == first
+        assert console.query_one(QueuePane).cells(console.query_one(QueuePane).items[-1])[4] == "deferred"
+
+
+async def test_bulk_marks_confirm_and_approve(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        chosen = queue_ids(console)[:2]
+        await pilot.press("space", "space")
+        assert console.query_one(QueuePane).marked == set(chosen)
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.press("n")  # the confirmation: no
+        await settle(console, pilot)
+        assert all(Promotion.get_by_id(p).status == "pending" for p in chosen)
+        await pilot.press("a", "y")
+        await settle(console, pilot)
+        assert all(Promotion.get_by_id(p).status == "approved" for p in chosen)
+        await pilot.press("u")  # one undo reverses the whole bulk step
+        await settle(console, pilot)
+        assert all(Promotion.get_by_id(p).status == "pending" for p in chosen)
+
+
+async def test_edit_before_approving(console, fixture_root):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        first = queue_ids(console)[0]
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(console.screen, EditScreen)
+        console.screen.query_one("#title", Input).value = "A better title"
+        await pilot.press("ctrl+s")
+        await settle(console, pilot)
+    row = Memory.get(Memory.slug.startswith(f"promoted-{first}-"))
+    assert row.title == "A better title"
+    assert "title: A better title" in (fixture_root / row.body_path).read_text()
+
+
+async def test_merge_into_a_memory_picked_by_search(console, fixture_root):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        first = queue_ids(console)[0]
+        await pilot.press("m")
+        await settle(console, pilot)
+        picker = console.screen
+        assert isinstance(picker, MemoryPicker)
+        assert picker.query_one("#query", Input).value.startswith("scope:")
+        await pilot.pause()
+        await pilot.press("enter", "enter")
+        await settle(console, pilot)
+    note = PromotionNote.get_by_id(first)
+    assert Promotion.get_by_id(first).status == "merged" and note.merged_into
+    target = Memory.get(Memory.slug == note.merged_into)
+    assert f"merged from promotion #{first}" in (fixture_root / target.body_path).read_text()
+
+
+async def test_locked_scope_asks_for_the_passphrase(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        session = Memory.get((Memory.scope_hash == "35998c22af79") & (Memory.type == "session"))
+        pid = propose(store, Proposal(session.slug, MemoryType.FACT, "CANARY locked fact", "body", ["x"],
+                                      {"D": 1.0, "U": 1.0, "R": 1.0, "A": 1.0}, "test", "35998c22af79"))
+    with Store.open(fixture_root, keys=KeyRing()) as store:
         app = EngramApp(store)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            summary = str(app.query_one("#summary", Static).render())
-            assert "198 memories" in summary and "7 pending" in summary
-            findings = app.query_one("#findings", DataTable)
-            rows = [findings.get_row_at(i) for i in range(findings.row_count)]
-            assert ["26", "yes", "decay state in the index but not in the frontmatter"] in rows
-            scopes = app.query_one("#scopes", DataTable)
-            assert scopes.row_count == 7
-            await pilot.press("r")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            assert findings.row_count == 3
-            await pilot.press("q")
-        assert app.return_code == 0
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            pane = app.query_one(QueuePane)
+            assert queue_ids(app)[0] == pid and pane.cells(pane.items[0])[4] == "locked"
+            await pilot.press("a", *"wrong", "enter")
+            await settle(app, pilot)
+            assert Promotion.get_by_id(pid).status == "pending"
+            assert any("wrong passphrase" in n.message for n in app._notifications)
+            await pilot.press("a", *"engram-fixture-passphrase-2026", "enter")
+            await settle(app, pilot)
+            assert Promotion.get_by_id(pid).status == "approved"
+            row = Memory.get(Memory.slug.startswith(f"promoted-{pid}-"))
+            assert row.body_path.endswith(".md.enc")
+            assert b"CANARY" not in (fixture_root / row.body_path).read_bytes()
 
 
-async def test_read_only_root_is_announced(fixture_root):
-    import sqlite3
+async def test_filter_and_sort(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("slash", *"type:warning", "enter")
+        await settle(console, pilot)
+        assert {i.type for i in console.query_one(QueuePane).items} == {"warning"}
+        await pilot.press("escape")
+        await settle(console, pilot)
+        assert len(queue_ids(console)) == 7
+        await pilot.press("s")
+        await settle(console, pilot)
+        assert console.query_one(QueuePane).sort == "dura_min"
 
+
+async def test_search_pane_finds_and_opens_with_why(console, fixture_root):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("2")
+        await settle(console, pilot)
+        await pilot.press(*"quickbooks")
+        await pilot.pause()
+        pane = console.query_one(SearchPane)
+        assert pane.result.total and "quickbooks" in pane.result.hits[0].title.lower()
+        await pilot.press("enter", "enter")  # to the results, then open the first
+        await settle(console, pilot)
+        shown = console.query_one("#search-memory", Markdown).source
+        assert "## Why is this here" in shown and "## Frontmatter" in shown
+    if pane.result.hits[0].encrypted:
+        assert events(fixture_root)[-1]["event_type"] == "sensitive_viewed"
+
+
+async def test_help_lists_every_action_and_filters(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(console.screen, HelpScreen)
+        table = console.screen.query_one("#keys", DataTable)
+        everything = table.row_count
+        await pilot.press(*"undo")
+        await pilot.pause()
+        assert 0 < table.row_count < everything
+        await pilot.press("escape")
+
+
+async def test_user_keymap_and_theme(store):
+    app = EngramApp(store, Settings(theme="engram-light", keys={"queue.approve": "y"}))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.theme == "engram-light"
+        first = queue_ids(app)[0]
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert Promotion.get_by_id(first).status == "approved"
+
+
+async def test_read_only_root_is_announced_and_refuses(fixture_root):
     con = sqlite3.connect(fixture_root / "index.db")
     con.execute("INSERT INTO _schema_migrations VALUES ('006_future.sql', 'x')")
     con.commit()
     con.close()
     with Store.open(fixture_root) as store:
         app = EngramApp(store)
-        async with app.run_test() as pilot:
-            await pilot.pause()
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
             assert any("006_future.sql" in n.message for n in app._notifications)
+            await pilot.press("a")
+            await settle(app, pilot)
+            assert any("read-only" in n.message for n in app._notifications)
+            assert "READ-ONLY" in str(app.query_one("#status", Static).render())
+
+
+async def test_small_terminal_stacks_the_detail(console):
+    async with console.run_test(size=(80, 24)) as pilot:
+        await settle(console, pilot)
+        assert console.query_one(QueuePane).has_class("narrow")

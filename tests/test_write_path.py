@@ -64,7 +64,9 @@ MUTATIONS = {
         {"D": 1, "U": 1, "R": 1, "A": 1}, None, "710d5aaf7a15"))),
     "memories.view_memory": ("sensitive_viewed", lambda s: memories.view_memory(s, sensitive_slug())),
     "promotions.defer": ("promotion_deferred", lambda s: promotions.defer(s, pending_id(), "later")),
-    "promotions.merge": ("memories_merged", lambda s: promotions.merge(s, pending_id(), a_plain_memory().slug)),
+    "promotions.merge": ("memories_merged", lambda s: promotions.merge(s, pending_id(), Memory.get(
+        (Memory.scope_hash == Promotion.get_by_id(pending_id()).scope_hash) & Memory.body_path.endswith(".md")
+        & (Memory.type != "session")).slug)),
     "promotions.undo": ("undo_applied", lambda s: promotions.undo(s, promotions.Rejected(
         Promotion.get(Promotion.status == "rejected").id))),
     "rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
@@ -81,6 +83,11 @@ NOT_ONE_EVENT = {
     "stats.counts": "reads only",
     "stats.list_memories": "reads only",
     "check.check": "reads only",
+    "stats.pending_count": "reads only",
+    "queue.pending_queue": "reads only",
+    "queue.promotion_detail": "reads only (names sensitive files, never opens them)",
+    "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
+    "sensitive.unlock": "derives keys in memory; nothing on disk changes",
 }
 
 

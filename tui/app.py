@@ -1,98 +1,127 @@
-"""The engram console. For now one overview screen: what the root holds, and its drift report.
+"""The engram console: a header with the root's state, seven panes, and a footer with the keys in reach.
 
-Counts come from the index at once; the full check (which reads every file) runs in a worker thread with a
-progress bar, so a 100k-memory root opens without freezing. The review panes come with the console issue.
+Every action comes from one registry (tui.keymap): the footer, the help overlay (?), the command palette (:)
+and the user's keymap all read it. Loading and checking run in workers; errors become notifications.
 """
 
 from __future__ import annotations
 
-from textual import work
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+from collections.abc import Iterable
 
-from store.check import KINDS, Report, check
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.screen import Screen
+from textual.theme import Theme
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+
+from store.audit_ops import verify_log
 from store.errors import StoreError
+from store.search import SearchIndex
 from store.service import Store
-from store.stats import Counts, counts
+from store.settings import Settings
+from store.stats import pending_count
+from themes import theme_specs
+from tui.keymap import ALL_ACTIONS, APP_ACTIONS, PANES, bindings, unknown_ids
+from tui.panes.later import LaterPane
+from tui.panes.queue import QueuePane
+from tui.panes.scopes import ScopesPane
+from tui.panes.search import SearchPane
+from tui.screens.help import HelpScreen
+
+DEFAULT_THEME = "engram-dark"
 
 
 class EngramApp(App[None]):
-    """Overview of one data root."""
-
     CSS_PATH = "engram.tcss"
     TITLE = "engram"
-    BINDINGS = [
-        Binding("r", "recheck", "Re-check"),
-        Binding("q", "quit", "Quit"),
-    ]
+    BINDINGS = bindings(APP_ACTIONS)
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, settings: Settings = Settings()) -> None:
         super().__init__()
         self.store = store
+        self.settings = settings
         self.sub_title = str(store.layout.root)
+        self.audit_state = "audit: checking…"
+        for spec in theme_specs():
+            self.register_theme(Theme(**spec))
+        self.theme = settings.theme or DEFAULT_THEME
+        self.set_keymap(settings.keys)
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="overview"):
-            with Vertical(id="left"):
-                yield Static("Loading…", id="summary")
-                yield DataTable(id="scopes", cursor_type="row", zebra_stripes=True)
-            with Vertical(id="right"):
-                yield Static("Drift", classes="title")
-                yield ProgressBar(id="progress", show_eta=False)
-                yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+        yield Static(id="status")
+        with TabbedContent(id="panes"):
+            with TabPane("1 Queue", id="queue"):
+                yield QueuePane(self.store)
+            with TabPane("2 Search", id="search"):
+                yield SearchPane(self.store)
+            for n, name in enumerate(PANES[2:6], 3):
+                with TabPane(f"{n} {name.capitalize()}", id=name):
+                    yield LaterPane(name)
+            with TabPane("7 Scopes", id="scopes"):
+                yield ScopesPane(self.store)
         yield Footer()
 
     def on_mount(self) -> None:
         if self.store.read_only:
-            self.notify(self.store.index.read_only_reason or "read-only", title="Read-only", severity="warning",
+            self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning",
                         timeout=15)
-        self.action_recheck()
+        for bad in unknown_ids(self.settings.keys):
+            self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
+        self.refresh_status()
+        self.check_audit()
+        self.action_show_pane("queue")
 
-    def show_counts(self, c: Counts) -> None:
-        promos = ", ".join(f"{n} {s}" for s, n in sorted(c.promotions.items())) or "none"
-        decay = ", ".join(f"{n:,} {s}" for s, n in c.by_decay.items())
-        self.query_one("#summary", Static).update(
-            f"[b]{c.memories:,} memories[/b]  ({c.encrypted:,} encrypted, {decay})\n"
-            f"promotions: {promos}\n"
-            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes\n"
-            f"sensitive scopes: {', '.join(c.sensitive_scopes) or 'none'}")
-        table = self.query_one("#scopes", DataTable)
-        table.clear(columns=True)
-        table.add_columns("scope", "memories", "sensitive")
-        for scope, n in sorted(c.by_scope.items(), key=lambda kv: -kv[1]):
-            table.add_row(scope, str(n), "yes" if scope in c.sensitive_scopes else "")
+    def refresh_status(self) -> None:
+        pending = pending_count(self.store)
+        locked = [s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s)]
+        parts = [f"{pending} pending", f"{len(locked)} locked scope{'s' if len(locked) != 1 else ''}"
+                 + (" (ctrl+u unlocks)" if locked else ""), self.audit_state]
+        if self.store.read_only:
+            parts.append("READ-ONLY")
+        self.query_one("#status", Static).update("  ·  ".join(parts))
 
-    def action_recheck(self) -> None:
-        self.query_one("#progress", ProgressBar).update(total=None, progress=0)
-        self.run_check()
-
-    @work(thread=True, exclusive=True)
-    def run_check(self) -> None:
-        """Load the counts, then read every file and compare it with the index, all off the UI thread."""
-        bar = self.query_one("#progress", ProgressBar)
-
-        def progress(done: int, total: int) -> None:
-            # call_from_thread waits for the UI: report about every 1%, not every file
-            if done == total or done % max(1, total // 100) == 0:
-                self.call_from_thread(bar.update, total=total, progress=done)
-
+    @work(thread=True, exclusive=True, group="audit")
+    def check_audit(self) -> None:
         try:
-            self.call_from_thread(self.show_counts, counts(self.store))
-            report = check(self.store, progress)
+            verdict = verify_log(self.store)
         except StoreError as exc:
-            self.call_from_thread(self.notify, str(exc), title="Check failed", severity="error")
-            return
-        self.call_from_thread(self.show_report, report)
+            state = f"audit: unreadable ({exc})"
+        else:
+            state = {"valid": f"audit: valid, {verdict.lines:,} lines",
+                     "torn_tail": "audit: TORN TAIL (engram audit repair)"}.get(
+                verdict.status, f"audit: {verdict.status.upper()} at line {verdict.bad_line}")
+            if verdict.status == "tampered":
+                self.call_from_thread(self.notify, verdict.summary(), title="Audit log", severity="error",
+                                      timeout=30)
+        self.audit_state = state
+        self.call_from_thread(self.refresh_status)
 
-    def show_report(self, report: Report) -> None:
-        table = self.query_one("#findings", DataTable)
-        table.clear(columns=True)
-        table.add_columns("count", "repair", "finding")
-        for kind, n in sorted(report.counts().items(), key=lambda kv: -kv[1]):
-            meaning, fixable = KINDS[kind]
-            table.add_row(str(n), "yes" if fixable else "-", meaning)
-        if not report.findings:
-            table.add_row("0", "", f"no drift in {report.files} files")
+    # ------------------------------------------------------------------ panes and shared services
+
+    def action_show_pane(self, name: str) -> None:
+        self.query_one("#panes", TabbedContent).active = name
+        target = {"queue": "#queue-table", "search": "#search-query"}.get(name)
+        if target is not None:
+            self.query_one(target).focus()
+
+    def search_index(self) -> SearchIndex | None:
+        return self.query_one(SearchPane).index
+
+    def open_memory(self, slug: str) -> None:
+        self.action_show_pane("search")
+        self.query_one(SearchPane).open_memory(slug)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.settings.keys))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for action in ALL_ACTIONS:
+            owner = action.id.split(".")[0]
+            if owner == "app":
+                yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
+            elif owner in ("queue", "search"):
+                pane = QueuePane if owner == "queue" else SearchPane
+                yield SystemCommand(f"{owner.capitalize()}: {action.description}", action.id,
+                                    lambda a=action, p=pane: self.query_one(p).run_action(a.action))

@@ -16,7 +16,12 @@ from typing import Any
 
 from store.audit_ops import check_printed, current_checkpoint, repair_log, verify_log
 from store.audit_verify import UNREADABLE, VALID, EventFilter, events
+from store import promotions
 from store.check import KINDS, check
+from store.query import QuerySyntaxError
+from store.query import parse as parse_query
+from store.queue import pending_queue
+from store.settings import load_settings
 from store.demo import DEMO_PASSPHRASE, build_demo
 from store.errors import StoreError
 from store.paths import engram_state_dir
@@ -50,6 +55,17 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("ls", parents=[common, report], help="list every memory with its type, scope and state")
     sub.add_parser("stats", parents=[common, report], help="counts of memories, promotions and the graph")
 
+    promos = sub.add_parser("promotions", parents=[common], help="the review queue from scripts").add_subparsers(
+        dest="promotions_command", required=True)
+    listing = promos.add_parser("list", parents=[common, report], help="pending promotions, best first")
+    listing.add_argument("--sort", default="dura_avg", help="dura_avg, dura_min, D, U, R, A, created, scope, type")
+    listing.add_argument("--filter", default="", help="search syntax, as in the console")
+    for verb in ("approve", "reject", "defer"):
+        p = promos.add_parser(verb, parents=[common, report], help=f"{verb} promotions by id")
+        p.add_argument("ids", nargs="+", type=int, metavar="ID")
+        if verb != "approve":
+            p.add_argument("--reason", help="why (kept in engram's notes and the audit event)")
+
     audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
         dest="audit_command", required=True)
     audit.add_parser("verify", parents=[common, report],
@@ -79,11 +95,11 @@ def _timestamp(text: str) -> datetime:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "open"
-    if command == "audit":
-        command = f"audit {args.audit_command}"
+    if command in ("audit", "promotions"):
+        command = f"{command} {getattr(args, command + '_command')}"
     try:
         return COMMANDS[command](args)
-    except StoreError as exc:
+    except (StoreError, QuerySyntaxError) as exc:
         print(f"engram: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -100,8 +116,9 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def _open(args: argparse.Namespace) -> int:
     from tui.app import EngramApp  # Textual loads only when the console is wanted
 
+    settings = load_settings()
     with Store.open(args.root, actor="engram-tui") as store:
-        EngramApp(store).run()
+        EngramApp(store, settings).run()
     return EXIT_OK
 
 
@@ -227,10 +244,44 @@ def _audit_checkpoint(args: argparse.Namespace) -> int:
     return {VALID: EXIT_OK, UNREADABLE: EXIT_ERROR}.get(verdict.status, EXIT_FINDING)
 
 
+def _promotions_list(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        items = pending_queue(store, args.sort, parse_query(args.filter))
+    data = [{**vars(i), "dura_avg": round(i.dura_avg, 3), "triggers": list(i.triggers)} for i in items]
+    text = "\n".join(f"{i.id:>6} {i.dura_avg:.2f} {i.type:<10} {i.scope_hash:<13} "
+                     f"{'deferred ' if i.deferred else ''}{i.title}" for i in items) or "no pending promotions"
+    _emit(args, data, text)
+    return EXIT_OK
+
+
+def _promotions_decide(args: argparse.Namespace) -> int:
+    verb = args.promotions_command
+    done, failed = [], []
+    with Store.open(args.root) as store:
+        for pid in args.ids:
+            try:
+                if verb == "approve":
+                    done.append({"id": pid, "slug": promotions.approve(store, pid).slug})
+                elif verb == "reject":
+                    promotions.reject(store, pid, args.reason)
+                    done.append({"id": pid})
+                else:
+                    promotions.defer(store, pid, args.reason)
+                    done.append({"id": pid})
+            except StoreError as exc:
+                failed.append({"id": pid, "error": str(exc)})
+    text = "\n".join([*(f"{verb}d #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
+                      *(f"engram: #{f['id']}: {f['error']}" for f in failed)])
+    _emit(args, {"done": done, "failed": failed}, text)
+    return EXIT_FINDING if failed else EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "open": _open, "demo": _demo, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
     "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
     "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
+    "promotions list": _promotions_list, "promotions approve": _promotions_decide,
+    "promotions reject": _promotions_decide, "promotions defer": _promotions_decide,
 }
 
 if __name__ == "__main__":

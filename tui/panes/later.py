@@ -1,0 +1,18 @@
+"""Panes whose work is planned but not built yet: they say so plainly instead of pretending."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+PLANNED = {
+    "supersedes": "Supersedes chains as a tree, with diffs, confirm / reject / add.",
+    "decay": "Decay by scope and type, expiring TTLs, revive / pin / forget, a dry-run sweep.",
+    "graph": "Entities, their neighbourhood and conflicts; rename and merge aliases.",
+    "audit": "The audit log, verified, with filters (the CLI has it now: engram audit verify / log).",
+}
+
+
+class LaterPane(Static):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"[b]{name.capitalize()}[/b]\n\nNot built yet. Planned: {PLANNED[name]}",
+                         id=f"{name}-pane", classes="later")

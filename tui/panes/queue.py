@@ -1,0 +1,444 @@
+"""The review queue: pending promotions in a paged table, the one under the cursor in detail, and the keys
+that decide them (approve, reject, defer, edit, merge; marks for bulk; undo and redo)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input, Markdown, Static
+
+from store import promotions
+from store.errors import KeyUnavailable, StoreError
+from store.query import QuerySyntaxError, parse
+from store.queue import DURA_LABELS, SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
+from store.sensitive import unlock
+from store.service import Store
+from tui.keymap import QUEUE_ACTIONS, bindings
+from tui.screens.edit import EditScreen
+from tui.screens.pick import MemoryPicker
+from tui.screens.prompt import Confirm, TextPrompt
+
+PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
+
+
+@dataclass
+class Step:
+    """One entry of the undo stack: what was decided (possibly in bulk) and how to decide it again."""
+
+    label: str
+    decisions: list[promotions.Decision]
+    redo: Callable[[], "Step"]
+
+
+def dura_bar(value: float, width: int = 20) -> Text:
+    filled = round(value * width)
+    style = "green" if value >= 0.8 else "yellow" if value >= 0.6 else "red"
+    return Text.assemble(("█" * filled, style), ("░" * (width - filled), "dim"), f" {value:.2f}")
+
+
+class QueuePane(Vertical):
+    BINDINGS = bindings(QUEUE_ACTIONS)
+
+    sort: reactive[str] = reactive("dura_avg")
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(id="queue-pane")
+        self.store = store
+        self.items: list[QueueItem] = []
+        self.page_no = 0
+        self.marked: set[int] = set()
+        self.anchor: int | None = None
+        self.filter_text = ""
+        self.undo_stack: list[Step] = []
+        self.redo_stack: list[Step] = []
+        self.busy = False
+        self.detail: PromotionDetail | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="filter: words, 'exact, ^prefix, !not, type: scope: state:  (enter apply, esc clear)",
+                    id="queue-filter")
+        yield Static(id="queue-status")
+        with Horizontal(id="queue-body"):
+            yield DataTable(id="queue-table", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="queue-detail"):
+                yield Static(id="detail-head")
+                yield Static(id="detail-dura")
+                yield Markdown(id="detail-body")
+                yield Markdown(id="detail-meta")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 110, "narrow")  # detail below the list on small terminals
+
+    def on_mount(self) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        table.add_column(" ", key="mark", width=1)
+        table.add_column("#", key="id", width=5)
+        table.add_column("DURA", key="dura", width=4)
+        table.add_column("type", key="type", width=10)
+        table.add_column("state", key="state", width=8)
+        table.add_column("title", key="title")
+        self.query_one("#queue-filter", Input).display = False
+        self.reload()
+
+    # ------------------------------------------------------------------ loading
+
+    @work(thread=True, exclusive=True, group="queue-load")
+    def reload(self, keep: int | None = None) -> None:
+        """Load the pending promotions off the UI thread, then show the page holding ``keep`` (or the cursor)."""
+        try:
+            items = pending_queue(self.store, self.sort, parse(self.filter_text))
+        except (StoreError, QuerySyntaxError) as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.app.call_from_thread(self.show_items, items, keep)
+
+    def show_items(self, items: list[QueueItem], keep: int | None) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        if keep is None and table.row_count and self.items:
+            keep = self.current_index()
+        self.items = items
+        self.marked &= {i.id for i in items}
+        index = min(keep or 0, max(len(items) - 1, 0))
+        self.page_no = index // PAGE
+        self.fill_page(index % PAGE)
+
+    def fill_page(self, row: int = 0) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        table.clear()
+        for item in self.page_items():
+            table.add_row(*self.cells(item), key=str(item.id))
+        if table.row_count:
+            table.move_cursor(row=min(row, table.row_count - 1))
+        else:
+            self.show_detail(None)
+        self.update_status()
+
+    def page_items(self) -> list[QueueItem]:
+        return self.items[self.page_no * PAGE:(self.page_no + 1) * PAGE]
+
+    def cells(self, item: QueueItem) -> tuple:
+        state = "deferred" if item.deferred else ""
+        if item.sensitive:
+            state = "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
+        return ("●" if item.id in self.marked else " ", str(item.id), f"{item.dura_avg:.2f}", item.type, state,
+                item.title)
+
+    def update_status(self) -> None:
+        pages = max(1, -(-len(self.items) // PAGE))
+        parts = [f"{len(self.items)} pending", f"sort: {self.sort}", f"page {self.page_no + 1}/{pages}"]
+        if self.filter_text:
+            parts.append(f"filter: {self.filter_text}")
+        if self.marked:
+            parts.append(f"{len(self.marked)} marked")
+        if self.undo_stack:
+            parts.append(f"undo: {self.undo_stack[-1].label}")
+        self.query_one("#queue-status", Static).update("  ·  ".join(parts))
+
+    # ------------------------------------------------------------------ cursor and detail
+
+    def current_index(self) -> int:
+        return self.page_no * PAGE + self.query_one("#queue-table", DataTable).cursor_row
+
+    def current(self) -> QueueItem | None:
+        page = self.page_items()
+        row = self.query_one("#queue-table", DataTable).cursor_row
+        return page[row] if 0 <= row < len(page) else None
+
+    @on(DataTable.RowHighlighted, "#queue-table")
+    def _highlighted(self) -> None:
+        item = self.current()
+        if item is not None:
+            self.load_detail(item.id)
+
+    @work(thread=True, exclusive=True, group="queue-detail")
+    def load_detail(self, promotion_id: int) -> None:
+        try:
+            detail = promotion_detail(self.store, promotion_id)
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.app.call_from_thread(self.show_detail, detail)
+
+    def show_detail(self, detail: PromotionDetail | None) -> None:
+        self.detail = detail
+        head = self.query_one("#detail-head", Static)
+        if detail is None:
+            head.update("Nothing pending. [dim](q quits, 2 searches)[/dim]" if not self.filter_text
+                        else "Nothing matches the filter (esc in the filter clears it).")
+            self.query_one("#detail-dura", Static).update("")
+            self.query_one("#detail-body", Markdown).update("")
+            self.query_one("#detail-meta", Markdown).update("")
+            return
+        head.update(Text.assemble((f"#{detail.id} ", "dim"), (detail.title, "bold"), "\n",
+                                  (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}",
+                                   "dim")))
+        dura = Text()
+        for key, label in DURA_LABELS.items():
+            dura.append(f"{key} {label:<9}")
+            dura.append_text(dura_bar(detail.dura.get(key, 0.0)))
+            dura.append("\n")
+        self.query_one("#detail-dura", Static).update(dura)
+        self.query_one("#detail-body", Markdown).update(detail.body)
+        meta = [f"**Triggers:** {', '.join(detail.triggers) or '—'}",
+                f"**Reasoning:** {detail.reasoning or '—'}"]
+        if detail.defer_reason:
+            meta.append(f"**Deferred:** {detail.defer_reason}")
+        source = detail.source_title or "(missing)"
+        meta.append(f"**Source session:** {source} `{detail.source_session_slug}`")
+        if detail.source_excerpt:
+            meta.append("> " + detail.source_excerpt.replace("\n", "\n> ")[:400])
+        for old in detail.supersedes:
+            meta.append(f"**Supersedes** {old.title} `{old.slug}`" + (" (locked)" if old.locked else ""))
+            if old.diff:
+                meta.append("```diff\n" + "\n".join(old.diff[:60]) + "\n```")
+        self.query_one("#detail-meta", Markdown).update("\n\n".join(meta))
+
+    # ------------------------------------------------------------------ movement and marks
+
+    def action_cursor(self, delta: int) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        target = table.cursor_row + delta
+        if target >= table.row_count and (self.page_no + 1) * PAGE < len(self.items):
+            self.action_page(1)
+        elif target < 0 and self.page_no:
+            self.action_page(-1)
+            table.move_cursor(row=table.row_count - 1)
+        else:
+            table.move_cursor(row=max(0, min(target, table.row_count - 1)))
+
+    def action_page(self, delta: int) -> None:
+        pages = max(1, -(-len(self.items) // PAGE))
+        new = max(0, min(self.page_no + delta, pages - 1))
+        if new != self.page_no:
+            self.page_no = new
+            self.fill_page(0)
+
+    def action_jump(self, where: str) -> None:
+        if where == "top":
+            self.page_no = 0
+            self.fill_page(0)
+        else:
+            self.page_no = max(0, (len(self.items) - 1) // PAGE)
+            self.fill_page(len(self.page_items()) - 1)
+
+    def action_mark(self) -> None:
+        item = self.current()
+        if item is None:
+            return
+        self.marked ^= {item.id}
+        self.anchor = self.current_index()
+        self.refresh_row(item)
+        self.action_cursor(1)
+
+    def action_mark_range(self) -> None:
+        if self.anchor is None:
+            self.action_mark()
+            return
+        here = self.current_index()
+        low, high = sorted((self.anchor, here))
+        for item in self.items[low:high + 1]:
+            self.marked.add(item.id)
+        self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
+
+    def action_mark_all(self) -> None:
+        page = {i.id for i in self.page_items()}
+        self.marked = set() if page <= self.marked else self.marked | page
+        self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
+
+    def refresh_row(self, item: QueueItem) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        table.update_cell(str(item.id), "mark", self.cells(item)[0])
+        self.update_status()
+
+    def action_cycle_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.notify(f"sorted by {self.sort}", timeout=2)
+        self.reload(keep=0)
+
+    # ------------------------------------------------------------------ filter
+
+    def action_filter(self) -> None:
+        box = self.query_one("#queue-filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#queue-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        try:
+            parse(event.value)
+        except QuerySyntaxError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.filter_text = event.value.strip()
+        self.query_one("#queue-table", DataTable).focus()
+        event.input.display = bool(self.filter_text)
+        self.reload(keep=0)
+
+    def key_escape(self) -> None:
+        box = self.query_one("#queue-filter", Input)
+        if box.has_focus or self.filter_text:
+            box.value = ""
+            box.display = False
+            self.filter_text = ""
+            self.query_one("#queue-table", DataTable).focus()
+            self.reload(keep=0)
+
+    # ------------------------------------------------------------------ decisions
+
+    def targets(self) -> list[QueueItem]:
+        if self.marked:
+            return [i for i in self.items if i.id in self.marked]
+        item = self.current()
+        return [item] if item else []
+
+    def decide(self, label: str, act: Callable[[int], promotions.Decision], confirm_over: int = 1) -> None:
+        """Run ``act`` on the marked promotions (or the cursor's), asking first when there are several."""
+        items = self.targets()
+        if not items or self.busy:
+            return
+        locked = sorted({i.scope_hash for i in items if i.sensitive and not self.store.keys.can_open(i.scope_hash)})
+        if locked and label.startswith(("approve", "merge", "edit")):
+            self.ask_unlock(lambda: self.decide(label, act, confirm_over), locked)
+            return
+        ids = [i.id for i in items]
+        if len(ids) > confirm_over:
+            self.app.push_screen(Confirm(f"{label.capitalize()} {len(ids)} promotions?"),
+                                 lambda yes: yes and self.run_decisions(label, act, ids))
+        else:
+            self.run_decisions(label, act, ids)
+
+    @work(thread=True, group="queue-act")
+    def run_decisions(self, label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> None:
+        self.busy = True
+        done: list[promotions.Decision] = []
+        try:
+            for pid in ids:
+                done.append(act(pid))
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title=f"{label} stopped", severity="error")
+        finally:
+            self.busy = False
+        if done:
+            def redo() -> Step:
+                return Step(label, [act(d.promotion_id) for d in done], redo)
+            step = Step(label, done, redo)
+            self.app.call_from_thread(self.after_decisions, step, len(done))
+        if self.store.audit_warning:
+            self.app.call_from_thread(self.notify, self.store.audit_warning, severity="warning")
+
+    def after_decisions(self, step: Step, count: int) -> None:
+        self.undo_stack.append(step)
+        self.redo_stack.clear()
+        self.marked.clear()
+        self.notify(f"{step.label}: {count} promotion{'s' if count > 1 else ''} (u undoes)", timeout=3)
+        self.reload()
+        self.app.refresh_status()
+        self.app.check_audit()
+
+    def action_approve(self) -> None:
+        self.decide("approve", lambda pid: promotions.approve(self.store, pid))
+
+    def action_reject(self) -> None:
+        def with_reason(reason: str | None) -> None:
+            if reason is not None:
+                self.decide("reject", lambda pid: promotions.reject(self.store, pid, reason or None), len(self.targets()))
+        self.app.push_screen(TextPrompt("Reject: why? (optional)", "duplicate, wrong, too vague …"), with_reason)
+
+    def action_defer(self) -> None:
+        def with_reason(reason: str | None) -> None:
+            if reason is not None:
+                self.decide("defer", lambda pid: promotions.defer(self.store, pid, reason or None), len(self.targets()))
+        self.app.push_screen(TextPrompt("Defer: why? (optional)", "ask someone, check later …"), with_reason)
+
+    def action_edit(self) -> None:
+        if self.marked:
+            self.notify("Edit works on one promotion: clear the marks first", severity="warning")
+            return
+        if self.detail is None:
+            return
+        detail = self.detail
+
+        def approve_edited(edits: promotions.Edits | None) -> None:
+            if edits is not None:
+                self.decide("approve (edited)", lambda pid: promotions.approve(self.store, pid, edits))
+        self.app.push_screen(EditScreen(detail), approve_edited)
+
+    def action_merge(self) -> None:
+        item = self.current()
+        if item is None or self.marked:
+            return
+        index = self.app.search_index()
+        if index is None:
+            self.notify("The search index is still loading; try again in a moment", severity="warning")
+            return
+
+        def merge_into(slug: str | None) -> None:
+            if slug:
+                self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug))
+        self.app.push_screen(MemoryPicker(f"Merge #{item.id} into which memory?", index,
+                                          f"scope:{item.scope_hash} "), merge_into)
+
+    @work(thread=True, group="queue-act")
+    def action_undo(self) -> None:
+        if not self.undo_stack or self.busy:
+            return
+        step = self.undo_stack.pop()
+        try:
+            for decision in reversed(step.decisions):
+                promotions.undo(self.store, decision)
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Undo refused", severity="error")
+            return
+        self.redo_stack.append(step)
+        self.app.call_from_thread(self.notify, f"undid {step.label}", timeout=3)
+        self.app.call_from_thread(self.reload)
+        self.app.call_from_thread(self.app.refresh_status)
+
+    @work(thread=True, group="queue-act")
+    def action_redo(self) -> None:
+        if not self.redo_stack or self.busy:
+            return
+        step = self.redo_stack.pop()
+        try:
+            self.undo_stack.append(step.redo())
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Redo refused", severity="error")
+            return
+        self.app.call_from_thread(self.notify, f"redid {step.label}", timeout=3)
+        self.app.call_from_thread(self.reload)
+        self.app.call_from_thread(self.app.refresh_status)
+
+    # ------------------------------------------------------------------ sensitive scopes
+
+    def action_unlock(self) -> None:
+        self.ask_unlock(lambda: None, sorted(self.store.sensitive_scopes()))
+
+    def ask_unlock(self, then: Callable[[], None], scopes: list[str]) -> None:
+        def with_passphrase(passphrase: str | None) -> None:
+            if not passphrase:
+                return
+            try:
+                opened = unlock(self.store, passphrase)
+            except KeyUnavailable as exc:
+                self.notify(str(exc), title="Still locked", severity="error")
+                return
+            except StoreError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            self.notify(f"unlocked {', '.join(opened)}", timeout=3)
+            self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
+            self.app.refresh_status()
+            then()
+        self.app.push_screen(TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase",
+                                        password=True), with_passphrase)
+
+    @on(DataTable.RowSelected, "#queue-table")
+    def action_open_session(self) -> None:
+        if self.detail is not None:
+            self.app.open_memory(self.detail.source_session_slug)

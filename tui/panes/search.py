@@ -1,0 +1,110 @@
+"""Search every memory as you type; Enter opens one with everything that explains why it is there."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Input, Markdown, ProgressBar, Static
+
+from store.errors import StoreError
+from store.explain import explain
+from store.search import SearchIndex, SearchResult
+from store.service import Store
+from tui.keymap import SEARCH_ACTIONS, bindings
+
+SHOWN = 200
+
+
+class SearchPane(Vertical):
+    BINDINGS = bindings(SEARCH_ACTIONS)
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(id="search-pane")
+        self.store = store
+        self.index: SearchIndex | None = None
+        self.result = SearchResult([], 0)
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="search: words · 'exact · ^prefix · suffix$ · !not · a | b · type: scope: tag: "
+                                "state: source:", id="search-query")
+        yield Static("loading the index…", id="search-status")
+        yield ProgressBar(id="search-progress", show_eta=False)
+        yield DataTable(id="search-results", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="search-open"):
+            yield Markdown(id="search-memory")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#search-results", DataTable)
+        table.add_columns("type", "scope", "state", "title", "slug")
+        self.query_one("#search-open").display = False
+        self.load()
+
+    @work(thread=True, exclusive=True, group="search-load")
+    def load(self) -> None:
+        """Titles first (index.db only), then bodies and tags from the files, without blocking typing."""
+        bar = self.query_one("#search-progress", ProgressBar)
+        index = SearchIndex.load(self.store)
+        self.app.call_from_thread(self.ready, index)
+        index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total,
+                                                                               progress=done))
+        self.app.call_from_thread(self.enriched)
+
+    def ready(self, index: SearchIndex) -> None:
+        self.index = index
+        self.run_search(self.query_one("#search-query", Input).value)
+
+    def enriched(self) -> None:
+        self.query_one("#search-progress", ProgressBar).display = False
+        self.run_search(self.query_one("#search-query", Input).value)
+
+    @on(Input.Changed, "#search-query")
+    def _changed(self, event: Input.Changed) -> None:
+        self.run_search(event.value)
+
+    def run_search(self, text: str) -> None:
+        if self.index is None:
+            return
+        self.result = self.index.search(text, limit=SHOWN)
+        table = self.query_one("#search-results", DataTable)
+        table.clear()
+        for hit in self.result.hits:
+            state = hit.decay_state + (" 🔒" if hit.encrypted else "")
+            table.add_row(hit.type, hit.scope_hash, state, hit.title, hit.slug, key=hit.slug)
+        scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
+        status = self.result.error or (f"{self.result.total} memories match · searching {scope}"
+                                       + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else ""))
+        self.query_one("#search-status", Static).update(status)
+
+    @on(Input.Submitted, "#search-query")
+    def _submitted(self) -> None:
+        self.query_one("#search-results", DataTable).focus()
+
+    def action_focus_query(self) -> None:
+        self.query_one("#search-open").display = False
+        self.query_one("#search-query", Input).focus()
+
+    @on(DataTable.RowSelected, "#search-results")
+    def action_open(self) -> None:
+        table = self.query_one("#search-results", DataTable)
+        if 0 <= table.cursor_row < len(self.result.hits):
+            self.open_memory(self.result.hits[table.cursor_row].slug)
+
+    def open_memory(self, slug: str) -> None:
+        try:
+            text = explain(self.store, slug)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.query_one("#search-memory", Markdown).update(text)
+        panel = self.query_one("#search-open")
+        panel.display = True
+        panel.focus()
+
+    def action_back(self) -> None:
+        panel = self.query_one("#search-open")
+        if panel.display:
+            panel.display = False
+            self.query_one("#search-results", DataTable).focus()
+        else:
+            self.query_one("#search-query", Input).focus()

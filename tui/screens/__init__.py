@@ -1,0 +1,1 @@
+"""Modal screens of the console: prompts, the editor, the memory picker, help."""

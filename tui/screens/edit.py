@@ -1,0 +1,46 @@
+"""Edit a promotion before approving it: title, type, triggers and body."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Select, TextArea
+
+from store.domain import MemoryType
+from store.promotions import Edits
+from store.queue import PromotionDetail
+
+
+class EditScreen(ModalScreen[Edits | None]):
+    """ctrl+s approves with the edits; Escape cancels."""
+
+    BINDINGS = [Binding("ctrl+s", "save", "Approve with edits"), Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, detail: PromotionDetail) -> None:
+        super().__init__()
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        d = self.detail
+        kind = d.type if d.type in {t.value for t in MemoryType} else MemoryType.DECISION.value
+        with Vertical(classes="dialog wide"):
+            yield Label(f"Edit promotion #{d.id} before approving", classes="dialog-title")
+            yield Input(d.title, id="title", placeholder="title")
+            yield Select([(t.value, t.value) for t in MemoryType], value=kind, id="type", allow_blank=False)
+            yield Input(", ".join(d.triggers), id="triggers", placeholder="triggers, comma separated")
+            yield TextArea(d.body, id="body", language="markdown")
+            yield Label("ctrl+s approve with these edits · esc cancel", classes="hint")
+
+    def action_save(self) -> None:
+        title = self.query_one("#title", Input).value.strip()
+        if not title:
+            self.notify("A memory needs a title", severity="error")
+            return
+        triggers = [t.strip() for t in self.query_one("#triggers", Input).value.split(",") if t.strip()]
+        self.dismiss(Edits(title=title, type=MemoryType(self.query_one("#type", Select).value),
+                           triggers=triggers, body=self.query_one("#body", TextArea).text))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,47 @@
+"""The help overlay: every action with its current keys, filterable by typing."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Input, Label
+
+from tui.keymap import ALL_ACTIONS
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "close", "Close")]
+
+    def __init__(self, keymap: dict[str, str]) -> None:
+        super().__init__()
+        self.keymap = keymap
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label("Keys (remap them in ~/.config/engram/config.toml [keys])", classes="dialog-title")
+            yield Input(placeholder="type to filter", id="filter")
+            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            yield Label("esc close", classes="hint")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#keys", DataTable)
+        table.add_columns("keys", "action", "id")
+        self.fill("")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.fill(event.value)
+
+    def fill(self, text: str) -> None:
+        table = self.query_one("#keys", DataTable)
+        table.clear()
+        needle = text.lower()
+        for action in ALL_ACTIONS:
+            keys = self.keymap.get(action.id, action.keys)
+            row = (keys, action.description, action.id)
+            if needle in " ".join(row).lower():
+                table.add_row(*row)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

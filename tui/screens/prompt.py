@@ -1,0 +1,49 @@
+"""Small modal questions: a line of text (a reason, a passphrase) and a yes/no confirmation."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+
+class TextPrompt(ModalScreen[str | None]):
+    """Ask for one line; Enter answers (possibly empty), Escape cancels (None)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str, placeholder: str = "", password: bool = False) -> None:
+        super().__init__()
+        self.question, self.placeholder, self.password = question, placeholder, password
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="dialog-title")
+            yield Input(placeholder=self.placeholder, password=self.password, id="answer")
+            yield Label("enter ok · esc cancel", classes="hint")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class Confirm(ModalScreen[bool]):
+    """Ask yes or no; y or Enter is yes."""
+
+    BINDINGS = [Binding("y,enter", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="dialog-title")
+            yield Label("y / enter yes · n / esc no", classes="hint")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
