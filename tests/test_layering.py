@@ -31,3 +31,10 @@ def test_tui_has_no_sql_and_no_file_writes():
     offenders = [(path, pattern) for path, text in sources("tui").items() for pattern in FORBIDDEN_IN_TUI
                  if re.search(pattern, text, re.M)]
     assert offenders == []
+
+
+def test_every_action_id_is_documented():
+    from tui.keymap import ALL_ACTIONS
+
+    documented = (ROOT / "docs" / "keymap.md").read_text(encoding="utf-8")
+    assert [a.id for a in ALL_ACTIONS if f"`{a.id}`" not in documented] == []

@@ -63,7 +63,11 @@ SEARCH_ACTIONS = (
     Action("search.back", "escape", "back", "Back"),
 )
 
-ALL_ACTIONS = APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS
+SCOPES_ACTIONS = (
+    Action("scopes.recheck", "c", "recheck", "Re-check drift"),
+)
+
+ALL_ACTIONS = APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SCOPES_ACTIONS
 
 
 def bindings(actions: tuple[Action, ...]) -> list[Binding]:

@@ -20,6 +20,7 @@ from store.queue import DURA_LABELS, SORTS, PromotionDetail, QueueItem, pending_
 from store.sensitive import unlock
 from store.service import Store
 from tui.keymap import QUEUE_ACTIONS, bindings
+from tui.tables import fit_columns
 from tui.screens.edit import EditScreen
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
@@ -74,15 +75,17 @@ class QueuePane(Vertical):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "narrow")  # detail below the list on small terminals
+        self.call_after_refresh(self.setup_columns)
+
+    def setup_columns(self) -> None:
+        table = self.query_one("#queue-table", DataTable)
+        row = table.cursor_row
+        fit_columns(table, [("mark", " ", 1), ("id", "#", 5), ("dura", "DURA", 4), ("type", "type", 10),
+                            ("state", "state", 9)], ("title", "title"))
+        if self.items:
+            self.fill_page(row)
 
     def on_mount(self) -> None:
-        table = self.query_one("#queue-table", DataTable)
-        table.add_column(" ", key="mark", width=1)
-        table.add_column("#", key="id", width=5)
-        table.add_column("DURA", key="dura", width=4)
-        table.add_column("type", key="type", width=10)
-        table.add_column("state", key="state", width=8)
-        table.add_column("title", key="title")
         self.query_one("#queue-filter", Input).display = False
         self.reload()
 
@@ -100,6 +103,8 @@ class QueuePane(Vertical):
 
     def show_items(self, items: list[QueueItem], keep: int | None) -> None:
         table = self.query_one("#queue-table", DataTable)
+        if not table.columns:
+            self.setup_columns()
         if keep is None and table.row_count and self.items:
             keep = self.current_index()
         self.items = items
@@ -127,7 +132,7 @@ class QueuePane(Vertical):
         if item.sensitive:
             state = "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
         return ("●" if item.id in self.marked else " ", str(item.id), f"{item.dura_avg:.2f}", item.type, state,
-                item.title)
+                Text(item.title))  # Text: a title is not Rich markup
 
     def update_status(self) -> None:
         pages = max(1, -(-len(self.items) // PAGE))
@@ -138,7 +143,7 @@ class QueuePane(Vertical):
             parts.append(f"{len(self.marked)} marked")
         if self.undo_stack:
             parts.append(f"undo: {self.undo_stack[-1].label}")
-        self.query_one("#queue-status", Static).update("  ·  ".join(parts))
+        self.query_one("#queue-status", Static).update(Text("  ·  ".join(parts)))
 
     # ------------------------------------------------------------------ cursor and detail
 

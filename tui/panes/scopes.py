@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
@@ -13,10 +12,11 @@ from store.check import KINDS, Report, check
 from store.errors import StoreError
 from store.service import Store
 from store.stats import Counts, counts
+from tui.keymap import SCOPES_ACTIONS, bindings
 
 
 class ScopesPane(Vertical):
-    BINDINGS = [Binding("c", "recheck", "Re-check", id="scopes.recheck")]
+    BINDINGS = bindings(SCOPES_ACTIONS)
 
     def __init__(self, store: Store) -> None:
         super().__init__(id="scopes-pane")

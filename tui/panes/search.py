@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -12,6 +13,7 @@ from store.explain import explain
 from store.search import SearchIndex, SearchResult
 from store.service import Store
 from tui.keymap import SEARCH_ACTIONS, bindings
+from tui.tables import fit_columns
 
 SHOWN = 200
 
@@ -35,10 +37,17 @@ class SearchPane(Vertical):
             yield Markdown(id="search-memory")
 
     def on_mount(self) -> None:
-        table = self.query_one("#search-results", DataTable)
-        table.add_columns("type", "scope", "state", "title", "slug")
         self.query_one("#search-open").display = False
         self.load()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.setup_columns)
+
+    def setup_columns(self) -> None:
+        fit_columns(self.query_one("#search-results", DataTable),
+                    [("type", "type", 10), ("scope", "scope", 12), ("state", "state", 16),
+                     ("created", "created", 10)], ("title", "title"))
+        self.show_hits()
 
     @work(thread=True, exclusive=True, group="search-load")
     def load(self) -> None:
@@ -66,15 +75,20 @@ class SearchPane(Vertical):
         if self.index is None:
             return
         self.result = self.index.search(text, limit=SHOWN)
+        self.show_hits()
+
+    def show_hits(self) -> None:
         table = self.query_one("#search-results", DataTable)
         table.clear()
+        if not table.columns or self.index is None:
+            return
         for hit in self.result.hits:
-            state = hit.decay_state + (" 🔒" if hit.encrypted else "")
-            table.add_row(hit.type, hit.scope_hash, state, hit.title, hit.slug, key=hit.slug)
+            state = hit.decay_state + (" enc" if hit.encrypted else "")
+            table.add_row(hit.type, hit.scope_hash, state, hit.created_at[:10], Text(hit.title), key=hit.slug)
         scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
         status = self.result.error or (f"{self.result.total} memories match · searching {scope}"
                                        + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else ""))
-        self.query_one("#search-status", Static).update(status)
+        self.query_one("#search-status", Static).update(Text(status))
 
     @on(Input.Submitted, "#search-query")
     def _submitted(self) -> None:

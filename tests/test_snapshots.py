@@ -1,0 +1,52 @@
+"""Snapshots of the main screens (SVG, compared by pytest-textual-snapshot). After a deliberate change to
+how a screen looks: `pytest tests/test_snapshots.py --snapshot-update`, then review the new SVGs."""
+
+from __future__ import annotations
+
+import pytest
+
+from store.crypto import KeyRing
+from store.service import Store
+from tui.app import EngramApp
+
+
+@pytest.fixture
+def app(fixture_root):
+    with Store.open(fixture_root, keys=KeyRing()) as store:
+        console = EngramApp(store)
+        console.sub_title = "memoryd-small"  # the copy's temporary path would differ on every run
+        yield console
+
+
+async def settle(pilot) -> None:
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def test_queue_wide(app, snap_compare):
+    assert snap_compare(app, terminal_size=(140, 40), run_before=settle)
+
+
+def test_queue_80x24(app, snap_compare):
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
+
+
+def test_search(app, snap_compare):
+    async def search(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        await pilot.press(*"type:warning kafka")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=search)
+
+
+def test_help(app, snap_compare):
+    async def help_open(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=help_open)
