@@ -1,13 +1,17 @@
 """Searching memories as a person types: an in-memory index over the index.db rows, enriched with bodies and
 tags read from the plaintext files in the background.
 
-Nothing here is written to disk: bodies of sensitive scopes are searchable only after an unlock, and only in
-this process. Each keystroke parses the query (:mod:`store.query`); when it extends the previous query, only the
-previous hits are filtered again, so typing narrows in proportion to the hits, not the whole store.
+Nothing here is written to disk: the full-text index is an SQLite FTS5 trigram table in memory, so bodies of
+sensitive scopes (searchable only after an unlock) never reach a file. Each keystroke parses the query
+(:mod:`store.query`); text terms of three or more characters are answered by the trigram index over everything;
+shorter ones, and ``^prefix``, ``suffix$`` and ``^word$``, look at titles, triggers and slugs only (a one- or
+two-letter match inside a body is noise, and scanning every body for it costs more than a keystroke may).
+When a query extends the previous one, only the previous hits are filtered again.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +22,7 @@ from store.index import Memory
 from store.query import Query, QuerySyntaxError, Term, parse
 from store.service import Store
 
-RANK_LIMIT = 3_000  # rank (rapidfuzz) when at most this many match; beyond, newest first
+RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, title hits first, newest first
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,10 @@ class SearchIndex:
 
     def __init__(self) -> None:
         self.rows: list[Hit] = []
-        self.text: list[str] = []  # title, triggers and slug; then body and tags once enriched
+        self.head: list[str] = []  # title, triggers and slug, lowercased
+        self.spaced: list[str] = []  # " word word … ": ^prefix is " pre", suffix$ "fix ", ^word$ " word "
+        self.text: list[str] = []  # head, then tags and body once enriched
+        self.fts: sqlite3.Connection | None = None  # in memory only; built by enrich()
         self.fields: dict[str, list[str]] = {"type": [], "scope": [], "state": [], "source": []}
         self.tags: list[list[str]] = []
         self.by_slug: dict[str, int] = {}
@@ -65,7 +72,9 @@ class SearchIndex:
         for slug, title, mtype, scope, decay, source, created, path in rows:
             index.by_slug[slug] = len(index.rows)
             index.rows.append(Hit(slug, title, mtype, scope, decay, source, created, path.endswith(".md.enc")))
-            index.text.append(" ".join([title, *triggers.get(slug, ()), slug]).lower())
+            index.head.append(" ".join([title, *triggers.get(slug, ()), slug]).lower())
+            index.text.append(index.head[-1])
+            index.spaced.append(" " + " ".join(index.head[-1].split()) + " ")
             index.fields["type"].append(mtype)
             index.fields["scope"].append(scope)
             index.fields["state"].append(decay)
@@ -92,6 +101,7 @@ class SearchIndex:
             done += 1
             if progress is not None and n % 1000 == 0:
                 progress(n, len(self.rows))
+        self.fts = _trigram_index(self.text)
         self.enriched = True
         self._last = None
         return done
@@ -146,7 +156,12 @@ class SearchIndex:
                 return [i for i, v in enumerate(values) if v.startswith(t) != neg]
             return [i for i in pool if values[i].startswith(t) != neg]
         if term.field is None and term.kind in ("substring", "exact"):
-            text = self.text
+            if self.fts is not None and len(t) >= 3:
+                ids = _trigram_hits(self.fts, t)
+                if pool is None:
+                    return [i for i in range(len(self.rows)) if i not in ids] if neg else sorted(ids)
+                return [i for i in pool if (i in ids) != neg]
+            text = self.head if len(t) < 3 else self.text
             if pool is None:
                 return [i for i, h in enumerate(text) if (t in h) != neg]
             return [i for i in pool if (t in text[i]) != neg]
@@ -154,40 +169,50 @@ class SearchIndex:
             tags = self.tags
             candidates = range(len(self.rows)) if pool is None else pool
             return [i for i in candidates if any(tag.startswith(t) for tag in tags[i]) != neg]
-        # prefix / suffix / whole word: a cheap substring test first, then the words of the few that pass
-        text, kind = self.text, term.kind
-        rough = self._term_hits(Term(t), pool)
-        hits = {i for i in rough if _word_match(text[i], t, kind)}
-        candidates = range(len(self.rows)) if pool is None else pool
-        return [i for i in candidates if (i in hits) != neg] if neg else [i for i in rough if i in hits]
+        # prefix / suffix / whole word, on the words of the head (title, triggers, slug)
+        needle = {"prefix": f" {t}", "suffix": f"{t} "}.get(term.kind, f" {t} ")
+        spaced = self.spaced
+        if pool is None:
+            return [i for i, h in enumerate(spaced) if (needle in h) != neg]
+        return [i for i in pool if (needle in spaced[i]) != neg]
 
     def _rank(self, query: Query, found: list[int]) -> list[int]:
-        """Best first: titles holding every typed word, then rapidfuzz's weighted ratio of the words against the
-        title, for up to RANK_LIMIT hits; larger sets stay newest first (ranking them costs more than a
-        keystroke can spend)."""
+        """Best first: titles holding every typed word before the rest; up to RANK_LIMIT hits are then ordered
+        by rapidfuzz's weighted ratio against the title, larger sets stay newest first within each part
+        (ranking them costs more than a keystroke can spend)."""
         terms = query.positive_text()
-        if not terms or len(found) > RANK_LIMIT:
+        if not terms:
             return found
         titles = [self.rows[i].title.lower() for i in found]
-        scores = {k: score for _, score, k in process.extract(" ".join(terms), titles, scorer=fuzz.WRatio, limit=None)}
         in_title = [all(t in title for t in terms) for title in titles]
+        if len(found) > RANK_LIMIT:
+            return [i for i, hit in zip(found, in_title) if hit] + [i for i, hit in zip(found, in_title) if not hit]
+        scores = {k: score for _, score, k in process.extract(" ".join(terms), titles, scorer=fuzz.WRatio, limit=None)}
         order = sorted(range(len(found)), key=lambda k: (not in_title[k], -scores[k]))
         return [found[k] for k in order]
 
 
-def _word_match(text: str, term: str, kind: str) -> bool:
-    words = text.split()
-    if kind == "prefix":
-        return any(w.startswith(term) for w in words)
-    if kind == "suffix":
-        return any(w.endswith(term) for w in words)
-    return term in words
+def _trigram_index(texts: list[str]) -> sqlite3.Connection:
+    """An FTS5 trigram index of ``texts`` (rowid = position), in this process's memory only."""
+    con = sqlite3.connect(":memory:", check_same_thread=False)
+    con.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='trigram')")
+    con.executemany("INSERT INTO docs (rowid, text) VALUES (?, ?)", enumerate(texts))
+    con.commit()
+    return con
+
+
+def _trigram_hits(con: sqlite3.Connection, term: str) -> set[int]:
+    """Positions whose text contains ``term`` (a phrase query: trigram FTS matches substrings exactly)."""
+    phrase = '"' + term.replace('"', '""') + '"'
+    return {row for (row,) in con.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (phrase,))}
 
 
 def _narrows(old: Term, new: Term) -> bool:
     """Every record ``new`` matches, ``old`` matched too (the person typed more of the same term)."""
     if old.negate or new.negate or old.field != new.field or old.kind != new.kind:
         return False
+    if old.field is None and len(old.text) < 3 <= len(new.text):
+        return False  # short terms look at titles only; from three letters on, bodies too
     if old.kind in ("substring", "exact"):
         return old.text in new.text
     if old.kind == "prefix" or old.field is not None:
