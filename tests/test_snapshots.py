@@ -4,6 +4,7 @@ how a screen looks: `pytest tests/test_snapshots.py --snapshot-update`, then rev
 from __future__ import annotations
 
 import pytest
+from textual.worker import WorkerCancelled
 
 from store.crypto import KeyRing
 from store.service import Store
@@ -20,7 +21,10 @@ def app(fixture_root):
 
 async def settle(pilot) -> None:
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one
+            pass
         await pilot.pause()
 
 

@@ -7,6 +7,7 @@ import json
 import sqlite3
 
 import pytest
+from textual.worker import WorkerCancelled
 from textual.widgets import DataTable, Input, Markdown, Static
 
 from store.crypto import KeyRing
@@ -32,7 +33,10 @@ def events(root) -> list[dict]:
 async def settle(app, pilot) -> None:
     """Let workers (loading, decisions, the audit check) finish and the screen catch up."""
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker (detail, load) replaced by a newer one
+            pass
         await pilot.pause()
 
 
