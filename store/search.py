@@ -49,12 +49,13 @@ class SearchIndex:
 
     def __init__(self) -> None:
         self.rows: list[Hit] = []
+        self.titles: list[str] = []  # lowercased, for ranking
         self.head: list[str] = []  # title, triggers and slug, lowercased
         self.spaced: list[str] = []  # " word word … ": ^prefix is " pre", suffix$ "fix ", ^word$ " word "
         self.text: list[str] = []  # head, then tags and body once enriched
-        self.fts: sqlite3.Connection | None = None  # in memory only; built by enrich()
+        self.fts: sqlite3.Connection | None = None  # in memory only: heads at load, everything after enrich()
         self.fields: dict[str, list[str]] = {"type": [], "scope": [], "state": [], "source": []}
-        self.tags: list[list[str]] = []
+        self.tags: list[str] = []  # " tag tag … " per memory, for tag: prefix tests
         self.by_slug: dict[str, int] = {}
         self.enriched = False
         self._last: tuple[Query, list[int]] | None = None
@@ -72,6 +73,7 @@ class SearchIndex:
         for slug, title, mtype, scope, decay, source, created, path in rows:
             index.by_slug[slug] = len(index.rows)
             index.rows.append(Hit(slug, title, mtype, scope, decay, source, created, path.endswith(".md.enc")))
+            index.titles.append(title.lower())
             index.head.append(" ".join([title, *triggers.get(slug, ()), slug]).lower())
             index.text.append(index.head[-1])
             index.spaced.append(" " + " ".join(index.head[-1].split()) + " ")
@@ -79,7 +81,8 @@ class SearchIndex:
             index.fields["scope"].append(scope)
             index.fields["state"].append(decay)
             index.fields["source"].append(source.lower())
-            index.tags.append([])
+            index.tags.append(" ")
+        index.fts = _trigram_index(index.head)  # heads now; enrich() replaces it with everything
         return index
 
     def enrich(self, store: Store, progress: Callable[[int, int], None] | None = None) -> int:
@@ -97,7 +100,7 @@ class SearchIndex:
             except (StoreError, OSError):
                 continue
             self.text[i] = f"{self.text[i]} {' '.join(doc.frontmatter.tags)} {doc.body}".lower()
-            self.tags[i] = [t.lower() for t in doc.frontmatter.tags]
+            self.tags[i] = " " + " ".join(t.lower() for t in doc.frontmatter.tags) + " "
             done += 1
             if progress is not None and n % 1000 == 0:
                 progress(n, len(self.rows))
@@ -115,8 +118,8 @@ class SearchIndex:
         candidates = self._narrowing(query)
         found = self._filter(query, candidates)
         self._last = (query, found)
-        ranked = self._rank(query, found)
-        return SearchResult([self.rows[i] for i in ranked[:limit]], len(found))
+        ranked = self._rank(query, found, limit)
+        return SearchResult([self.rows[i] for i in ranked], len(found))
 
     def _narrowing(self, query: Query) -> list[int] | None:
         """The previous hits, when ``query`` can only match a subset of them (it adds to the previous one)."""
@@ -139,11 +142,11 @@ class SearchIndex:
         for group in query.groups:
             if len(group) == 1:
                 found = self._term_hits(group[0], found)
-            else:
+            else:  # OR: one membership pass keeps the newest-first order without sorting a big union
                 union: set[int] = set()
                 for term in group:
                     union.update(self._term_hits(term, found))
-                found = sorted(union)
+                found = sorted(union) if found is None else [i for i in found if i in union]
         return list(range(len(self.rows))) if found is None else found
 
     def _term_hits(self, term: Term, pool: list[int] | None) -> list[int]:
@@ -166,9 +169,10 @@ class SearchIndex:
                 return [i for i, h in enumerate(text) if (t in h) != neg]
             return [i for i in pool if (t in text[i]) != neg]
         if term.field == "tag":
-            tags = self.tags
-            candidates = range(len(self.rows)) if pool is None else pool
-            return [i for i in candidates if any(tag.startswith(t) for tag in tags[i]) != neg]
+            tags, needle = self.tags, f" {t}"
+            if pool is None:
+                return [i for i, h in enumerate(tags) if (needle in h) != neg]
+            return [i for i in pool if (needle in tags[i]) != neg]
         # prefix / suffix / whole word, on the words of the head (title, triggers, slug)
         needle = {"prefix": f" {t}", "suffix": f"{t} "}.get(term.kind, f" {t} ")
         spaced = self.spaced
@@ -176,20 +180,34 @@ class SearchIndex:
             return [i for i, h in enumerate(spaced) if (needle in h) != neg]
         return [i for i in pool if (needle in spaced[i]) != neg]
 
-    def _rank(self, query: Query, found: list[int]) -> list[int]:
-        """Best first: titles holding every typed word before the rest; up to RANK_LIMIT hits are then ordered
-        by rapidfuzz's weighted ratio against the title, larger sets stay newest first within each part
-        (ranking them costs more than a keystroke can spend)."""
-        terms = query.positive_text()
-        if not terms:
-            return found
-        titles = [self.rows[i].title.lower() for i in found]
-        in_title = [all(t in title for t in terms) for title in titles]
+    def _rank(self, query: Query, found: list[int], limit: int) -> list[int]:
+        """The best ``limit`` of ``found``: titles that answer every part of the query (any term of an OR) before
+        the rest. Up to RANK_LIMIT hits are ordered by rapidfuzz's weighted ratio against the title; a larger set
+        stays newest first within each part and is walked only as far as it takes to fill ``limit``."""
+        groups = [words for g in query.groups if (words := [t.text for t in g if not t.negate and t.field is None])]
+        if not groups:
+            return found[:limit]
+        titles = self.titles
+
+        def in_title(i: int) -> bool:
+            return all(any(t in titles[i] for t in words) for words in groups)
+
         if len(found) > RANK_LIMIT:
-            return [i for i, hit in zip(found, in_title) if hit] + [i for i, hit in zip(found, in_title) if not hit]
-        scores = {k: score for _, score, k in process.extract(" ".join(terms), titles, scorer=fuzz.WRatio, limit=None)}
-        order = sorted(range(len(found)), key=lambda k: (not in_title[k], -scores[k]))
-        return [found[k] for k in order]
+            first: list[int] = []
+            rest: list[int] = []
+            for i in found:
+                if in_title(i):
+                    first.append(i)
+                    if len(first) == limit:
+                        break
+                elif len(rest) < limit:
+                    rest.append(i)
+            return (first + rest)[:limit]
+        scored = process.extract(" ".join(query.positive_text()), [titles[i] for i in found], scorer=fuzz.WRatio,
+                                 limit=None)
+        scores = {k: score for _, score, k in scored}
+        order = sorted(range(len(found)), key=lambda k: (not in_title(found[k]), -scores[k]))
+        return [found[k] for k in order[:limit]]
 
 
 def _trigram_index(texts: list[str]) -> sqlite3.Connection:
