@@ -26,6 +26,7 @@ from store.audit import first_line, fold_lines, line_hash
 from store.errors import StoreError
 
 KEY_FILE = "audit-signing-key.pem"
+FORMAT = "engram-checkpoint/1"  # what ``head`` means; a checkpoint of another format is never compared
 
 
 class CheckpointRejected(StoreError):
@@ -42,6 +43,7 @@ class Checkpoint:
     ts: str
     public_key: str  # base64 raw Ed25519 key that signed it (trusted only when it is engram's own)
     sig: str = ""
+    format: str = FORMAT
 
     def payload(self) -> bytes:
         fields = {k: v for k, v in asdict(self).items() if k != "sig"}
@@ -54,9 +56,13 @@ class Checkpoint:
     def from_json(cls, text: str, source: str) -> Checkpoint:
         try:
             data = json.loads(text)
+            if data.get("format") != FORMAT:
+                raise CheckpointRejected(f"checkpoint rejected: {source} is of format {data.get('format')!r}, not "
+                                         f"{FORMAT!r} (another engram version, or forged); if you trust the log, "
+                                         "delete that file and run `engram audit verify` to start a new one")
             return cls(root=str(data["root"]), log_id=str(data["log_id"]), size=int(data["size"]),
                        head=str(data["head"]), offset=int(data["offset"]), ts=str(data["ts"]),
-                       public_key=str(data["public_key"]), sig=str(data["sig"]))
+                       public_key=str(data["public_key"]), sig=str(data["sig"]), format=FORMAT)
         except (ValueError, KeyError, TypeError) as exc:
             raise CheckpointRejected(f"{source}: not a checkpoint ({exc})") from None
 

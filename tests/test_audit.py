@@ -305,3 +305,13 @@ def test_a_line_missing_fields_is_tampering_not_a_crash(tmp_path):
     write(log, [lines[0], dump(obj), lines[2]])
     verdict = verify(log)
     assert (verdict.status, verdict.bad_line) == (TAMPERED, 2)
+
+
+def test_a_checkpoint_of_another_format_is_rejected_not_ignored(tmp_path, book):
+    log = tmp_path / "audit.jsonl"
+    golden(log)
+    pin(book, log)
+    stored = json.loads(book.path.read_text())
+    book.path.write_text(json.dumps({**stored, "format": "engram-checkpoint/0"}))
+    with pytest.raises(CheckpointRejected, match="another engram version, or forged"):
+        book.latest()
