@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz, process
 
@@ -42,6 +42,7 @@ class SearchResult:
     hits: list[Hit]
     total: int
     error: str | None = None
+    words: list[str] = field(default_factory=list)  # the typed text to highlight in results
 
 
 class SearchIndex:
@@ -119,7 +120,7 @@ class SearchIndex:
         found = self._filter(query, candidates)
         self._last = (query, found)
         ranked = self._rank(query, found, limit)
-        return SearchResult([self.rows[i] for i in ranked], len(found))
+        return SearchResult([self.rows[i] for i in ranked], len(found), words=query.positive_text())
 
     def _narrowing(self, query: Query) -> list[int] | None:
         """The previous hits, when ``query`` can only match a subset of them (it adds to the previous one)."""

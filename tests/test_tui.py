@@ -257,3 +257,27 @@ async def test_small_terminal_stacks_the_detail(console):
     async with console.run_test(size=(80, 24)) as pilot:
         await settle(console, pilot)
         assert console.query_one(QueuePane).has_class("narrow")
+
+
+async def test_search_highlights_the_typed_words(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("2")
+        await settle(console, pilot)
+        await pilot.press(*"kafka")
+        await pilot.pause()
+        table = console.query_one("#search-results", DataTable)
+        title = table.get_row_at(0)[-1]
+        assert any(span.style == "bold underline" for span in title.spans)
+        start = title.spans[0].start
+        assert title.plain[start:start + 5].lower() == "kafka"
+
+
+async def test_no_color_still_says_every_state(fixture_root, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    with Store.open(fixture_root, keys=KeyRing()) as store:
+        app = EngramApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            status = str(app.query_one("#status", Static).render())
+            assert "2 locked scopes" in status and "audit: valid" in status

@@ -82,9 +82,12 @@ class SearchPane(Vertical):
         table.clear()
         if not table.columns or self.index is None:
             return
+        words = self.result.words
         for hit in self.result.hits:
             state = hit.decay_state + (" enc" if hit.encrypted else "")
-            table.add_row(hit.type, hit.scope_hash, state, hit.created_at[:10], Text(hit.title), key=hit.slug)
+            title = Text(hit.title)
+            title.highlight_words(words, style="bold underline", case_sensitive=False)
+            table.add_row(hit.type, hit.scope_hash, state, hit.created_at[:10], title, key=hit.slug)
         scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
         status = self.result.error or (f"{self.result.total} memories match · searching {scope}"
                                        + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else ""))
