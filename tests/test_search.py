@@ -46,6 +46,6 @@ def test_narrowing_while_typing_matches_a_fresh_search(store):
     for ch in "kafka lag":
         query += ch
         got = typing.search(query)
-        fresh._last = None
+        fresh._cache.clear()
         want = fresh.search(query)
         assert [h.slug for h in got.hits] == [h.slug for h in want.hits], query
