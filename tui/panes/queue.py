@@ -341,10 +341,7 @@ class QueuePane(Vertical):
         self.undo_stack.append(step)
         self.redo_stack.clear()
         self.marked.clear()
-        self.notify(f"{step.label}: {count} promotion{'s' if count > 1 else ''} (u undoes)", timeout=3)
-        self.reload()
-        self.app.refresh_status()
-        self.app.check_audit()
+        self.refresh_after(f"{step.label}: {count} promotion{'s' if count > 1 else ''} (u undoes)")
 
     def action_approve(self) -> None:
         self.decide("approve", lambda pid: promotions.approve(self.store, pid))
@@ -391,33 +388,36 @@ class QueuePane(Vertical):
 
     @work(thread=True, group="queue-act")
     def action_undo(self) -> None:
-        if not self.undo_stack or self.busy:
-            return
-        step = self.undo_stack.pop()
-        try:
-            for decision in reversed(step.decisions):
-                promotions.undo(self.store, decision)
-        except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Undo refused", severity="error")
-            return
-        self.redo_stack.append(step)
-        self.app.call_from_thread(self.notify, f"undid {step.label}", timeout=3)
-        self.app.call_from_thread(self.reload)
-        self.app.call_from_thread(self.app.refresh_status)
+        self.replay(self.undo_stack, self.redo_stack, self.undo_step, "undid")
 
     @work(thread=True, group="queue-act")
     def action_redo(self) -> None:
-        if not self.redo_stack or self.busy:
+        self.replay(self.redo_stack, self.undo_stack, lambda step: step.redo(), "redid")
+
+    def undo_step(self, step: Step) -> Step:
+        for decision in reversed(step.decisions):
+            promotions.undo(self.store, decision)
+        return step
+
+    def replay(self, source: list[Step], target: list[Step], run: Callable[[Step], Step], verb: str) -> None:
+        """Move the newest step from one stack to the other by undoing or redoing it (in a worker thread)."""
+        if not source or self.busy:
             return
-        step = self.redo_stack.pop()
+        step = source.pop()
         try:
-            self.undo_stack.append(step.redo())
+            target.append(run(step))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Redo refused", severity="error")
+            self.app.call_from_thread(self.notify, str(exc), title=f"Could not: {verb} {step.label}",
+                                      severity="error")
             return
-        self.app.call_from_thread(self.notify, f"redid {step.label}", timeout=3)
-        self.app.call_from_thread(self.reload)
-        self.app.call_from_thread(self.app.refresh_status)
+        self.app.call_from_thread(self.refresh_after, f"{verb} {step.label}")
+
+    def refresh_after(self, message: str) -> None:
+        """After a change: say what happened, reload the queue, the status line and the audit state."""
+        self.notify(message, timeout=3)
+        self.reload()
+        self.app.refresh_status()
+        self.app.check_audit()
 
     # ------------------------------------------------------------------ sensitive scopes
 
