@@ -12,6 +12,7 @@ query typed one key at a time recomputes only the term being typed; AND, OR and 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -112,6 +113,8 @@ class SearchIndex:
             for tag in doc.frontmatter.tags:
                 tags.setdefault(tag.lower(), []).append(i)
             done += 1
+            if n % 50 == 0:
+                time.sleep(0.001)  # let the thread that answers the keyboard have the interpreter
             if progress is not None and n % 1000 == 0:
                 progress(n, len(self.rows))
         fts = _trigram_index(self.text)

@@ -21,6 +21,7 @@ class ScopesPane(Vertical):
     def __init__(self, store: Store) -> None:
         super().__init__(id="scopes-pane")
         self.store = store
+        self.checked = False
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -32,8 +33,12 @@ class ScopesPane(Vertical):
                 yield ProgressBar(id="progress", show_eta=False)
                 yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
 
-    def on_mount(self) -> None:
-        self.action_recheck()
+    def on_show(self) -> None:
+        """The check reads every file: it starts when the pane is first looked at, not with the console
+        (a background thread still takes a share of the interpreter from the keys being typed elsewhere)."""
+        if not self.checked:
+            self.checked = True
+            self.action_recheck()
 
     def action_recheck(self) -> None:
         self.query_one("#progress", ProgressBar).update(total=None, progress=0)

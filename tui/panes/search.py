@@ -15,7 +15,7 @@ from store.service import Store
 from tui.keymap import SEARCH_ACTIONS, bindings
 from tui.tables import fit_columns
 
-SHOWN = 200
+SHOWN = 100
 
 
 class SearchPane(Vertical):
