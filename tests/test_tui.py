@@ -281,3 +281,15 @@ async def test_no_color_still_says_every_state(fixture_root, monkeypatch):
             await settle(app, pilot)
             status = str(app.query_one("#status", Static).render())
             assert "2 locked scopes" in status and "audit: valid" in status
+
+
+async def test_scopes_pane_runs_the_drift_check_when_shown(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        findings = console.query_one("#findings", DataTable)
+        assert findings.row_count == 0  # not run at start: it reads every file
+        await pilot.press("7")
+        await settle(console, pilot)
+        rows = [findings.get_row_at(i) for i in range(findings.row_count)]
+        assert ["26", "yes", "decay state in the index but not in the frontmatter"] in rows
+        assert "198 memories" in str(console.query_one("#summary", Static).render())
