@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input, Markdown, Static
+from textual.widgets import DataTable, Input, Static
 
 from store import promotions
 from store.errors import KeyUnavailable, StoreError
 from store.query import QuerySyntaxError, parse
-from store.queue import DURA_LABELS, SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
+from store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
 from store.sensitive import unlock
 from store.service import Store
 from tui.keymap import QUEUE_ACTIONS, bindings
@@ -24,6 +24,7 @@ from tui.tables import fit_columns
 from tui.screens.edit import EditScreen
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.widgets.promotion import PromotionView
 
 PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
 
@@ -35,12 +36,6 @@ class Step:
     label: str
     decisions: list[promotions.Decision]
     redo: Callable[[], "Step"]
-
-
-def dura_bar(value: float, width: int = 20) -> Text:
-    filled = round(value * width)
-    style = "green" if value >= 0.8 else "yellow" if value >= 0.6 else "red"
-    return Text.assemble(("█" * filled, style), ("░" * (width - filled), "dim"), f" {value:.2f}")
 
 
 class QueuePane(Vertical):
@@ -67,11 +62,7 @@ class QueuePane(Vertical):
         yield Static(id="queue-status")
         with Horizontal(id="queue-body"):
             yield DataTable(id="queue-table", cursor_type="row", zebra_stripes=True)
-            with VerticalScroll(id="queue-detail"):
-                yield Static(id="detail-head")
-                yield Static(id="detail-dura")
-                yield Markdown(id="detail-body")
-                yield Markdown(id="detail-meta")
+            yield PromotionView(id="queue-detail")
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "narrow")  # detail below the list on small terminals
@@ -172,37 +163,9 @@ class QueuePane(Vertical):
 
     def show_detail(self, detail: PromotionDetail | None) -> None:
         self.detail = detail
-        head = self.query_one("#detail-head", Static)
-        if detail is None:
-            head.update("Nothing pending. [dim](q quits, 2 searches)[/dim]" if not self.filter_text
-                        else "Nothing matches the filter (esc in the filter clears it).")
-            self.query_one("#detail-dura", Static).update("")
-            self.query_one("#detail-body", Markdown).update("")
-            self.query_one("#detail-meta", Markdown).update("")
-            return
-        head.update(Text.assemble((f"#{detail.id} ", "dim"), (detail.title, "bold"), "\n",
-                                  (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}",
-                                   "dim")))
-        dura = Text()
-        for key, label in DURA_LABELS.items():
-            dura.append(f"{key} {label:<9}")
-            dura.append_text(dura_bar(detail.dura.get(key, 0.0)))
-            dura.append("\n")
-        self.query_one("#detail-dura", Static).update(dura)
-        self.query_one("#detail-body", Markdown).update(detail.body)
-        meta = [f"**Triggers:** {', '.join(detail.triggers) or '—'}",
-                f"**Reasoning:** {detail.reasoning or '—'}"]
-        if detail.defer_reason:
-            meta.append(f"**Deferred:** {detail.defer_reason}")
-        source = detail.source_title or "(missing)"
-        meta.append(f"**Source session:** {source} `{detail.source_session_slug}`")
-        if detail.source_excerpt:
-            meta.append("> " + detail.source_excerpt.replace("\n", "\n> ")[:400])
-        for old in detail.supersedes:
-            meta.append(f"**Supersedes** {old.title} `{old.slug}`" + (" (locked)" if old.locked else ""))
-            if old.diff:
-                meta.append("```diff\n" + "\n".join(old.diff[:60]) + "\n```")
-        self.query_one("#detail-meta", Markdown).update("\n\n".join(meta))
+        empty = ("Nothing matches the filter (esc in the filter clears it)." if self.filter_text
+                 else "Nothing pending. (q quits, 2 searches)")
+        self.query_one(PromotionView).show(detail, empty)
 
     # ------------------------------------------------------------------ movement and marks
 
@@ -347,16 +310,18 @@ class QueuePane(Vertical):
         self.decide("approve", lambda pid: promotions.approve(self.store, pid))
 
     def action_reject(self) -> None:
-        def with_reason(reason: str | None) -> None:
-            if reason is not None:
-                self.decide("reject", lambda pid: promotions.reject(self.store, pid, reason or None), len(self.targets()))
-        self.app.push_screen(TextPrompt("Reject: why? (optional)", "duplicate, wrong, too vague …"), with_reason)
+        self.decide_with_reason("reject", promotions.reject, "duplicate, wrong, too vague …")
 
     def action_defer(self) -> None:
+        self.decide_with_reason("defer", promotions.defer, "ask someone, check later …")
+
+    def decide_with_reason(self, label: str, act: Callable[[Store, int, str | None], promotions.Decision],
+                           hint: str) -> None:
+        """Ask for an optional reason, then decide (the prompt is the confirmation, for one or many)."""
         def with_reason(reason: str | None) -> None:
             if reason is not None:
-                self.decide("defer", lambda pid: promotions.defer(self.store, pid, reason or None), len(self.targets()))
-        self.app.push_screen(TextPrompt("Defer: why? (optional)", "ask someone, check later …"), with_reason)
+                self.decide(label, lambda pid: act(self.store, pid, reason or None), len(self.targets()))
+        self.app.push_screen(TextPrompt(f"{label.capitalize()}: why? (optional)", hint), with_reason)
 
     def action_edit(self) -> None:
         if self.marked:

@@ -1,0 +1,1 @@
+"""Widgets the panes share or that are big enough to stand alone."""

@@ -1,0 +1,61 @@
+"""One promotion in detail: title, DURA scores as bars, the proposed body, and what explains it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Markdown, Static
+
+from store.queue import DURA_LABELS, PromotionDetail
+
+
+def dura_bar(value: float, width: int = 20) -> Text:
+    """A score as a bar, its number beside it (the colour only repeats what the number says)."""
+    filled = round(value * width)
+    style = "green" if value >= 0.8 else "yellow" if value >= 0.6 else "red"
+    return Text.assemble(("█" * filled, style), ("░" * (width - filled), "dim"), f" {value:.2f}")
+
+
+class PromotionView(VerticalScroll):
+    def compose(self) -> ComposeResult:
+        yield Static(id="detail-head")
+        yield Static(id="detail-dura")
+        yield Markdown(id="detail-body")
+        yield Markdown(id="detail-meta")
+
+    def show(self, detail: PromotionDetail | None, empty: str = "") -> None:
+        """Show ``detail``; with None, show the ``empty`` message instead."""
+        head = self.query_one("#detail-head", Static)
+        if detail is None:
+            head.update(Text(empty))
+            self.query_one("#detail-dura", Static).update("")
+            self.query_one("#detail-body", Markdown).update("")
+            self.query_one("#detail-meta", Markdown).update("")
+            return
+        head.update(Text.assemble((f"#{detail.id} ", "dim"), (detail.title, "bold"), "\n",
+                                  (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}",
+                                   "dim")))
+        dura = Text()
+        for key, label in DURA_LABELS.items():
+            dura.append(f"{key} {label:<9}")
+            dura.append_text(dura_bar(detail.dura.get(key, 0.0)))
+            dura.append("\n")
+        self.query_one("#detail-dura", Static).update(dura)
+        self.query_one("#detail-body", Markdown).update(detail.body)
+        self.query_one("#detail-meta", Markdown).update("\n\n".join(_meta(detail)))
+
+
+def _meta(detail: PromotionDetail) -> list[str]:
+    meta = [f"**Triggers:** {', '.join(detail.triggers) or '—'}", f"**Reasoning:** {detail.reasoning or '—'}"]
+    if detail.defer_reason:
+        meta.append(f"**Deferred:** {detail.defer_reason}")
+    meta.append(f"**Source session:** {detail.source_title or '(missing)'} `{detail.source_session_slug}`"
+                " (enter opens it)")
+    if detail.source_excerpt:
+        meta.append("> " + detail.source_excerpt.replace("\n", "\n> ")[:400])
+    for old in detail.supersedes:
+        meta.append(f"**Supersedes** {old.title} `{old.slug}`" + (" (locked)" if old.locked else ""))
+        if old.diff:
+            meta.append("```diff\n" + "\n".join(old.diff[:60]) + "\n```")
+    return meta
