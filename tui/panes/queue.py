@@ -20,7 +20,7 @@ from store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promot
 from store.sensitive import unlock
 from store.service import Store
 from tui.keymap import QUEUE_ACTIONS, bindings
-from tui.tables import fit_columns
+from tui.tables import FitTable, fit_columns
 from tui.screens.edit import EditScreen
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
@@ -61,13 +61,13 @@ class QueuePane(Vertical):
                     id="queue-filter")
         yield Static(id="queue-status")
         with Horizontal(id="queue-body"):
-            yield DataTable(id="queue-table", cursor_type="row", zebra_stripes=True)
+            yield FitTable(id="queue-table", cursor_type="row", zebra_stripes=True)
             yield PromotionView(id="queue-detail")
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "narrow")  # detail below the list on small terminals
-        self.call_after_refresh(self.setup_columns)
 
+    @on(FitTable.Resized, "#queue-table")
     def setup_columns(self) -> None:
         table = self.query_one("#queue-table", DataTable)
         row = table.cursor_row
@@ -94,8 +94,6 @@ class QueuePane(Vertical):
 
     def show_items(self, items: list[QueueItem], keep: int | None) -> None:
         table = self.query_one("#queue-table", DataTable)
-        if not table.columns:
-            self.setup_columns()
         if keep is None and table.row_count and self.items:
             keep = self.current_index()
         self.items = items
@@ -106,6 +104,8 @@ class QueuePane(Vertical):
 
     def fill_page(self, row: int = 0) -> None:
         table = self.query_one("#queue-table", DataTable)
+        if not table.columns:
+            return  # the table has not been laid out yet: its Resized message fits the columns and fills it
         table.clear()
         for item in self.page_items():
             table.add_row(*self.cells(item), key=str(item.id))
@@ -334,7 +334,7 @@ class QueuePane(Vertical):
         def approve_edited(edits: promotions.Edits | None) -> None:
             if edits is not None:
                 self.decide("approve (edited)", lambda pid: promotions.approve(self.store, pid, edits))
-        self.app.push_screen(EditScreen(detail), approve_edited)
+        self.app.push_screen(EditScreen(detail, detail.scope_hash in self.store.sensitive_scopes()), approve_edited)
 
     def action_merge(self) -> None:
         item = self.current()

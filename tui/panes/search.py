@@ -13,7 +13,7 @@ from store.explain import explain
 from store.search import SearchIndex, SearchResult
 from store.service import Store
 from tui.keymap import SEARCH_ACTIONS, bindings
-from tui.tables import fit_columns
+from tui.tables import FitTable, fit_columns
 
 SHOWN = 100
 
@@ -32,7 +32,7 @@ class SearchPane(Vertical):
                                 "state: source:", id="search-query")
         yield Static("loading the index…", id="search-status")
         yield ProgressBar(id="search-progress", show_eta=False)
-        yield DataTable(id="search-results", cursor_type="row", zebra_stripes=True)
+        yield FitTable(id="search-results", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="search-open"):
             yield Markdown(id="search-memory")
 
@@ -40,9 +40,7 @@ class SearchPane(Vertical):
         self.query_one("#search-open").display = False
         self.load()
 
-    def on_resize(self) -> None:
-        self.call_after_refresh(self.setup_columns)
-
+    @on(FitTable.Resized, "#search-results")
     def setup_columns(self) -> None:
         fit_columns(self.query_one("#search-results", DataTable),
                     [("type", "type", 10), ("scope", "scope", 12), ("state", "state", 16),

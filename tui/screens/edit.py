@@ -9,6 +9,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, TextArea
 
 from store.domain import MemoryType
+from store.errors import StoreError
+from store.external_edit import edit_in_editor
 from store.promotions import Edits
 from store.queue import PromotionDetail
 
@@ -16,11 +18,13 @@ from store.queue import PromotionDetail
 class EditScreen(ModalScreen[Edits | None]):
     """ctrl+s approves with the edits; Escape cancels."""
 
-    BINDINGS = [Binding("ctrl+s", "save", "Approve with edits"), Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("ctrl+s", "save", "Approve with edits"), Binding("ctrl+e", "external", "Body in $EDITOR"),
+                Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, detail: PromotionDetail) -> None:
+    def __init__(self, detail: PromotionDetail, sensitive: bool) -> None:
         super().__init__()
         self.detail = detail
+        self.sensitive = sensitive
 
     def compose(self) -> ComposeResult:
         d = self.detail
@@ -31,7 +35,7 @@ class EditScreen(ModalScreen[Edits | None]):
             yield Select([(t.value, t.value) for t in MemoryType], value=kind, id="type", allow_blank=False)
             yield Input(", ".join(d.triggers), id="triggers", placeholder="triggers, comma separated")
             yield TextArea(d.body, id="body", language="markdown")
-            yield Label("ctrl+s approve with these edits · esc cancel", classes="hint")
+            yield Label("ctrl+s approve with these edits · ctrl+e body in $EDITOR · esc cancel", classes="hint")
 
     def action_save(self) -> None:
         title = self.query_one("#title", Input).value.strip()
@@ -41,6 +45,14 @@ class EditScreen(ModalScreen[Edits | None]):
         triggers = [t.strip() for t in self.query_one("#triggers", Input).value.split(",") if t.strip()]
         self.dismiss(Edits(title=title, type=MemoryType(self.query_one("#type", Select).value),
                            triggers=triggers, body=self.query_one("#body", TextArea).text))
+
+    def action_external(self) -> None:
+        body = self.query_one("#body", TextArea)
+        try:
+            with self.app.suspend():
+                body.text = edit_in_editor(body.text, self.sensitive)
+        except StoreError as exc:
+            self.notify(str(exc), severity="error")
 
     def action_cancel(self) -> None:
         self.dismiss(None)
