@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from store import faults
@@ -37,11 +38,13 @@ def ensure_dir(path: Path, mode: int = 0o755) -> None:
         fsync_dir(d.parent)
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = True) -> None:
+def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = True,
+                 verify: Callable[[bytes], None] | None = None) -> None:
     """Replace ``path`` with ``data`` atomically; keeps an existing file's permissions.
 
     ``durable=False`` skips the per-file fsyncs for batches (demo, import), which call :func:`os.sync`
-    once before committing the index instead: the same guarantee at a fraction of the cost.
+    once before committing the index instead: the same guarantee at a fraction of the cost. ``verify`` is
+    called with the temp file's bytes as read back from disk, before the rename; raising there keeps the old file.
     """
     ensure_dir(path.parent)
     if path.exists():
@@ -55,6 +58,8 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = Tru
             if durable:
                 os.fsync(fh.fileno())
         faults.reach("temp_written")
+        if verify is not None:
+            verify(Path(tmp).read_bytes())
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(Path(tmp))
@@ -71,6 +76,23 @@ def remove_durably(path: Path) -> None:
     except FileNotFoundError:
         return
     fsync_dir(path.parent)
+
+
+def scrub(path: Path) -> None:
+    """Overwrite a file with zeros, fsync, then unlink it durably: the plaintext left when a memory is encrypted.
+
+    This takes the text out of the live store; it is not secure erasure (SSDs and copy-on-write file systems
+    keep old blocks), which the README says.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("r+b") as fh:
+            fh.write(b"\0" * size)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except FileNotFoundError:
+        return
+    remove_durably(path)
 
 
 def is_temp_file(name: str) -> bool:

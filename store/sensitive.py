@@ -1,14 +1,19 @@
-"""Sensitive scopes as the console needs them today: unlocking with memoryd's passphrase.
-
-(Marking, encrypting, unmarking and grants come with the sensitive-scopes work.)
+"""Sensitive scopes: unlocking with memoryd's passphrase, and marking or unmarking a scope (encrypting or
+decrypting every memory in it) crash-safe and resumable. (Rekey, the binding manifest and grants come later.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from store.atomic import remove_durably, write_atomic
 from store.crypto import decrypt
-from store.errors import KeyUnavailable
-from store.index import Memory
-from store.service import Store
+from store.errors import Conflict, KeyUnavailable, NotFound
+from store.index import Memory, SensitiveScope
+from store.paths import scope_hash_for
+from store.service import Change, FileWrite, Store
 
 
 def unlock(store: Store, passphrase: str) -> list[str]:
@@ -34,3 +39,137 @@ def unlock(store: Store, passphrase: str) -> list[str]:
         keys.forget() if previous is None else keys.set_passphrase(previous)
         raise KeyUnavailable("wrong passphrase: it opens none of the sensitive scopes")
     return opened
+
+
+MARKER = ".memoryd-sensitive"
+BATCH = 50  # files per change: one audit event each, and the unit a crash can leave half done
+
+
+@dataclass
+class Progress:
+    """What a mark or unmark did (the figures a person or a script wants afterwards)."""
+
+    scope_hash: str
+    files: int = 0
+    done: int = 0
+    batches: int = 0
+
+
+def resolve_scope(store: Store, scope: str) -> tuple[str, str | None]:
+    """``scope`` is a 12-hex hash (or another scope dir name) or a project path: returns (hash, root or None)."""
+    if (store.layout.scopes_dir / scope).is_dir() or Memory.get_or_none(Memory.scope_hash == scope):
+        return scope, None
+    path = Path(scope).expanduser()
+    if path.exists():
+        return scope_hash_for(path), str(path.resolve())
+    raise NotFound(f"no scope {scope!r}: give a scope hash from `engram stats`, or a project path")
+
+
+def mark_sensitive(store: Store, scope: str, scope_root: str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> Progress:
+    """Register the scope as sensitive and encrypt every memory in it, crash-safe and resumable.
+
+    Registration first (the index row; the ``.memoryd-sensitive`` marker where the project exists), so a crash
+    leaves a scope every later write treats as sensitive. Then, a batch at a time: each file is encrypted to a
+    temp file, read back and checked, renamed to ``<slug>.md.enc``; the index rows follow in one transaction
+    with one ``memory_encrypted`` event; only then is the plaintext zeroed and unlinked. Running it again after
+    a crash finishes the job: a plaintext file still there is simply encrypted again.
+    """
+    scope_hash, found_root = resolve_scope(store, scope)
+    scope_root = scope_root or found_root
+    store.keys.key_for(scope_hash)  # no key, no start: nothing is registered that could not be encrypted
+    if scope_hash not in store.sensitive_scopes():
+        _write_marker(scope_root)
+        store.apply(Change("scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root},
+                           index_update=lambda: _register(store, scope_hash, scope_root)))
+    for folder in _scope_dirs(store, scope_hash):
+        folder.chmod(0o700)
+    return _convert(store, scope_hash, encrypt=True, progress=progress)
+
+
+def unmark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None] | None = None) -> Progress:
+    """Decrypt every memory of the scope back to plaintext (needs the key), then unregister it: the mirror
+    image of :func:`mark_sensitive`, crash-safe and resumable the same way."""
+    scope_hash, _ = resolve_scope(store, scope)
+    if scope_hash not in store.sensitive_scopes():
+        raise Conflict(f"scope {scope_hash} is not marked sensitive")
+    store.keys.key_for(scope_hash)
+    result = _convert(store, scope_hash, encrypt=False, progress=progress)
+    row = next((r for r in store.index.sensitive_scope_rows() if r["scope_hash"] == scope_hash), {})
+    store.apply(Change("scope_unmarked_sensitive", scope_hash, scope_hash, {"files": result.files},
+                       index_update=lambda: SensitiveScope.delete().where(
+                           SensitiveScope.scope_hash == scope_hash).execute()))
+    _remove_marker(row.get("scope_root"))
+    return result
+
+
+def _convert(store: Store, scope_hash: str, encrypt: bool,
+             progress: Callable[[int, int], None] | None) -> Progress:
+    rows = [m for m in Memory.select().where(Memory.scope_hash == scope_hash).order_by(Memory.slug)
+            if m.body_path.endswith(".md.enc") != encrypt]  # the ones still to do: a rerun resumes
+    result = Progress(scope_hash, files=len(rows))
+    for start in range(0, len(rows), BATCH):
+        batch = rows[start:start + BATCH]
+        items = []
+        for row in batch:
+            rel = store.safe_relpath(row.body_path)
+            doc = store.read_doc(rel)
+            target = rel + ".enc" if encrypt else rel[:-4]
+            items.append((rel, FileWrite(target, doc, encrypted=encrypt)))
+        event = "memory_encrypted" if encrypt else "memory_decrypted"
+        retired = [rel for rel, _ in items]
+        store.apply(Change(
+            event, scope_hash, scope_hash, {"count": len(items), "slugs": [w.doc.frontmatter.slug for _, w in items]},
+            writes=[w for _, w in items],
+            index_update=lambda items=items: store.upsert_memory_rows([(w.doc, w.relpath) for _, w in items],
+                                                                     keep_runtime=True),
+            scrubs=retired if encrypt else [], removals=[] if encrypt else retired))
+        result.done += len(items)
+        result.batches += 1
+        if progress is not None:
+            progress(result.done, result.files)
+    _sweep_twins(store, scope_hash, encrypt)
+    return result
+
+
+def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
+    """A crash between a batch's commit and its clean-up leaves the old twin of an indexed file (plaintext after
+    encrypting, ciphertext after decrypting): retire them, the plaintext zeroed first."""
+    twins = []
+    for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash):
+        rel = row.body_path
+        twin = rel[:-4] if rel.endswith(".md.enc") else rel + ".enc"
+        if rel.endswith(".md.enc") == encrypt and store.layout.resolve(twin).exists():
+            twins.append(twin)
+    if twins:
+        store.apply(Change("stale_copies_removed", scope_hash, scope_hash, {"files": twins},
+                           scrubs=twins if encrypt else [], removals=[] if encrypt else twins))
+
+
+def _register(store: Store, scope_hash: str, scope_root: str | None) -> None:
+    """The ``sensitive_scopes`` row, in whichever of memoryd's two table shapes this index has."""
+    columns = store.index.columns("sensitive_scopes")
+    values = {"scope_hash": scope_hash, "marked_at": store.now().isoformat()}
+    if "scope_root" in columns:
+        values["scope_root"] = scope_root or ""
+    if "key_source" in columns:
+        values["key_source"] = store.keys.key_source
+    names = ", ".join(values)
+    store.index.db.execute_sql(f"INSERT OR REPLACE INTO sensitive_scopes ({names}) VALUES "
+                               f"({', '.join('?' for _ in values)})", list(values.values()))
+
+
+def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:
+    base = store.layout.scopes_dir / scope_hash
+    return [base, *(p for p in base.iterdir() if p.is_dir())] if base.is_dir() else []
+
+
+def _write_marker(scope_root: str | None) -> None:
+    """memoryd's marker in the project itself, so its capture path knows without the index."""
+    if scope_root and Path(scope_root).is_dir():
+        write_atomic(Path(scope_root) / MARKER, f"scope_root: {scope_root}\n".encode("utf-8"))
+
+
+def _remove_marker(scope_root: str | None) -> None:
+    if scope_root:
+        remove_durably(Path(scope_root) / MARKER)

@@ -20,7 +20,7 @@ from typing import Any
 from peewee import EXCLUDED
 
 from store import audit, faults
-from store.atomic import remove_durably, write_atomic
+from store.atomic import remove_durably, scrub, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
@@ -54,6 +54,7 @@ class Change:
     writes: list[FileWrite] = field(default_factory=list)
     index_update: Callable[[], None] | None = None
     removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
+    scrubs: list[str] = field(default_factory=list)  # plaintext files it retires: zeroed before they are unlinked
 
 
 class Store:
@@ -154,6 +155,9 @@ class Store:
         for relpath in change.removals:
             if relpath not in written:  # a file rewritten in place is not retired
                 remove_durably(self.layout.resolve(relpath))
+        for relpath in change.scrubs:
+            if relpath not in written:
+                scrub(self.layout.resolve(relpath))
         self.flush_audit_outbox()
 
     def flush_audit_outbox(self) -> int:
@@ -192,8 +196,14 @@ class Store:
         data = serialize(write.doc)
         if write.encrypted:
             scope = write.doc.frontmatter.scope_hash
-            data = encrypt(data, self.keys.key_for(scope), scope)
-            write_atomic(path, data, mode=0o600, durable=durable)
+            key = self.keys.key_for(scope)
+            plaintext = data
+
+            def same_when_decrypted(on_disk: bytes) -> None:
+                if decrypt(on_disk, key, scope, write.relpath) != plaintext:
+                    raise StoreError(f"{write.relpath}: the encrypted file did not read back to its text")
+
+            write_atomic(path, encrypt(plaintext, key, scope), mode=0o600, durable=durable, verify=same_when_decrypted)
         else:
             write_atomic(path, data, durable=durable)
 

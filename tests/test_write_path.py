@@ -88,6 +88,10 @@ NOT_ONE_EVENT = {
     "queue.promotion_detail": "reads only (names sensitive files, never opens them)",
     "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
     "sensitive.unlock": "derives keys in memory; nothing on disk changes",
+    "sensitive.resolve_scope": "reads only",
+    "sensitive.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
+                                "(tests/test_sensitive.py counts them)",
+    "sensitive.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",
 }
 
 

@@ -21,6 +21,7 @@ from store.check import KINDS, check
 from store.query import QuerySyntaxError
 from store.query import parse as parse_query
 from store.queue import pending_queue
+from store.sensitive import mark_sensitive, unmark_sensitive
 from store.settings import load_settings
 from store.demo import DEMO_PASSPHRASE, build_demo
 from store.errors import StoreError
@@ -66,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         if verb != "approve":
             p.add_argument("--reason", help="why (kept in engram's notes and the audit event)")
 
+    scope = sub.add_parser("scope", parents=[common], help="sensitive scopes").add_subparsers(
+        dest="scope_command", required=True)
+    for verb, what in (("mark", "mark sensitive and encrypt every memory (resumable)"),
+                       ("unmark", "decrypt every memory and unmark (needs the key; resumable)")):
+        p = scope.add_parser(verb, parents=[common, report], help=what)
+        p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+
     audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
         dest="audit_command", required=True)
     audit.add_parser("verify", parents=[common, report],
@@ -95,7 +103,7 @@ def _timestamp(text: str) -> datetime:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "open"
-    if command in ("audit", "promotions"):
+    if command in ("audit", "promotions", "scope"):
         command = f"{command} {getattr(args, command + '_command')}"
     try:
         return COMMANDS[command](args)
@@ -276,12 +284,22 @@ def _promotions_decide(args: argparse.Namespace) -> int:
     return EXIT_FINDING if failed else EXIT_OK
 
 
+def _scope_convert(args: argparse.Namespace) -> int:
+    act = mark_sensitive if args.scope_command == "mark" else unmark_sensitive
+    with Store.open(args.root) as store:
+        done = act(store, args.scope)
+    verb = "encrypted" if args.scope_command == "mark" else "decrypted"
+    _emit(args, vars(done), f"scope {done.scope_hash}: {verb} {done.done} memories in {done.batches} batches")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "open": _open, "demo": _demo, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
     "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
     "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
     "promotions list": _promotions_list, "promotions approve": _promotions_decide,
     "promotions reject": _promotions_decide, "promotions defer": _promotions_decide,
+    "scope mark": _scope_convert, "scope unmark": _scope_convert,
 }
 
 if __name__ == "__main__":
