@@ -26,6 +26,7 @@ class SearchPane(Vertical):
         self.store = store
         self.index: SearchIndex | None = None
         self.result = SearchResult([], 0)
+        self.shown = False
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search: words · 'exact · ^prefix · suffix$ · !not · a | b · type: scope: tag: "
@@ -49,17 +50,30 @@ class SearchPane(Vertical):
 
     @work(thread=True, exclusive=True, group="search-load")
     def load(self) -> None:
-        """Titles first (index.db only), then bodies and tags from the files, without blocking typing."""
-        bar = self.query_one("#search-progress", ProgressBar)
+        """Titles, triggers and fields (index.db only, quick): the merge picker needs them from the start."""
         index = SearchIndex.load(self.store)
         self.app.call_from_thread(self.ready, index)
-        index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total,
-                                                                               progress=done))
-        self.app.call_from_thread(self.enriched)
 
     def ready(self, index: SearchIndex) -> None:
         self.index = index
         self.run_search(self.query_one("#search-query", Input).value)
+        if self.shown:
+            self.enrich(index)
+
+    def on_show(self) -> None:
+        """Bodies and tags are read from every file only once someone opens the pane: at 100k memories that is a
+        minute of work, which should not compete with the queue for nothing."""
+        if not self.shown:
+            self.shown = True
+            if self.index is not None:
+                self.enrich(self.index)
+
+    @work(thread=True, exclusive=True, group="search-enrich")
+    def enrich(self, index: SearchIndex) -> None:
+        bar = self.query_one("#search-progress", ProgressBar)
+        index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total,
+                                                                               progress=done))
+        self.app.call_from_thread(self.enriched)
 
     def enriched(self) -> None:
         self.query_one("#search-progress", ProgressBar).display = False
