@@ -24,6 +24,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "locked_file": ("encrypted file locked: no key for its scope", False),
     "wrong_key": ("sensitive scope whose key opens none of its files: wrong passphrase?", False),
     "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
+    "plaintext_in_sensitive_scope": ("plaintext memory file inside a sensitive scope", True),
     "file_without_row": ("memory file with no index row", True),
     "enc_without_row": ("encrypted memory file with no index row", True),
     "row_without_file": ("index row whose file is missing", True),
@@ -98,6 +99,11 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
     for temp in (e for e in entries if isinstance(e, str)):
         report.add("temp_file", temp, "left by an interrupted write")
     present = set()
+    sensitive = store.sensitive_scopes()
+    for entry in files:
+        if entry.scope_hash in sensitive and not entry.encrypted:
+            report.add("plaintext_in_sensitive_scope", entry.relpath, f"scope {entry.scope_hash} is sensitive",
+                       scope_hash=entry.scope_hash)
     for done, entry in enumerate(files, 1):
         present.add(entry.relpath)
         _check_file(store, entry, by_path.get(entry.relpath), rows, report)

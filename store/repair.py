@@ -54,6 +54,17 @@ def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> 
     return result
 
 
+def _encrypt_plaintext(store: Store, finding: Finding) -> str | None:
+    """Finish what an interrupted mark (or a tool unaware of the scope) left, with mark's own resumable
+    procedure; it takes the whole scope at once, so later findings of the same scope are already done."""
+    from store.sensitive import mark_sensitive  # sensitive builds on the store; repair only reaches for it here
+
+    if not store.layout.resolve(finding.path or "").exists():
+        return None
+    done = mark_sensitive(store, finding.data["scope_hash"])
+    return f"encrypted {done.done} plaintext memories in sensitive scope {finding.data['scope_hash']}"
+
+
 def _remove_temp(store: Store, finding: Finding) -> str:
     path = store.layout.resolve(finding.path or "")
     remove_durably(path)
@@ -79,7 +90,7 @@ def _index_file(store: Store, finding: Finding) -> str | None:
     if _same_memory(store, owner.body_path, doc):
         store.apply(Change("repair_applied", owner.slug, doc.frontmatter.scope_hash,
                            {"fix": "removed_duplicate_copy", "path": rel, "kept": owner.body_path},
-                           removals=[rel]))
+                           scrubs=[rel]))
         return f"removed {rel}: an exact copy of {owner.body_path}"
     new_slug = _free_slug(f"{doc.frontmatter.slug}-{doc.frontmatter.scope_hash}")
     new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(slug=new_slug), body=doc.body)
@@ -182,6 +193,7 @@ FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "audit_pending": _flush_audit,
     "file_without_row": _index_file,
     "enc_without_row": _index_file,
+    "plaintext_in_sensitive_scope": _encrypt_plaintext,
     "unsafe_body_path": _drop_row,
     "row_without_file": _drop_row,
     "stale_row": _reindex_row,

@@ -136,3 +136,17 @@ def test_a_crash_in_mark_or_unmark_is_finished_by_running_it_again(fixture_root,
             assert (fixture_root / Memory.get(Memory.slug == slug).body_path).read_bytes() == plain
         assert not list((fixture_root / "scopes" / SCOPE).rglob("*.md.enc"))
         assert SCOPE not in store.sensitive_scopes()
+
+
+def test_plaintext_in_a_sensitive_scope_is_found_and_repair_encrypts_it(fixture_root):
+    files = planted(fixture_root)
+    with Store.open(fixture_root, keys=KeyRing(passphrase=PASSPHRASE)) as store:
+        mark_sensitive(store, SCOPE)
+        slug = sorted(files)[1]
+        row = Memory.get(Memory.slug == slug)
+        plain = fixture_root / row.body_path[:-4]
+        plain.write_bytes(files[slug])  # a tool unaware of the scope wrote a plaintext copy back
+        assert [f.path for f in check(store).of("plaintext_in_sensitive_scope")] == [row.body_path[:-4]]
+        repair(store)
+        assert not plain.exists() and check(store).counts() == {}
+        assert_encrypted(fixture_root, files)
