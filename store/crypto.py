@@ -112,7 +112,7 @@ class KeyRing:
         if self.key_source == "passphrase":
             if self.passphrase is None:
                 raise KeyUnavailable(
-                    f"scope {scope_hash} is sensitive: set {PASSPHRASE_ENV} or unlock it with the passphrase")
+                    f"scope {scope_hash} needs its key: set {PASSPHRASE_ENV} or unlock it with the passphrase")
             return derive_passphrase_key(self.passphrase, scope_hash, self.kdf_iters)
         if self.key_source == "random":
             return _keyring_scope_key(scope_hash)

@@ -77,7 +77,7 @@ def mark_sensitive(store: Store, scope: str, scope_root: str | None = None,
     """
     scope_hash, found_root = resolve_scope(store, scope)
     scope_root = scope_root or found_root
-    store.keys.key_for(scope_hash)  # no key, no start: nothing is registered that could not be encrypted
+    _check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
     if scope_hash not in store.sensitive_scopes():
         _write_marker(scope_root)
         store.apply(Change("scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root},
@@ -93,7 +93,7 @@ def unmark_sensitive(store: Store, scope: str, progress: Callable[[int, int], No
     scope_hash, _ = resolve_scope(store, scope)
     if scope_hash not in store.sensitive_scopes():
         raise Conflict(f"scope {scope_hash} is not marked sensitive")
-    store.keys.key_for(scope_hash)
+    _check_key(store, scope_hash)
     result = _convert(store, scope_hash, encrypt=False, progress=progress)
     row = next((r for r in store.index.sensitive_scope_rows() if r["scope_hash"] == scope_hash), {})
     store.apply(Change("scope_unmarked_sensitive", scope_hash, scope_hash, {"files": result.files},
@@ -144,6 +144,17 @@ def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
     if twins:
         store.apply(Change("stale_copies_removed", scope_hash, scope_hash, {"files": twins},
                            scrubs=twins if encrypt else [], removals=[] if encrypt else twins))
+
+
+def _check_key(store: Store, scope_hash: str) -> None:
+    """The scope's key is at hand and, where the scope already has encrypted files, opens them: a wrong
+    passphrase is reported as such before anything changes, never as damage half way through."""
+    row = Memory.get_or_none((Memory.scope_hash == scope_hash) & Memory.body_path.endswith(".md.enc"))
+    if row is None:
+        store.keys.key_for(scope_hash)
+        return
+    data = store.layout.resolve(store.safe_relpath(row.body_path)).read_bytes()
+    store.keys.verify(scope_hash, lambda key: decrypt(data, key, scope_hash))
 
 
 def _register(store: Store, scope_hash: str, scope_root: str | None) -> None:

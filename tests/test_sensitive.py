@@ -150,3 +150,12 @@ def test_plaintext_in_a_sensitive_scope_is_found_and_repair_encrypts_it(fixture_
         repair(store)
         assert not plain.exists() and check(store).counts() == {}
         assert_encrypted(fixture_root, files)
+
+
+def test_a_wrong_passphrase_is_named_before_anything_changes(fixture_root):
+    scope = "35998c22af79"  # marked sensitive by memoryd, all files encrypted
+    before = {p: p.read_bytes() for p in (fixture_root / "scopes" / scope).rglob("*") if p.is_file()}
+    with Store.open(fixture_root, keys=KeyRing(passphrase="not-it")) as store:
+        with pytest.raises(KeyUnavailable, match="wrong passphrase for scope 35998c22af79"):
+            unmark_sensitive(store, scope)
+    assert {p: p.read_bytes() for p in (fixture_root / "scopes" / scope).rglob("*") if p.is_file()} == before
