@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -20,7 +21,8 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label("Keys (remap them in ~/.config/engram/config.toml [keys])", classes="dialog-title")
+            yield Label(Text("Keys (remap them in ~/.config/engram/config.toml, section [keys])"),
+                        classes="dialog-title")
             yield Input(placeholder="type to filter", id="filter")
             yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
             yield Label("esc close", classes="hint")
@@ -39,7 +41,8 @@ class HelpScreen(ModalScreen[None]):
         needle = text.lower()
         for action in ALL_ACTIONS:
             keys = self.keymap.get(action.id, action.keys)
-            row = (keys, action.description, action.id)
+            shown = " ".join(self.app.get_key_display(Binding(key.strip(), "")) for key in keys.split(","))
+            row = (shown, action.description, action.id)
             if needle in " ".join(row).lower():
                 table.add_row(*row)
 
