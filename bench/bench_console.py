@@ -2,6 +2,8 @@
 - open: from starting the app to the queue's first page on screen (headless, 200x50);
 - search: per-keystroke time of the search function while typing queries, p50 / p95, over titles and
   triggers (at once) and after the background enrichment with bodies and tags;
+- on screen: in the running app, from a key reaching the search box to the screen having been repainted with
+  its results (the refresh after the keystroke), while bodies load in the background and after;
 - approve: latency of approving one promotion (file, index, audit, checkpoint), each undone afterwards.
 
 Usage: python bench/bench_console.py [--root bench/roots/demo-100000] [--approvals 20]
@@ -60,6 +62,52 @@ async def open_time(root: Path) -> float:
             return time.perf_counter() - start
 
 
+async def on_screen(root: Path) -> tuple[list[float], list[float]]:
+    """Keystroke to repainted results in the app (headless, 200x50), typing every query of QUERIES while the
+    pane's bodies load in its worker, then again once they are in. Timed from posting the key to the callback
+    Textual runs after the next screen refresh; what Pilot does after posting does not enter the figure."""
+    from textual.widgets import Input
+
+    from tui.app import EngramApp
+    from tui.panes.search import SearchPane
+
+    samples: list[float] = []
+    posted: list[float] = []  # when the key being answered was posted; empty when no key is
+    original = SearchPane.run_search
+
+    def timed(pane: SearchPane, text: str) -> None:
+        original(pane, text)
+        if posted:
+            started = posted.pop()
+            pane.call_after_refresh(lambda: samples.append(time.perf_counter() - started))
+
+    SearchPane.run_search = timed  # type: ignore[method-assign]
+    try:
+        with Store.open(root, keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
+            app = EngramApp(store)
+            async with app.run_test(size=(200, 50)) as pilot:
+                pane = app.query_one(SearchPane)
+                await pilot.press("2")
+                while pane.index is None:
+                    await pilot.pause(0.01)
+                runs = []
+                for _ in range(2):
+                    samples.clear()
+                    for query in QUERIES:
+                        pane.query_one("#search-query", Input).value = ""
+                        await pilot.pause(0.05)
+                        for ch in query:
+                            posted[:] = [time.perf_counter()]
+                            await pilot.press(ch)
+                        await pilot.pause(0.05)
+                    runs.append(list(samples))
+                    while not pane.index.enriched:
+                        await pilot.pause(0.5)
+                return runs[0], runs[1]
+    finally:
+        SearchPane.run_search = original  # type: ignore[method-assign]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(Path(__file__).parent / "roots" / "demo-100000"))
@@ -87,6 +135,9 @@ def main() -> None:
         for decision in reversed(done):
             promotions.undo(store, decision)
         print(f"approve ({len(times)}): {percentiles(times)}")
+    loading, loaded = asyncio.run(on_screen(root))
+    print(f"keystroke to results on screen, bodies loading: {percentiles(loading)}")
+    print(f"keystroke to results on screen, bodies in:      {percentiles(loaded)}")
 
 
 if __name__ == "__main__":

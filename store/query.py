@@ -116,22 +116,10 @@ def _term(token: str) -> Term:
     return Term(token.lower(), kind, negate)
 
 
-def term_matches(term: Term, text: str) -> bool:
-    """``text`` must already be lowercased."""
-    if term.kind in ("substring", "exact"):
-        hit = term.text in text
-    elif term.kind == "prefix":
-        hit = text.startswith(term.text)
-    elif term.kind == "suffix":
-        hit = text.endswith(term.text)
-    else:
-        hit = text == term.text
-    return hit != term.negate
-
-
 def matches(query: Query, haystack: str, fields: Mapping[str, Sequence[str]]) -> bool:
     """Does a record match? ``haystack`` is its lowercased searchable text; ``fields`` its lowercased field
-    values (``tag`` may have several). Prefix and suffix terms on text apply to any word of it."""
+    values (``tag`` may have several). Prefix and suffix terms on text apply at word boundaries (any word of it,
+    or several words when the term has an escaped space)."""
     for group in query.groups:
         if not any(_one(term, haystack, fields) for term in group):
             return False
@@ -143,7 +131,10 @@ def _one(term: Term, haystack: str, fields: Mapping[str, Sequence[str]]) -> bool
         values = fields.get(term.field, ())
         hit = any(v.startswith(term.text) for v in values)
         return hit != term.negate
-    if term.kind in ("prefix", "suffix", "equal"):
-        hit = any(term_matches(Term(term.text, term.kind), word) for word in haystack.split())
-        return hit != term.negate
-    return term_matches(term, haystack)
+    if term.kind in ("prefix", "suffix", "equal"):  # at word boundaries: " pre", "fix ", " word " in " a b c "
+        needle = " ".join(term.text.split())
+        needle = {"prefix": f" {needle}", "suffix": f"{needle} "}.get(term.kind, f" {needle} ")
+        hit = needle in " " + " ".join(haystack.split()) + " "
+    else:
+        hit = term.text in haystack
+    return hit != term.negate

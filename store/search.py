@@ -7,6 +7,10 @@ sensitive scopes (searchable only after an unlock) never reach a file. Every ter
 or more characters come from the trigram index, shorter ones and ``^prefix``, ``suffix$``, ``^word$`` from a
 scan of titles, triggers and slugs (a one- or two-letter match inside a body is noise). Terms are cached, so a
 query typed one key at a time recomputes only the term being typed; AND, OR and NOT are single int operations.
+
+Per keystroke, no Python loop runs once per memory: the trigram index answers from the two rarest trigrams of a
+term and SQLite checks the candidates' text itself, handing back one string of row numbers; short scans compare
+all titles at once as one numpy array; numpy turns row numbers into a bitset (docs/performance.md has figures).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 from rapidfuzz import fuzz, process
 
 from store.errors import StoreError
@@ -25,6 +30,8 @@ from store.query import Query, QuerySyntaxError, Term, parse
 from store.service import Store
 
 RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, head matches first, newest first
+REFINE = 20_000  # a term one key longer than a cached one with at most this many hits filters those in Python
+REFINE_HEADS = 5_000  # ranking checks the heads of at most this many hits one by one (uncached, so kept small)
 CACHE = 256  # term bitsets kept (a 100k-memory bitset is 12.5 KB)
 
 
@@ -55,10 +62,10 @@ class SearchIndex:
         self.rows: list[Hit] = []
         self.titles: list[str] = []  # lowercased, for ranking
         self.head: list[str] = []  # title, triggers and slug, lowercased
-        self.spaced: list[str] = []  # " word word … ": ^prefix is " pre", suffix$ "fix ", ^word$ " word "
         self.text: list[str] = []  # head, then tags and body once enriched
-        self.fts: sqlite3.Connection | None = None  # in memory only: heads at load, everything after enrich()
-        self.head_fts: sqlite3.Connection | None = None
+        self.words = _Words([])  # heads as " word word … ": ^prefix is " pre", suffix$ "fix ", ^word$ " word "
+        self.fts: _Trigrams | None = None  # in memory only: heads at load, everything after enrich()
+        self.head_fts: _Trigrams | None = None
         self.values: dict[str, dict[str, int]] = {"type": {}, "scope": {}, "state": {}, "source": {}, "tag": {}}
         self.by_slug: dict[str, int] = {}
         self.enriched = False
@@ -72,6 +79,7 @@ class SearchIndex:
     def load(cls, store: Store) -> SearchIndex:
         """Titles, triggers and fields from index.db (fast: no file is read)."""
         index = cls()
+        head = index.head
         triggers: dict[str, list[str]] = {}
         for slug, trigger in store.index.db.execute_sql("SELECT slug, trigger FROM triggers"):
             triggers.setdefault(slug, []).append(trigger)
@@ -83,14 +91,14 @@ class SearchIndex:
             index.by_slug[slug] = n
             index.rows.append(Hit(slug, title, mtype, scope, decay, source, created, path.endswith(".md.enc")))
             index.titles.append(title.lower())
-            index.head.append(" ".join([title, *triggers.get(slug, ()), slug]).lower())
-            index.text.append(index.head[-1])
-            index.spaced.append(" " + " ".join(index.head[-1].split()) + " ")
+            head.append(" ".join([title, *triggers.get(slug, ()), slug]).lower())
+            index.text.append(head[-1])
             for name, value in (("type", mtype), ("scope", scope), ("state", decay), ("source", source)):
                 fields[name].setdefault(value.lower(), []).append(n)
         index.values = {name: {v: _bits(ix, len(index.rows)) for v, ix in by_value.items()}
                         for name, by_value in fields.items()}
-        index.head_fts = _trigram_index(index.head)
+        index.words = _Words(head)
+        index.head_fts = _Trigrams(head)
         index.fts = index.head_fts  # enrich() replaces it with everything
         return index
 
@@ -117,7 +125,7 @@ class SearchIndex:
                 time.sleep(0.001)  # let the thread that answers the keyboard have the interpreter
             if progress is not None and n % 1000 == 0:
                 progress(n, len(self.rows))
-        fts = _trigram_index(self.text)
+        fts = _Trigrams(self.text)
         self.values["tag"] = {t: _bits(ix, len(self.rows)) for t, ix in tags.items()}
         self.fts, self.enriched = fts, True
         self._cache.clear()
@@ -138,11 +146,15 @@ class SearchIndex:
         ranked = self._rank(query, found, limit)
         return SearchResult([self.rows[i] for i in ranked], found.bit_count(), words=query.positive_text())
 
+    def _key(self, term: Term) -> tuple[str, str, str]:
+        return ("fts" if self._uses_fts(term) else "scan", term.kind, term.text)
+
     def _term(self, term: Term) -> int:
         bits = self._positive(term)
         return self.everything & ~bits if term.negate else bits
 
     def _positive(self, term: Term) -> int:
+        """The term's hits, cached: a term one key longer than a cached one with few hits filters those."""
         t = term.text
         if term.field is not None:  # a value prefix: the union of the few values that start with it
             bits = 0
@@ -150,18 +162,21 @@ class SearchIndex:
                 if value.startswith(t):
                     bits |= value_bits
             return bits
-        key = ("fts" if self._uses_fts(term) else "scan", term.kind, t)
+        key = self._key(term)
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        if key[0] == "fts":
-            bits = _bits(_trigram_hits(self.fts, t), len(self.rows))
-        elif term.kind in ("substring", "exact"):
-            bits = _flags_to_bits(bytes(t in h for h in self.head))
+        parent = self._cache.get((key[0], term.kind, t[:-1])) if key[0] == "fts" else None
+        if parent is not None and parent.bit_count() <= REFINE:  # typing on: keep the parent's hits that still match
+            bits = self._verify(t, parent, self.text)
+        elif key[0] == "fts":
+            assert self.fts is not None
+            bits = _bits(self.fts.rows(t), len(self.rows))
         else:
-            needle = {"prefix": f" {t}", "suffix": f"{t} "}.get(term.kind, f" {t} ")
-            bits = _flags_to_bits(bytes(needle in h for h in self.spaced))
+            needle = " ".join(t.split())
+            needle = {"prefix": f" {needle}", "suffix": f"{needle} ", "equal": f" {needle} "}.get(term.kind, needle)
+            bits = _bits(self.words.rows(needle), len(self.rows))
         self._cache[key] = bits
         if len(self._cache) > CACHE:
             self._cache.popitem(last=False)
@@ -176,76 +191,96 @@ class SearchIndex:
         stays newest first within each part, and only the page asked for is ever listed."""
         groups = [terms for g in query.groups if (terms := [t for t in g if not t.negate and t.field is None])]
         if not groups:
-            return list(_indexes(found, limit))
+            return _indexes(found, limit).tolist()
         in_head = self.everything
         for terms in groups:
             either = 0
             for term in terms:
-                either |= self._head_bits(term)
+                either |= self._head_bits(term, found)
             in_head &= either
         if found.bit_count() > RANK_LIMIT:
-            first = list(_indexes(found & in_head, limit))
-            return first + list(_indexes(found & ~in_head, limit - len(first)))
-        candidates = list(_indexes(found, RANK_LIMIT))
+            first = _indexes(found & in_head, limit).tolist()
+            return first + _indexes(found & ~in_head, limit - len(first)).tolist()
+        candidates = _indexes(found, RANK_LIMIT).tolist()
         scored = process.extract(" ".join(query.positive_text()), [self.titles[i] for i in candidates],
                                  scorer=fuzz.WRatio, limit=None)
         scores = {k: score for _, score, k in scored}
         order = sorted(range(len(candidates)), key=lambda k: (not (in_head >> candidates[k]) & 1, -scores[k]))
         return [candidates[k] for k in order[:limit]]
 
-    def _head_bits(self, term: Term) -> int:
-        """Where a text term matches the title, triggers or slug (not only the body)."""
+    def _verify(self, t: str, candidates: int, texts: list[str]) -> int:
+        """Those of ``candidates`` (at most REFINE) whose text contains ``t``."""
+        return _bits([i for i in _indexes(candidates, REFINE).tolist() if t in texts[i]], len(self.rows))
+
+    def _head_bits(self, term: Term, found: int) -> int:
+        """Where, among ``found``, a text term matches the title, triggers or slug (not only the body): a few
+        thousand heads are quicker to check one by one than a phrase query over all of them."""
         if not self._uses_fts(term) or self.fts is self.head_fts:
             return self._positive(term)
+        if found.bit_count() <= REFINE_HEADS:
+            return self._verify(term.text, found, self.head)
         key = ("head", term.kind, term.text)
         if key not in self._cache:
-            self._cache[key] = _bits(_trigram_hits(self.head_fts, term.text), len(self.rows))
+            assert self.head_fts is not None
+            self._cache[key] = _bits(self.head_fts.rows(term.text), len(self.rows))
         return self._cache[key]
 
 
-def _bits(indexes: Iterable[int], size: int) -> int:
-    """The bitset with the given bits set (built in a bytearray: one pass, no big-int arithmetic per bit)."""
-    buf = bytearray((size + 7) // 8)
-    for i in indexes:
-        buf[i >> 3] |= 1 << (i & 7)
-    return int.from_bytes(buf, "little")
+def _bits(rows: Iterable[int] | np.ndarray, size: int) -> int:
+    """The bitset with bit ``r`` set for each of ``rows`` (numpy scatters and packs them: no Python loop)."""
+    flags = np.zeros(size, dtype=np.uint8)
+    flags[np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64)] = 1
+    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
 
 
-_ZERO_ONE = bytes.maketrans(b"\x00\x01", b"01")
-
-
-def _flags_to_bits(flags: bytes) -> int:
-    """A bitset from one 0/1 byte per memory: C-speed (translate, reverse, parse base 2), no loop per bit."""
-    return int(flags.translate(_ZERO_ONE)[::-1], 2) if flags else 0
-
-
-def _indexes(bits: int, limit: int) -> Iterator[int]:
+def _indexes(bits: int, limit: int) -> np.ndarray:
     """The set bits of ``bits``, lowest (newest memory) first, at most ``limit`` of them."""
     if limit <= 0 or not bits:
-        return
-    data = bits.to_bytes((bits.bit_length() + 7) // 8, "little")
-    count = 0
-    for byte_index, byte in enumerate(data):
-        if byte:
-            base = byte_index << 3
-            for bit in range(8):
-                if byte >> bit & 1:
-                    yield base + bit
-                    count += 1
-                    if count == limit:
-                        return
+        return np.empty(0, dtype=np.int64)
+    data = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), dtype=np.uint8)
+    return np.flatnonzero(np.unpackbits(data, bitorder="little"))[:limit]
 
 
-def _trigram_index(texts: list[str]) -> sqlite3.Connection:
-    """An FTS5 trigram index of ``texts`` (rowid = position), in this process's memory only."""
-    con = sqlite3.connect(":memory:", check_same_thread=False)
-    con.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='trigram')")
-    con.executemany("INSERT INTO docs (rowid, text) VALUES (?, ?)", enumerate(texts))
-    con.commit()
-    return con
+class _Trigrams:
+    """An FTS5 trigram index of some texts (rowid = position), in this process's memory only."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.con = sqlite3.connect(":memory:", check_same_thread=False)
+        self.con.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='trigram')")
+        self.con.executemany("INSERT INTO docs (rowid, text) VALUES (?, ?)", enumerate(texts))
+        self.con.commit()
+
+    def rows(self, term: str) -> np.ndarray:
+        """Positions whose text contains ``term`` (three characters or more): a phrase query (trigram FTS matches
+        substrings exactly), its row numbers gathered into one string by SQLite and parsed by numpy."""
+        (found,) = self.con.execute("SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?",
+                                    ('"' + term.replace('"', '""') + '"',)).fetchone()
+        return np.fromstring(found, dtype=np.int64, sep=",") if found else np.empty(0, dtype=np.int64)
 
 
-def _trigram_hits(con: sqlite3.Connection, term: str) -> Iterator[int]:
-    """Positions whose text contains ``term`` (a phrase query: trigram FTS matches substrings exactly)."""
-    phrase = '"' + term.replace('"', '""') + '"'
-    return (row for (row,) in con.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (phrase,)))
+class _Words:
+    """Every memory's title, triggers and slug, whitespace-normalised and padded (" word word "), in one UTF-16
+    array with the memories separated by NUL: a needle is found in all of them by a few vectorised comparisons
+    (a NUL never occurs in a needle, so no match spans two memories)."""
+
+    def __init__(self, heads: list[str]) -> None:
+        spaced = [" " + " ".join(h.replace("\0", " ").split()) + " " for h in heads]
+        self.units = np.frombuffer("\0".join(spaced).encode("utf-16-le"), dtype=np.uint16)
+        lengths = np.fromiter((len(s.encode("utf-16-le")) // 2 + 1 for s in spaced), dtype=np.int64,
+                              count=len(spaced))
+        self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        self.counts = np.bincount(self.units, minlength=1 << 16)
+
+    def rows(self, needle: str) -> np.ndarray:
+        """Positions of the memories whose padded head contains ``needle``; the needle's rarest unit is looked up
+        first (a leading space alone would match a million places), then the others only where it was found."""
+        pattern = np.frombuffer(needle.encode("utf-16-le"), dtype=np.uint16)
+        if not len(pattern) or len(pattern) > len(self.units):
+            return np.empty(0, dtype=np.int64)
+        anchor = int(np.argmin(self.counts[pattern]))
+        at = np.flatnonzero(self.units == pattern[anchor]) - anchor  # where the needle would start
+        at = at[(at >= 0) & (at <= len(self.units) - len(pattern))]
+        for k in range(len(pattern)):
+            if k != anchor:
+                at = at[self.units[at + k] == pattern[k]]
+        return np.searchsorted(self.starts, at, side="right") - 1  # repeats are harmless to _bits

@@ -1,9 +1,18 @@
 """Search over the fixture: fields, text, bodies after enrichment, sensitive bodies only when unlocked,
-and narrowing while typing gives the same answers as a fresh search."""
+narrowing while typing gives the same answers as a fresh search, and any query gives what the reference matcher
+of the query language gives."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from store.crypto import KeyRing
+from store.query import QuerySyntaxError, matches, parse
 from store.search import SearchIndex
 from store.service import Store
 
@@ -49,3 +58,43 @@ def test_narrowing_while_typing_matches_a_fresh_search(store):
         fresh._cache.clear()
         want = fresh.search(query)
         assert [h.slug for h in got.hits] == [h.slug for h in want.hits], query
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """One index over a copy of the fixture (titles, triggers, slugs and fields: the text before enrichment)."""
+    root = tmp_path_factory.mktemp("search") / "dataroot"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "memoryd-small" / "dataroot", root)
+    with Store.open(root, keys=KeyRing()) as store:
+        yield SearchIndex.load(store)
+
+
+def _queries(index: SearchIndex) -> st.SearchStrategy[str]:
+    """Queries made of pieces of the fixture's own titles, triggers and slugs, so that most terms hit something."""
+    heads = index.head
+    piece = st.builds(lambda h, i, n: heads[h][i:i + n].strip() or "x",
+                      st.integers(0, len(heads) - 1), st.integers(0, 40), st.integers(1, 7))
+    word = st.one_of(piece, st.sampled_from(["type:fa", "state:ali", "scope:5", "!type:session", "source:"]))
+    text = st.tuples(st.sampled_from(["", "!", "'", "^"]), word, st.sampled_from(["", "$"])).map(
+        lambda t: t[1] if ":" in t[1] else "".join(t).replace(" ", "\\ "))
+    term = st.one_of(text, st.tuples(text, text).map(" | ".join))
+    return st.lists(term, min_size=1, max_size=3).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_index_answers_as_the_query_language_says(loaded, data):
+    """Bitsets, the numpy scans, the trigram index and the caches must give exactly what the reference matcher
+    (``store.query.matches``, one memory at a time) gives, for any query."""
+    index = loaded
+    text = data.draw(_queries(index))
+    try:
+        query = parse(text)
+    except QuerySyntaxError:
+        return
+    want = {hit.slug for hit, head in zip(index.rows, index.head) if matches(query, head, {
+        "type": [hit.type.lower()], "scope": [hit.scope_hash.lower()], "state": [hit.decay_state.lower()],
+        "source": [hit.source.lower()]})}
+    got = index.search(text, limit=len(index.rows))
+    assert got.total == len(want), text
+    assert {hit.slug for hit in got.hits} == want, text

@@ -19,6 +19,7 @@ from store.settings import Settings
 from tui.app import EngramApp
 from tui.panes.queue import QueuePane
 from tui.panes.search import SearchPane
+from tui.widgets.hitlist import MATCH, HitList
 from tui.screens.edit import EditScreen
 from tui.screens.help import HelpScreen
 from tui.screens.pick import MemoryPicker
@@ -212,6 +213,30 @@ async def test_search_pane_finds_and_opens_with_why(console, fixture_root):
         assert events(fixture_root)[-1]["event_type"] == "sensitive_viewed"
 
 
+async def test_search_results_move_by_keys_and_open_by_click(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("2")
+        await settle(console, pilot)
+        await pilot.press("enter")  # no query: the newest memories, more than fit on screen
+        hits = console.query_one(HitList)
+        assert hits.has_focus and len(hits.hits) > hits.size.height
+        await pilot.press("j", "j", "down")
+        assert hits.cursor == 3
+        await pilot.press("k")
+        assert hits.cursor == 2
+        await pilot.press("G")
+        assert hits.cursor == len(hits.hits) - 1
+        assert hits.scroll_offset.y > 0  # the cursor row was scrolled into view
+        await pilot.press("g", "k")
+        assert hits.cursor == 0 and hits.scroll_offset.y == 0
+        await pilot.click(HitList, offset=(5, 3))  # line 0 is the header: line 3 is the third hit
+        await settle(console, pilot)
+        assert hits.cursor == 2
+        shown = console.query_one("#search-memory", Markdown).source
+        assert hits.hits[2].title in shown
+
+
 async def test_help_lists_every_action_and_filters(console):
     async with console.run_test(size=SIZE) as pilot:
         await settle(console, pilot)
@@ -266,11 +291,9 @@ async def test_search_highlights_the_typed_words(console):
         await settle(console, pilot)
         await pilot.press(*"kafka")
         await pilot.pause()
-        table = console.query_one("#search-results", DataTable)
-        title = table.get_row_at(0)[-1]
-        assert any(span.style == "bold underline" for span in title.spans)
-        start = title.spans[0].start
-        assert title.plain[start:start + 5].lower() == "kafka"
+        line = console.query_one(HitList).row_text(0)
+        start = next(span.start for span in line.spans if span.style == MATCH)
+        assert line.plain[start:start + 5].lower() == "kafka"
 
 
 async def test_no_color_still_says_every_state(fixture_root, monkeypatch):
@@ -293,3 +316,20 @@ async def test_scopes_pane_runs_the_drift_check_when_shown(console):
         rows = [findings.get_row_at(i) for i in range(findings.row_count)]
         assert ["26", "yes", "decay state in the index but not in the frontmatter"] in rows
         assert "198 memories" in str(console.query_one("#summary", Static).render())
+
+
+@pytest.mark.parametrize("damage, shown", [("line", "audit: TAMPERED at line 4"),
+                                           ("checkpoint", "audit: TAMPERED (checkpoint)")])
+async def test_status_line_names_what_failed_verification(store, fixture_root, damage, shown):
+    log = fixture_root / "audit" / "audit.jsonl"
+    if damage == "line":
+        lines = log.read_bytes().splitlines(keepends=True)
+        lines[2] = lines[2].replace(b'"duration": "task"', b'"duration": "session"', 1)
+        log.write_bytes(b"".join(lines))
+    else:
+        store.checkpoints.path.parent.mkdir(parents=True, exist_ok=True)
+        store.checkpoints.path.write_text('{"format": "something-else/9"}', encoding="utf-8")
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert shown in str(app.query_one("#status", Static).render())

@@ -88,9 +88,10 @@ class EngramApp(App[None]):
         except StoreError as exc:
             state = f"audit: unreadable ({exc})"
         else:
+            where = f"at line {verdict.bad_line}" if verdict.bad_line else "(checkpoint)"
             state = {"valid": f"audit: valid, {verdict.lines:,} lines",
                      "torn_tail": "audit: TORN TAIL (engram audit repair)"}.get(
-                verdict.status, f"audit: {verdict.status.upper()} at line {verdict.bad_line}")
+                verdict.status, f"audit: {verdict.status.upper()} {where}")
             if verdict.status == "tampered":
                 self.call_from_thread(self.notify, verdict.summary(), title="Audit log", severity="error",
                                       timeout=30)

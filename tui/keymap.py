@@ -61,6 +61,10 @@ SEARCH_ACTIONS = (
     Action("search.focus", "slash", "focus_query", "Search"),
     Action("search.open", "enter", "open", "Open"),
     Action("search.back", "escape", "back", "Back"),
+    Action("search.down", "j", "move(1)", "Down", show=False),
+    Action("search.up", "k", "move(-1)", "Up", show=False),
+    Action("search.top", "g", "move('-all')", "Top", show=False),
+    Action("search.bottom", "G", "move('all')", "Bottom", show=False),
 )
 
 SCOPES_ACTIONS = (
