@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from store.errors import DecryptionFailed, KeyUnavailable
+from store.errors import DecryptionFailed, KeyUnavailable, WrongKey
 
 NONCE_LEN = 12
 TAG_LEN = 16
 DEFAULT_KDF_ITERS = 600_000
 PASSPHRASE_ENV = "MEMORYD_MASTER_PASSPHRASE"
+PASSPHRASE_SERVICE, PASSPHRASE_USER = "memoryd-master-passphrase", "default"  # memoryd's keyring entry
+RANDOM_KEY_SERVICE = "memoryd-scope-key"  # user = scope hash
 
 
 def derive_passphrase_key(passphrase: str, scope_hash: str, iterations: int = DEFAULT_KDF_ITERS) -> bytes:
@@ -106,26 +108,56 @@ class KeyRing:
             probe(key)
         except DecryptionFailed:
             self._keys.pop(scope_hash, None)
-            raise KeyUnavailable(f"wrong passphrase for scope {scope_hash}") from None
+            raise WrongKey(f"wrong passphrase for scope {scope_hash}" if self.key_source == "passphrase"
+                           else f"the OS keyring's key for scope {scope_hash} does not open its files") from None
+
+    def _stored_passphrase(self, scope_hash: str) -> str:
+        """memoryd's second passphrase source, the OS keyring; without either, say what would open the scope."""
+        needs = f"scope {scope_hash} needs its key: set {PASSPHRASE_ENV} or unlock it with the passphrase"
+        try:
+            stored = keyring_password(PASSPHRASE_SERVICE, PASSPHRASE_USER)
+        except KeyUnavailable:
+            stored = None  # no keyring here: the environment or the prompt are the sources left
+        if not stored:
+            raise KeyUnavailable(needs)
+        return stored
 
     def _load(self, scope_hash: str) -> bytes:
         if self.key_source == "passphrase":
             if self.passphrase is None:
-                raise KeyUnavailable(
-                    f"scope {scope_hash} needs its key: set {PASSPHRASE_ENV} or unlock it with the passphrase")
+                self.passphrase = self._stored_passphrase(scope_hash)
             return derive_passphrase_key(self.passphrase, scope_hash, self.kdf_iters)
         if self.key_source == "random":
             return _keyring_scope_key(scope_hash)
         raise KeyUnavailable(f"memoryd key_source {self.key_source!r} is not one engram knows")
 
 
+KEYRING_HELP = ("options: install and unlock an OS keyring (GNOME Keyring / KWallet via Secret Service, macOS "
+                "Keychain, Windows Credential Locker), set PYTHON_KEYRING_BACKEND to a keyring backend you use, or, for "
+                "the passphrase mode, set " + PASSPHRASE_ENV)
+
+
+def keyring_password(service: str, user: str) -> str | None:
+    """A secret from the OS keyring, or None when it holds none; no usable keyring backend is a
+    :class:`KeyUnavailable` naming the options, never a traceback."""
+    import keyring
+    from keyring.errors import KeyringError
+
+    try:
+        return keyring.get_password(service, user)
+    except (KeyringError, RuntimeError) as exc:  # NoKeyringError is both
+        raise KeyUnavailable(f"no usable OS keyring on this machine ({exc}); {KEYRING_HELP}") from None
+
+
 def _keyring_scope_key(scope_hash: str) -> bytes:
     """memoryd's random mode keeps each scope's key, base64, in the OS keyring."""
-    try:
-        import keyring  # optional: only users of memoryd's random key mode need it
-    except ImportError:
-        raise KeyUnavailable("key_source 'random' needs the 'keyring' package (pip install keyring)") from None
-    value = keyring.get_password("memoryd-scope-key", scope_hash)
+    value = keyring_password(RANDOM_KEY_SERVICE, scope_hash)
     if not value:
-        raise KeyUnavailable(f"no key for scope {scope_hash} in the OS keyring")
-    return base64.b64decode(value)
+        raise KeyUnavailable(f"no key for scope {scope_hash} in the OS keyring (service {RANDOM_KEY_SERVICE!r})")
+    try:
+        key = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if len(key) != 32:
+        raise KeyUnavailable(f"the OS keyring's key for scope {scope_hash} is not 32 bytes of base64")
+    return key

@@ -42,3 +42,11 @@ class NotFound(StoreError):
 
 class Conflict(StoreError):
     """The action does not apply in the current state (e.g. approving a decided promotion)."""
+
+
+class BadInput(StoreError):
+    """A request that cannot mean anything (an unknown grant duration, say): refused before anything changes."""
+
+
+class WrongKey(KeyUnavailable):
+    """A key was at hand but does not open the scope's files: a wrong passphrase, or the wrong keyring entry."""

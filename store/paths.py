@@ -68,6 +68,12 @@ def scope_hash_for(path: str | os.PathLike[str]) -> str:
     return hashlib.sha1(str(root).encode("utf-8")).hexdigest()[:12]
 
 
+def check_scope_name(scope_hash: str) -> None:
+    """A scope hash is used as a directory and file name: nothing that could climb out of one."""
+    if not scope_hash or "/" in scope_hash or "\\" in scope_hash or scope_hash.startswith(".") or "\x00" in scope_hash:
+        raise UnsafePath(f"scope {scope_hash!r} is not a directory name")
+
+
 @dataclass(frozen=True)
 class RootLayout:
     """The paths of one data root, and the guard against escaping it."""
@@ -94,8 +100,7 @@ class RootLayout:
                        forgotten: bool = False) -> str:
         """``scopes/<scope>/<type dir>/<slug>.md[.enc]``, relative, as memoryd stores ``body_path``."""
         check_slug(slug)
-        if not scope_hash or "/" in scope_hash or scope_hash.startswith("."):
-            raise UnsafePath(f"scope {scope_hash!r} is not a directory name")
+        check_scope_name(scope_hash)
         folder = FORGOTTEN_DIR if forgotten else mtype.dir_name
         rel = f"scopes/{scope_hash}/{folder}/{slug}.md" + (".enc" if encrypted else "")
         self.resolve(rel)
@@ -112,6 +117,19 @@ class RootLayout:
         if real != scopes and scopes not in real.parents:
             raise UnsafePath(f"body_path {body_path!r} escapes the data root's scopes/ directory")
         return full
+
+    def grant_relpath(self, scope_hash: str) -> str:
+        """``grants/<scope>.json``, where memoryd keeps a scope's read grant."""
+        check_scope_name(scope_hash)
+        return f"grants/{scope_hash}.json"
+
+    def resolve_data(self, relpath: str) -> Path:
+        """Absolute path of a file engram writes that is not a memory: only ``grants/<scope>.json``."""
+        parts = relpath.split("/")
+        if len(parts) != 2 or parts[0] != "grants" or not parts[1].endswith(".json"):
+            raise UnsafePath(f"{relpath!r} is not a grant file")
+        check_scope_name(parts[1][:-5])
+        return self.root / relpath
 
     def relpath(self, path: Path) -> str:
         """The ``body_path`` text for a file under the root (always forward slashes)."""

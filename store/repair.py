@@ -78,8 +78,12 @@ def _flush_audit(store: Store, finding: Finding) -> str | None:
 
 
 def _index_file(store: Store, finding: Finding) -> str | None:
-    """Index an unindexed file; if its slug is taken, drop an exact leftover copy or give it a free slug."""
-    rel = finding.path or ""
+    return adopt_file(store, finding.path or "")
+
+
+def adopt_file(store: Store, rel: str) -> str:
+    """Index a memory file that has no row; if its slug is taken, drop an exact leftover copy or give it a free
+    slug. Says what it did (one ``repair_applied`` event)."""
     doc = store.read_doc(rel)  # an encrypted file without its key raises KeyUnavailable: left for later
     owner = Memory.get_or_none(Memory.slug == doc.frontmatter.slug)
     if owner is None:

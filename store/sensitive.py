@@ -1,5 +1,5 @@
-"""Sensitive scopes: unlocking with memoryd's passphrase, and marking or unmarking a scope (encrypting or
-decrypting every memory in it) crash-safe and resumable. (Rekey, the binding manifest and grants come later.)
+"""Sensitive scopes: unlocking and locking, and marking or unmarking a scope (encrypting or decrypting every
+memory in it) crash-safe and resumable.
 """
 
 from __future__ import annotations
@@ -9,36 +9,44 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from store.atomic import remove_durably, write_atomic
-from store.crypto import decrypt
-from store.errors import Conflict, KeyUnavailable, NotFound
+from store.crypto import PASSPHRASE_ENV, decrypt
+from store.errors import Conflict, KeyUnavailable, NotFound, WrongKey
 from store.index import Memory, SensitiveScope
 from store.paths import scope_hash_for
+from store.repair import adopt_file
 from store.service import Change, FileWrite, Store
 
 
-def unlock(store: Store, passphrase: str) -> list[str]:
-    """Use ``passphrase`` for sensitive scopes; returns the scopes it opens.
+def unlock(store: Store, passphrase: str | None = None) -> list[str]:
+    """Open the sensitive scopes: with ``passphrase`` in memoryd's passphrase mode, from the OS keyring in its
+    random mode. Returns the scopes opened.
 
-    It is checked against one encrypted file of each sensitive scope that has any; if it opens none of them it
-    is a wrong passphrase (reported as such, never as damage) and the previous one stays in use."""
+    Each key is checked against one encrypted file of its scope. A passphrase that opens none of them is a wrong
+    passphrase (reported as such, never as damage) and the previous one stays in use."""
     keys = store.keys
     previous = keys.passphrase
-    keys.set_passphrase(passphrase)
-    opened = []
+    if passphrase is not None:
+        keys.set_passphrase(passphrase)
+    elif keys.key_source == "passphrase" and keys.passphrase is None:
+        raise KeyUnavailable(f"unlocking needs memoryd's passphrase ({PASSPHRASE_ENV}, or type it)")
+    opened, failures = [], []
     for scope in sorted(store.sensitive_scopes()):
-        row = Memory.get_or_none((Memory.scope_hash == scope) & Memory.body_path.endswith(".md.enc"))
-        if row is None:
-            continue
-        data = store.layout.resolve(store.safe_relpath(row.body_path)).read_bytes()
         try:
-            keys.verify(scope, lambda key, s=scope: decrypt(data, key, s))
-            opened.append(scope)
-        except KeyUnavailable:
-            continue
-    if not opened and store.sensitive_scopes():
-        keys.forget() if previous is None else keys.set_passphrase(previous)
-        raise KeyUnavailable("wrong passphrase: it opens none of the sensitive scopes")
+            if check_key(store, scope):
+                opened.append(scope)
+        except KeyUnavailable as exc:
+            failures.append(str(exc))
+    if failures and not opened:
+        if passphrase is not None:
+            keys.forget() if previous is None else keys.set_passphrase(previous)
+            raise WrongKey("wrong passphrase: it opens none of the sensitive scopes")
+        raise KeyUnavailable(failures[0])
     return opened
+
+
+def lock(store: Store) -> None:
+    """Forget the passphrase and every key: every sensitive scope is locked again until the next unlock."""
+    store.keys.forget()
 
 
 MARKER = ".memoryd-sensitive"
@@ -77,13 +85,14 @@ def mark_sensitive(store: Store, scope: str, scope_root: str | None = None,
     """
     scope_hash, found_root = resolve_scope(store, scope)
     scope_root = scope_root or found_root
-    _check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
+    check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
     if scope_hash not in store.sensitive_scopes():
         _write_marker(scope_root)
         store.apply(Change("scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root},
                            index_update=lambda: _register(store, scope_hash, scope_root)))
     for folder in _scope_dirs(store, scope_hash):
         folder.chmod(0o700)
+    _adopt_unindexed(store, scope_hash)
     return _convert(store, scope_hash, encrypt=True, progress=progress)
 
 
@@ -93,7 +102,8 @@ def unmark_sensitive(store: Store, scope: str, progress: Callable[[int, int], No
     scope_hash, _ = resolve_scope(store, scope)
     if scope_hash not in store.sensitive_scopes():
         raise Conflict(f"scope {scope_hash} is not marked sensitive")
-    _check_key(store, scope_hash)
+    check_key(store, scope_hash)
+    _adopt_unindexed(store, scope_hash)
     result = _convert(store, scope_hash, encrypt=False, progress=progress)
     row = next((r for r in store.index.sensitive_scope_rows() if r["scope_hash"] == scope_hash), {})
     store.apply(Change("scope_unmarked_sensitive", scope_hash, scope_hash, {"files": result.files},
@@ -132,6 +142,17 @@ def _convert(store: Store, scope_hash: str, encrypt: bool,
     return result
 
 
+def _adopt_unindexed(store: Store, scope_hash: str) -> None:
+    """Files of the scope with no index row (memoryd leaves some) are indexed first, as repair would, so that the
+    conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed."""
+    indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
+    base = store.layout.scopes_dir / scope_hash
+    for path in sorted(base.rglob("*.md*")) if base.is_dir() else []:
+        rel = store.layout.relpath(path)
+        if path.is_file() and rel.endswith((".md", ".md.enc")) and not path.name.startswith(".") and rel not in indexed:
+            adopt_file(store, rel)
+
+
 def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
     """A crash between a batch's commit and its clean-up leaves the old twin of an indexed file (plaintext after
     encrypting, ciphertext after decrypting): retire them, the plaintext zeroed first."""
@@ -146,15 +167,17 @@ def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
                            scrubs=twins if encrypt else [], removals=[] if encrypt else twins))
 
 
-def _check_key(store: Store, scope_hash: str) -> None:
-    """The scope's key is at hand and, where the scope already has encrypted files, opens them: a wrong
-    passphrase is reported as such before anything changes, never as damage half way through."""
+def check_key(store: Store, scope_hash: str) -> bool:
+    """The scope's key is at hand and opens one of its encrypted files (True), or it is at hand and the scope has
+    no encrypted file to try it on yet (False); a wrong key raises :class:`KeyUnavailable` naming it, so a wrong
+    passphrase is reported before anything changes, never as damage half way through."""
     row = Memory.get_or_none((Memory.scope_hash == scope_hash) & Memory.body_path.endswith(".md.enc"))
     if row is None:
         store.keys.key_for(scope_hash)
-        return
+        return False
     data = store.layout.resolve(store.safe_relpath(row.body_path)).read_bytes()
     store.keys.verify(scope_hash, lambda key: decrypt(data, key, scope_hash))
+    return True
 
 
 def _register(store: Store, scope_hash: str, scope_root: str | None) -> None:

@@ -44,6 +44,15 @@ class FileWrite:
 
 
 @dataclass
+class DataWrite:
+    """A file that is not a memory (a grant): ``relpath`` under the root, checked by
+    :meth:`RootLayout.resolve_data`, written as ``data``."""
+
+    relpath: str
+    data: bytes
+
+
+@dataclass
 class Change:
     """One mutation: the files it writes, its index update, the files it retires, and its audit event."""
 
@@ -51,7 +60,7 @@ class Change:
     target_id: str | None
     scope_hash: str | None
     details: dict[str, Any]
-    writes: list[FileWrite] = field(default_factory=list)
+    writes: list[FileWrite | DataWrite] = field(default_factory=list)
     index_update: Callable[[], None] | None = None
     removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
     scrubs: list[str] = field(default_factory=list)  # plaintext files it retires: zeroed before they are unlinked
@@ -137,8 +146,9 @@ class Store:
                  "target_id": change.target_id, "details": {**change.details, "op_id": op_id}}
         # Before anything moves: every target path is inside the root and every key is at hand, so a
         # change needing a locked scope's key fails whole, not after its first file.
-        targets = [(self.layout.resolve(w.relpath), w) for w in change.writes]
-        for scope in {w.doc.frontmatter.scope_hash for w in change.writes if w.encrypted}:
+        targets = [(self.layout.resolve(w.relpath) if isinstance(w, FileWrite) else self.layout.resolve_data(w.relpath),
+                    w) for w in change.writes]
+        for scope in {w.doc.frontmatter.scope_hash for w in change.writes if isinstance(w, FileWrite) and w.encrypted}:
             self.keys.key_for(scope)
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
         with self.index.transaction():
@@ -154,7 +164,8 @@ class Store:
         written = {write.relpath for write in change.writes}
         for relpath in change.removals:
             if relpath not in written:  # a file rewritten in place is not retired
-                remove_durably(self.layout.resolve(relpath))
+                remove_durably(self.layout.resolve_data(relpath) if relpath.startswith("grants/")
+                               else self.layout.resolve(relpath))
         for relpath in change.scrubs:
             if relpath not in written:
                 scrub(self.layout.resolve(relpath))
@@ -192,7 +203,11 @@ class Store:
             self.audit_warning = ("audit checkpoint not advanced: the log no longer continues it; "
                                   "run `engram audit verify`")
 
-    def _write_file(self, path: Path, write: FileWrite, durable: bool) -> None:
+    def _write_file(self, path: Path, write: FileWrite | DataWrite, durable: bool) -> None:
+        if isinstance(write, DataWrite):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, write.data, mode=0o600, durable=durable)
+            return
         data = serialize(write.doc)
         if write.encrypted:
             scope = write.doc.frontmatter.scope_hash

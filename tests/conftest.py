@@ -25,6 +25,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.delenv("MEMORYD_DATA_ROOT", raising=False)
     monkeypatch.delenv("MEMORYD_MASTER_PASSPHRASE", raising=False)
     monkeypatch.delenv("ENGRAM_CRASH_AT", raising=False)
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # never the machine's keyring
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import json
 import sqlite3
 
 import pytest
-from textual.worker import WorkerCancelled
 from textual.widgets import DataTable, Input, Markdown, Static
 
 from store.crypto import KeyRing
@@ -23,22 +22,9 @@ from tui.widgets.hitlist import MATCH, HitList
 from tui.screens.edit import EditScreen
 from tui.screens.help import HelpScreen
 from tui.screens.pick import MemoryPicker
+from helpers import events, settle
 
 SIZE = (140, 45)
-
-
-def events(root) -> list[dict]:
-    return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
-
-
-async def settle(app, pilot) -> None:
-    """Let workers (loading, decisions, the audit check) finish and the screen catch up."""
-    for _ in range(3):
-        try:
-            await app.workers.wait_for_complete()
-        except WorkerCancelled:  # an exclusive worker (detail, load) replaced by a newer one
-            pass
-        await pilot.pause()
 
 
 def queue_ids(app) -> list[int]:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from store.grants import issue_grant, revoke_grant
 from store import memories, promotions
 from store.domain import DecayState, MemoryType
 from store.errors import Conflict, UnsafePath
@@ -71,6 +72,8 @@ MUTATIONS = {
         Promotion.get(Promotion.status == "rejected").id))),
     "rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
     "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
+    "grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
+    "grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
 }
 # Store functions that are not one mutation, and why.
 NOT_ONE_EVENT = {
@@ -89,6 +92,11 @@ NOT_ONE_EVENT = {
     "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
     "sensitive.unlock": "derives keys in memory; nothing on disk changes",
     "sensitive.resolve_scope": "reads only",
+    "sensitive.lock": "forgets keys held in memory; nothing on disk changes",
+    "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
+    "grants.grants": "reads only",
+    "repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
+    "scopes.scopes": "reads only",
     "sensitive.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
                                 "(tests/test_sensitive.py counts them)",
     "sensitive.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",

@@ -6,7 +6,7 @@ and the user's keymap all read it. Loading and checking run in workers; errors b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -17,6 +17,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from store.audit_ops import verify_log
 from store.errors import StoreError
 from store.search import SearchIndex
+from store.sensitive import lock, unlock
 from store.service import Store
 from store.settings import Settings
 from store.stats import pending_count
@@ -27,6 +28,7 @@ from tui.panes.queue import QueuePane
 from tui.panes.scopes import ScopesPane
 from tui.panes.search import SearchPane
 from tui.screens.help import HelpScreen
+from tui.screens.prompt import TextPrompt
 
 DEFAULT_THEME = "engram-dark"
 
@@ -102,9 +104,9 @@ class EngramApp(App[None]):
 
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
-        target = {"queue": "#queue-table", "search": "#search-query"}.get(name)
-        if target is not None:
-            self.query_one(target).focus()
+        target = {"queue": "#queue-table", "search": "#search-query", "scopes": "#scope-list"}.get(name)
+        # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
+        self.set_focus(self.query_one(target) if target is not None else None)
 
     def search_index(self) -> SearchIndex | None:
         return self.query_one(SearchPane).index
@@ -112,6 +114,42 @@ class EngramApp(App[None]):
     def open_memory(self, slug: str) -> None:
         self.action_show_pane("search")
         self.query_one(SearchPane).open_memory(slug)
+
+    # ------------------------------------------------------------------ keys of sensitive scopes
+
+    def ask_unlock(self, then: Callable[[], None], scopes: list[str]) -> None:
+        """Unlock the sensitive scopes (memoryd's passphrase, masked; or the OS keyring in random-key mode), then
+        run ``then``. A wrong passphrase or a missing keyring is a notification; nothing else happens."""
+        def attempt(passphrase: str | None) -> None:
+            try:
+                opened = unlock(self.store, passphrase)
+            except StoreError as exc:
+                self.notify(str(exc), title="Still locked", severity="error", timeout=10)
+                return
+            self.notify(f"unlocked {', '.join(opened) or 'nothing (no encrypted files yet)'}", timeout=3)
+            self.keys_changed()
+            then()
+
+        if self.store.keys.key_source != "passphrase":
+            attempt(None)
+            return
+        self.push_screen(TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase",
+                                    password=True), lambda text: attempt(text) if text else None)
+
+    def action_unlock(self) -> None:
+        self.ask_unlock(lambda: None, sorted(self.store.sensitive_scopes()))
+
+    def action_lock(self) -> None:
+        """Forget every key; search drops the bodies of sensitive scopes it had read."""
+        lock(self.store)
+        self.notify("every sensitive scope is locked again", timeout=3)
+        self.keys_changed()
+
+    def keys_changed(self) -> None:
+        self.refresh_status()
+        self.query_one(QueuePane).keys_changed()
+        self.query_one(SearchPane).keys_changed()
+        self.query_one(ScopesPane).keys_changed()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.settings.keys))
@@ -122,7 +160,7 @@ class EngramApp(App[None]):
             owner = action.id.split(".")[0]
             if owner == "app":
                 yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
-            elif owner in ("queue", "search"):
-                pane = QueuePane if owner == "queue" else SearchPane
+            elif owner in ("queue", "search", "scopes"):
+                pane = {"queue": QueuePane, "search": SearchPane, "scopes": ScopesPane}[owner]
                 yield SystemCommand(f"{owner.capitalize()}: {action.description}", action.id,
                                     lambda a=action, p=pane: self.query_one(p).run_action(a.action))

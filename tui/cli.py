@@ -7,6 +7,7 @@ on stderr. Every command takes ``--root DIR``; every report takes ``--json``.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from collections.abc import Callable
@@ -21,10 +22,13 @@ from store.check import KINDS, check
 from store.query import QuerySyntaxError
 from store.query import parse as parse_query
 from store.queue import pending_queue
-from store.sensitive import mark_sensitive, unmark_sensitive
+from store.crypto import PASSPHRASE_ENV
+from store.grants import issue_grant, revoke_grant
+from store.scopes import default_discovery_dirs, scopes
+from store.sensitive import check_key, mark_sensitive, resolve_scope, unmark_sensitive
 from store.settings import load_settings
 from store.demo import DEMO_PASSPHRASE, build_demo
-from store.errors import StoreError
+from store.errors import StoreError, WrongKey
 from store.paths import engram_state_dir
 from store.rebuild import open_for_rebuild, rebuild_index
 from store.repair import repair
@@ -70,9 +74,21 @@ def _parser() -> argparse.ArgumentParser:
     scope = sub.add_parser("scope", parents=[common], help="sensitive scopes").add_subparsers(
         dest="scope_command", required=True)
     for verb, what in (("mark", "mark sensitive and encrypt every memory (resumable)"),
-                       ("unmark", "decrypt every memory and unmark (needs the key; resumable)")):
+                       ("unmark", "decrypt every memory and unmark (needs the key; resumable)"),
+                       ("unlock-check", "check that the key opens the scope's files (0 opens, 1 wrong key)")):
         p = scope.add_parser(verb, parents=[common, report], help=what)
         p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+    scopes_cmd = sub.add_parser("scopes", parents=[common, report],
+                                help="every scope: label, memories, sensitive and lock state, grant, findings")
+    scopes_cmd.add_argument("--discover", action="append", type=Path, metavar="DIR", default=None,
+                            help="look for project directories here to label scopes (default: ~ and ~/code, ~/src …)")
+    grant = sub.add_parser("grant", parents=[common, report], help="let agents read a sensitive scope for a while")
+    grant.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+    grant.add_argument("--duration", required=True, choices=["once", "session", "task"],
+                       help="once: 90 s; session: 8 h; task: until revoked")
+    grant.add_argument("--task", metavar="ID", help="the task a 'task' grant is for")
+    revoke = sub.add_parser("revoke", parents=[common, report], help="remove a scope's read grant")
+    revoke.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
 
     audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
         dest="audit_command", required=True)
@@ -284,12 +300,66 @@ def _promotions_decide(args: argparse.Namespace) -> int:
     return EXIT_FINDING if failed else EXIT_OK
 
 
+def _open_with_key(args: argparse.Namespace) -> Store:
+    """The store, with memoryd's passphrase from the environment or, at a terminal, a masked prompt."""
+    store = Store.open(args.root)
+    if store.keys.key_source == "passphrase" and store.keys.passphrase is None and sys.stdin.isatty():
+        store.keys.set_passphrase(getpass.getpass(f"memoryd passphrase (or set {PASSPHRASE_ENV}): "))
+    return store
+
+
 def _scope_convert(args: argparse.Namespace) -> int:
     act = mark_sensitive if args.scope_command == "mark" else unmark_sensitive
-    with Store.open(args.root) as store:
+    with _open_with_key(args) as store:
         done = act(store, args.scope)
     verb = "encrypted" if args.scope_command == "mark" else "decrypted"
     _emit(args, vars(done), f"scope {done.scope_hash}: {verb} {done.done} memories in {done.batches} batches")
+    return EXIT_OK
+
+
+def _unlock_check(args: argparse.Namespace) -> int:
+    with _open_with_key(args) as store:
+        scope, _ = resolve_scope(store, args.scope)
+        try:
+            tried = check_key(store, scope)
+        except WrongKey as exc:  # no key at all is "could not run" (2), like every other StoreError
+            _emit(args, {"scope_hash": scope, "opens": False, "error": str(exc)}, f"scope {scope}: {exc}")
+            return EXIT_FINDING
+    text = (f"scope {scope}: the key opens its files" if tried
+            else f"scope {scope}: the key is at hand, but the scope has no encrypted file to try it on")
+    _emit(args, {"scope_hash": scope, "opens": True, "checked_against_a_file": tried}, text)
+    return EXIT_OK
+
+
+def _scopes(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        infos = scopes(store, args.discover if args.discover is not None else default_discovery_dirs())
+        data = [i.to_json(store) for i in infos]
+        now = store.now()
+    lines = []
+    for info in infos:
+        state = ("sensitive, locked" if info.locked else "sensitive, unlocked") if info.sensitive else "-"
+        grant = "" if info.grant is None else info.grant if isinstance(info.grant, str) else info.grant.describe(now)
+        lines.append(f"{info.scope_hash:<14} {info.memories:>7,}  {state:<19} {info.name}"
+                     + (f"\n{'':<24}grant: {grant}" if grant else "")
+                     + "".join(f"\n{'':<24}! {f}" for f in info.findings()))
+    _emit(args, data, "\n".join(lines) or "no scopes")
+    return EXIT_FINDING if any(i.findings() for i in infos) else EXIT_OK
+
+
+def _grant(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        scope, root = resolve_scope(store, args.scope)
+        grant = issue_grant(store, scope, args.duration, args.task, root)
+        _emit(args, grant.to_json(store.now()), f"scope {scope}: grant {grant.describe(store.now())}")
+    return EXIT_OK
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    with Store.open(args.root) as store:
+        scope, _ = resolve_scope(store, args.scope)
+        revoke_grant(store, scope)
+    _emit(args, {"scope_hash": scope, "revoked": True}, f"scope {scope}: grant revoked")
     return EXIT_OK
 
 
@@ -299,7 +369,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
     "promotions list": _promotions_list, "promotions approve": _promotions_decide,
     "promotions reject": _promotions_decide, "promotions defer": _promotions_decide,
-    "scope mark": _scope_convert, "scope unmark": _scope_convert,
+    "scope mark": _scope_convert, "scope unmark": _scope_convert, "scope unlock-check": _unlock_check,
+    "scopes": _scopes, "grant": _grant, "revoke": _revoke,
 }
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ APP_ACTIONS = (
     Action("app.quit", "q", "quit", "Quit"),
     Action("app.help", "question_mark", "help", "Help"),
     Action("app.palette", "colon", "command_palette", "Commands", show=False),
+    Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False),
+    Action("app.lock", "ctrl+l", "lock", "Lock", show=False),
     *(Action(f"app.pane.{pane}", str(n), f"show_pane('{pane}')", pane.capitalize(), show=False)
       for n, pane in enumerate(PANES, 1)),
 )
@@ -48,7 +50,6 @@ QUEUE_ACTIONS = (
     Action("queue.filter", "slash", "filter", "Filter"),
     Action("queue.sort", "s", "cycle_sort", "Sort"),
     Action("queue.open_session", "enter", "open_session", "Session", show=False),
-    Action("queue.unlock", "ctrl+u", "unlock", "Unlock", show=False),
     Action("queue.down", "j", "cursor(1)", "Down", show=False),
     Action("queue.up", "k", "cursor(-1)", "Up", show=False),
     Action("queue.top", "g", "jump('top')", "Top", show=False),
@@ -68,6 +69,10 @@ SEARCH_ACTIONS = (
 )
 
 SCOPES_ACTIONS = (
+    Action("scopes.mark", "m", "mark", "Mark sensitive"),
+    Action("scopes.unmark", "M", "unmark", "Unmark"),
+    Action("scopes.grant", "i", "grant", "Issue grant"),
+    Action("scopes.revoke", "R", "revoke", "Revoke grant"),
     Action("scopes.recheck", "c", "recheck", "Re-check drift"),
 )
 

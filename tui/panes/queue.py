@@ -17,7 +17,6 @@ from store import promotions
 from store.errors import KeyUnavailable, StoreError
 from store.query import QuerySyntaxError, parse
 from store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
-from store.sensitive import unlock
 from store.service import Store
 from tui.keymap import QUEUE_ACTIONS, bindings
 from tui.tables import FitTable, fit_columns
@@ -272,7 +271,7 @@ class QueuePane(Vertical):
             return
         locked = sorted({i.scope_hash for i in items if i.sensitive and not self.store.keys.can_open(i.scope_hash)})
         if locked and label.startswith(("approve", "merge", "edit")):
-            self.ask_unlock(lambda: self.decide(label, act, confirm_over), locked)
+            self.app.ask_unlock(lambda: self.decide(label, act, confirm_over), locked)
             return
         ids = [i.id for i in items]
         if len(ids) > confirm_over:
@@ -386,27 +385,9 @@ class QueuePane(Vertical):
 
     # ------------------------------------------------------------------ sensitive scopes
 
-    def action_unlock(self) -> None:
-        self.ask_unlock(lambda: None, sorted(self.store.sensitive_scopes()))
-
-    def ask_unlock(self, then: Callable[[], None], scopes: list[str]) -> None:
-        def with_passphrase(passphrase: str | None) -> None:
-            if not passphrase:
-                return
-            try:
-                opened = unlock(self.store, passphrase)
-            except KeyUnavailable as exc:
-                self.notify(str(exc), title="Still locked", severity="error")
-                return
-            except StoreError as exc:
-                self.notify(str(exc), severity="error")
-                return
-            self.notify(f"unlocked {', '.join(opened)}", timeout=3)
-            self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
-            self.app.refresh_status()
-            then()
-        self.app.push_screen(TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase",
-                                        password=True), with_passphrase)
+    def keys_changed(self) -> None:
+        """Scopes were unlocked or locked: the page's lock marks follow."""
+        self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
 
     @on(DataTable.RowSelected, "#queue-table")
     def action_open_session(self) -> None:

@@ -1,18 +1,30 @@
-"""The scopes pane, for now: what the root holds per scope, and the drift report of `engram check`.
-(Marking, encrypting, unlocking and grants come with the sensitive-scopes work.)"""
+"""The scopes pane: every scope with a readable label, what it holds, whether it is sensitive and unlocked, its
+read grant and what leaks; marking and unmarking sensitive (confirmed, with a progress bar), grants; and the
+drift report of `engram check`."""
 
 from __future__ import annotations
 
-from textual import work
+from collections.abc import Callable
+from pathlib import PurePath
+
+from rich.markup import escape
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
 from store.check import KINDS, Report, check
 from store.errors import StoreError
+from store.grants import Grant, issue_grant, revoke_grant
+from store.scopes import ScopeInfo, default_discovery_dirs, scopes
+from store.sensitive import Progress, mark_sensitive, unmark_sensitive
 from store.service import Store
 from store.stats import Counts, counts
 from tui.keymap import SCOPES_ACTIONS, bindings
+from tui.screens.grant import GrantScreen
+from tui.screens.prompt import Confirm
+from tui.tables import FitTable, fit_columns
 
 
 class ScopesPane(Vertical):
@@ -22,16 +34,25 @@ class ScopesPane(Vertical):
         super().__init__(id="scopes-pane")
         self.store = store
         self.checked = False
+        self.infos: list[ScopeInfo] = []
 
     def compose(self) -> ComposeResult:
-        with Horizontal():
+        with Horizontal(id="scopes-body"):
             with Vertical(id="scopes-left"):
                 yield Static("Loading…", id="summary")
-                yield DataTable(id="scopes", cursor_type="row", zebra_stripes=True)
-            with Vertical(id="scopes-right"):
+                yield FitTable(id="scope-list", cursor_type="row", zebra_stripes=True)
+                yield ProgressBar(id="scope-progress", show_eta=True)
+            with VerticalScroll(id="scopes-right"):
+                yield Static("", id="scope-detail")
                 yield Static("Drift between files and index", classes="title")
                 yield ProgressBar(id="progress", show_eta=False)
                 yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#scope-progress").display = False
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 110, "narrow")  # the detail below the list on small terminals
 
     def on_show(self) -> None:
         """The check reads every file: it starts when the pane is first looked at, not with the console
@@ -40,8 +61,185 @@ class ScopesPane(Vertical):
             self.checked = True
             self.action_recheck()
 
+    def keys_changed(self) -> None:
+        if self.checked:
+            self.load_scopes()
+
+    # ------------------------------------------------------------------ the list of scopes
+
+    @work(thread=True, exclusive=True, group="scopes-list")
+    def load_scopes(self) -> None:
+        """Labels may need a look at session files and project directories: off the UI thread."""
+        try:
+            infos = scopes(self.store, default_discovery_dirs())
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Scopes", severity="error")
+            return
+        self.app.call_from_thread(self.show_scopes, infos)
+
+    @on(FitTable.Resized, "#scope-list")
+    def setup_columns(self) -> None:
+        fit_columns(self.query_one("#scope-list", DataTable),
+                    [("memories", "memories", 8), ("sensitive", "sensitive", 16), ("grant", "grant", 10)],
+                    ("scope", "scope"))
+        self.show_scopes(self.infos)
+
+    def show_scopes(self, infos: list[ScopeInfo]) -> None:
+        self.infos = infos
+        table = self.query_one("#scope-list", DataTable)
+        row = table.cursor_row
+        table.clear()
+        if not table.columns:
+            return
+        now = self.store.now()
+        for info in infos:
+            state = ("locked" if info.locked else "unlocked") if info.sensitive else ""
+            state = f"yes, {state}" if info.sensitive else ""
+            if info.findings():
+                state += " !"
+            grant = "" if info.grant is None else "bad file" if isinstance(info.grant, str) else (
+                info.grant.duration if info.grant.valid(now) else "expired")
+            name = Text(PurePath(info.label).name or info.label) if info.label else Text()
+            name.append(("  " if info.label else "") + info.scope_hash, style="dim")
+            table.add_row(f"{info.memories:,}", state, grant, name, key=info.scope_hash)
+        if infos:
+            table.move_cursor(row=min(row, len(infos) - 1))
+            self.show_detail(infos[table.cursor_row])
+
+    @on(DataTable.RowHighlighted, "#scope-list")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if 0 <= event.cursor_row < len(self.infos):
+            self.show_detail(self.infos[event.cursor_row])
+
+    def show_detail(self, info: ScopeInfo) -> None:
+        now = self.store.now()
+        lines = [f"[b]{escape(info.name)}[/b]",
+                 f"scope {info.scope_hash}" + (f" · label from {info.label_from}" if info.label else " · no label found"),
+                 f"{info.memories:,} memories: " + ", ".join(f"{n} {t}" for t, n in info.by_type.items())]
+        if info.sensitive:
+            lock = "LOCKED (ctrl+u unlocks)" if info.locked else "unlocked (ctrl+l locks every scope)"
+            lines.append(f"sensitive · {info.encrypted:,} encrypted · {lock}")
+        else:
+            lines.append("not sensitive (m marks it and encrypts every memory)")
+        if isinstance(info.grant, Grant):
+            lines.append(f"grant: {info.grant.describe(now)}, issued by {info.grant.issued_by or '?'}")
+        elif info.grant is None and info.sensitive:
+            lines.append("grant: none (i issues one)")
+        lines += [f"[b]! [/b]{escape(f)}" for f in info.findings()]
+        self.query_one("#scope-detail", Static).update("\n".join(lines))
+
+    @property
+    def current(self) -> ScopeInfo | None:
+        row = self.query_one("#scope-list", DataTable).cursor_row
+        return self.infos[row] if 0 <= row < len(self.infos) else None
+
+    # ------------------------------------------------------------------ actions
+
+    def action_mark(self) -> None:
+        info = self.current
+        if info is None:
+            return
+        if info.sensitive and not info.plaintext_files:
+            self.notify(f"{info.name} is already sensitive and every memory is encrypted", timeout=4)
+            return
+        todo = info.plaintext_files if info.sensitive else info.memories
+        question = (f"Mark {info.name} sensitive and encrypt its {todo:,} memories? Each plaintext file is zeroed "
+                    "and removed once its encrypted copy has been read back. (y/n)")
+        self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, info.label, True))
+
+    def action_unmark(self) -> None:
+        info = self.current
+        if info is None or not info.sensitive:
+            self.notify("this scope is not sensitive", timeout=3)
+            return
+        question = (f"Unmark {info.name}: decrypt its {info.encrypted:,} memories back to plaintext files and "
+                    "stop treating it as sensitive? (y/n)")
+        self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, None, False))
+
+    def _confirmed_with_key(self, info: ScopeInfo, question: str, then: Callable[[], None]) -> None:
+        """Ask first; then make sure the key is at hand (unlocking if needed) before any work starts."""
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            if self.store.keys.can_open(info.scope_hash):
+                then()
+            else:
+                self.app.ask_unlock(then, [info.scope_hash])
+        self.app.push_screen(Confirm(question), answered)
+
+    @work(thread=True, exclusive=True, group="scopes-convert")
+    def convert(self, scope_hash: str, scope_root: str | None, encrypt: bool) -> None:
+        bar = self.query_one("#scope-progress", ProgressBar)
+        self.app.call_from_thread(setattr, bar, "display", True)
+        self.app.call_from_thread(bar.update, total=None, progress=0)
+
+        def progress(done: int, total: int) -> None:
+            self.app.call_from_thread(bar.update, total=total, progress=done)
+
+        try:
+            if encrypt:
+                done: Progress = mark_sensitive(self.store, scope_hash, scope_root, progress)
+            else:
+                done = unmark_sensitive(self.store, scope_hash, progress)
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Nothing more changed", severity="error",
+                                      timeout=10)
+        else:
+            verb = "encrypted" if encrypt else "decrypted"
+            self.app.call_from_thread(self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
+        self.app.call_from_thread(setattr, bar, "display", False)
+        self.app.call_from_thread(self.after_change, True)
+
+    def action_grant(self) -> None:
+        info = self.current
+        if info is None:
+            return
+
+        def chosen(answer: tuple[str, str | None] | None) -> None:
+            if answer is None:
+                return
+            try:
+                grant = issue_grant(self.store, info.scope_hash, answer[0], answer[1], info.label)
+            except StoreError as exc:
+                self.notify(str(exc), title="No grant", severity="error")
+                return
+            self.notify(f"{info.name}: grant {grant.describe(self.store.now())}", timeout=4)
+            self.after_change()
+        self.app.push_screen(GrantScreen(info.name), chosen)
+
+    def action_revoke(self) -> None:
+        info = self.current
+        if info is None or info.grant is None:
+            self.notify("this scope has no grant to revoke", timeout=3)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                revoke_grant(self.store, info.scope_hash)
+            except StoreError as exc:
+                self.notify(str(exc), title="Not revoked", severity="error")
+                return
+            self.notify(f"{info.name}: grant revoked", timeout=4)
+            self.after_change()
+        self.app.push_screen(Confirm(f"Revoke the read grant of {info.name}? (y/n)"), answered)
+
+    def after_change(self, files_changed: bool = False) -> None:
+        """Reload the list; when memories were encrypted or decrypted, the queue's lock marks and the search
+        index follow (the same as after an unlock)."""
+        if files_changed:
+            self.app.keys_changed()
+        else:
+            self.load_scopes()
+            self.app.refresh_status()
+        self.app.check_audit()
+
+    # ------------------------------------------------------------------ the drift check
+
     def action_recheck(self) -> None:
         self.query_one("#progress", ProgressBar).update(total=None, progress=0)
+        self.load_scopes()
         self.run_check()
 
     @work(thread=True, exclusive=True, group="scopes-check")
@@ -68,13 +266,7 @@ class ScopesPane(Vertical):
         self.query_one("#summary", Static).update(
             f"[b]{c.memories:,} memories[/b]  ({c.encrypted:,} encrypted, {decay})\n"
             f"promotions: {promos}\n"
-            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes\n"
-            f"sensitive scopes: {', '.join(c.sensitive_scopes) or 'none'}")
-        table = self.query_one("#scopes", DataTable)
-        table.clear(columns=True)
-        table.add_columns("scope", "memories", "sensitive")
-        for scope, n in sorted(c.by_scope.items(), key=lambda kv: -kv[1]):
-            table.add_row(scope, str(n), "yes" if scope in c.sensitive_scopes else "")
+            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes")
 
     def show_report(self, report: Report) -> None:
         table = self.query_one("#findings", DataTable)

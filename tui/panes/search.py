@@ -29,6 +29,7 @@ class SearchPane(Vertical):
         self.index: SearchIndex | None = None
         self.result = SearchResult([], 0)
         self.shown = False
+        self.locked: frozenset[str] = frozenset()  # sensitive scopes without a key, as of the last load
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search: words · 'exact · ^prefix · suffix$ · !not · a | b · type: scope: tag: "
@@ -51,6 +52,7 @@ class SearchPane(Vertical):
 
     def ready(self, index: SearchIndex) -> None:
         self.index = index
+        self.locked = frozenset(s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s))
         _keep_out_of_gc()
         self.run_search(self.query_one("#search-query", Input).value)
         if self.shown:
@@ -64,9 +66,17 @@ class SearchPane(Vertical):
             if self.index is not None:
                 self.enrich(self.index)
 
+    def keys_changed(self) -> None:
+        """Scopes were unlocked or locked: the index is built again, so bodies of scopes just unlocked become
+        searchable and those of scopes just locked leave memory. Until then the old index is dropped, not kept."""
+        self.index = None
+        self.query_one("#search-status", Static).update("reloading the index…")
+        self.load()
+
     @work(thread=True, exclusive=True, group="search-enrich")
     def enrich(self, index: SearchIndex) -> None:
         bar = self.query_one("#search-progress", ProgressBar)
+        self.app.call_from_thread(setattr, bar, "display", True)
         index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total,
                                                                                progress=done))
         self.app.call_from_thread(self.enriched)
@@ -89,7 +99,7 @@ class SearchPane(Vertical):
     def show_hits(self) -> None:
         if self.index is None:
             return
-        self.query_one(HitList).show(self.result.hits, self.result.words)
+        self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
         scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
         status = self.result.error or (f"{self.result.total} memories match · searching {scope}"
                                        + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else ""))
@@ -116,15 +126,21 @@ class SearchPane(Vertical):
         self.query_one(HitList).action_move(step)
 
     def open_memory(self, slug: str) -> None:
-        try:
-            text = explain(self.store, slug)
-        except StoreError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        self.query_one("#search-memory", Markdown).update(text)
+        """Show the memory; reading (and, in a sensitive scope, decrypting) it happens in a worker."""
+        self.query_one("#search-memory", Markdown).update("*opening…*")
         panel = self.query_one("#search-open")
         panel.display = True
         panel.focus()
+        self.read_memory(slug)
+
+    @work(thread=True, exclusive=True, group="search-open")
+    def read_memory(self, slug: str) -> None:
+        try:
+            text = explain(self.store, slug)
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Cannot open", severity="error")
+            text = f"**{slug} cannot be opened:** {exc}"
+        self.app.call_from_thread(self.query_one("#search-memory", Markdown).update, text)
 
     def action_back(self) -> None:
         panel = self.query_one("#search-open")

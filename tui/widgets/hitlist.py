@@ -25,7 +25,7 @@ from store.search import Hit
 
 COLUMNS = (("type", 10), ("scope", 12), ("state", 16), ("created", 10))  # then the title takes the rest
 NARROW = 100  # below this width the title keeps room to be read: type and a shorter state only
-NARROW_COLUMNS = (("type", 10), ("state", 9))  # "alive enc" still fits
+NARROW_COLUMNS = (("type", 10), ("state", 12))  # "alive locked" still fits
 GAP = 2
 MATCH = Style(bold=True, underline=True)
 
@@ -61,10 +61,12 @@ class HitList(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.hits: Sequence[Hit] = ()
         self.words: list[str] = []
+        self.locked: frozenset[str] = frozenset()
 
-    def show(self, hits: Sequence[Hit], words: list[str]) -> None:
-        """Replace the list (a new search): the cursor goes back to the best hit."""
-        self.hits, self.words = hits, words
+    def show(self, hits: Sequence[Hit], words: list[str], locked: frozenset[str] = frozenset()) -> None:
+        """Replace the list (a new search): the cursor goes back to the best hit. Encrypted hits of ``locked``
+        scopes say so (their bodies are not searched until an unlock)."""
+        self.hits, self.words, self.locked = hits, words, locked
         self.virtual_size = Size(self.size.width, len(hits) + 1)
         self.set_reactive(HitList.cursor, 0)
         self.scroll_to(y=0, animate=False, immediate=True)
@@ -78,7 +80,8 @@ class HitList(ScrollView, can_focus=True):
         """What line ``row`` shows (the typed words highlighted in the title)."""
         hit = self.hits[row]
         cells = {"type": hit.type, "scope": hit.scope_hash, "created": hit.created_at[:10],
-                 "state": hit.decay_state + (" enc" if hit.encrypted else "")}
+                 "state": hit.decay_state + ((" locked" if hit.scope_hash in self.locked else " enc")
+                                             if hit.encrypted else "")}
         title = Text(hit.title)
         title.highlight_words(self.words, style=MATCH, case_sensitive=False)
         return self._line(cells, title)

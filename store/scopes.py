@@ -1,0 +1,171 @@
+"""What a person needs to know about each scope before trusting it: a readable label, what it holds, whether it
+is sensitive and unlocked, its grant, and what leaks.
+
+memoryd names scopes by a 12-hex hash of the project directory. The label comes from what the root itself knows
+(``sensitive_scopes.scope_root``, a grant's ``scope_root``), else from hashing candidate project directories on
+this machine until one matches. The leak findings are memoryd's own habit: it keeps titles, triggers, promotion
+text and entity names of a sensitive scope in clear in index.db, and a plaintext ``.md`` may sit in a sensitive
+scope after a crash. Engram reports them here; it never copies that text anywhere new.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store.errors import StoreError
+from store.grants import Grant, grants
+from store.index import Entity, Memory, Promotion, Trigger
+from store.paths import scope_hash_for
+from store.service import Store
+
+UNSCOPED = "_unscoped"
+
+
+@dataclass
+class ScopeInfo:
+    scope_hash: str
+    label: str | None = None  # the project directory, when anything tells it
+    label_from: str | None = None  # sensitive_scopes, grant, discovered
+    by_type: dict[str, int] = field(default_factory=dict)
+    sensitive: bool = False
+    locked: bool = False  # sensitive and this session has no key for it
+    encrypted: int = 0
+    grant: Grant | str | None = None  # a grant, or why its file could not be read
+    plaintext_files: int = 0  # plaintext .md rows in a sensitive scope (mark was interrupted, or memoryd wrote)
+    index_leaks: dict[str, int] = field(default_factory=dict)  # what of it index.db holds in clear
+
+    @property
+    def memories(self) -> int:
+        return sum(self.by_type.values())
+
+    @property
+    def name(self) -> str:
+        return self.label or self.scope_hash
+
+    def findings(self) -> list[str]:
+        found = []
+        if self.plaintext_files:
+            found.append(f"{self.plaintext_files} plaintext files in a sensitive scope (engram repair encrypts them)")
+        if self.index_leaks:
+            what = ", ".join(f"{n} {kind}" for kind, n in self.index_leaks.items())
+            found.append(f"index.db holds in clear: {what} (memoryd needs them there; engram copies them nowhere)")
+        if isinstance(self.grant, str):
+            found.append(self.grant)
+        return found
+
+    def to_json(self, store: Store) -> dict[str, Any]:
+        grant = self.grant.to_json(store.now()) if isinstance(self.grant, Grant) else self.grant
+        return {"scope_hash": self.scope_hash, "label": self.label, "label_from": self.label_from,
+                "memories": self.memories, "by_type": self.by_type, "sensitive": self.sensitive,
+                "locked": self.locked, "encrypted": self.encrypted, "grant": grant, "findings": self.findings()}
+
+
+def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
+    """Every scope the root knows of (memories, sensitive registrations, grants), most memories first."""
+    infos: dict[str, ScopeInfo] = {}
+
+    def info(scope: str) -> ScopeInfo:
+        if scope not in infos:
+            infos[scope] = ScopeInfo(scope)
+        return infos[scope]
+
+    rows = Memory.select(Memory.scope_hash, Memory.type, Memory.body_path).tuples()
+    types: dict[str, Counter[str]] = defaultdict(Counter)
+    for scope, mtype, path in rows:
+        types[scope][mtype] += 1
+        if path.endswith(".md.enc"):
+            info(scope).encrypted += 1
+    for scope, counter in types.items():
+        info(scope).by_type = dict(counter.most_common())
+    for row in store.index.sensitive_scope_rows():
+        scope = row.get("scope_hash")
+        if scope:
+            s = info(scope)
+            s.sensitive = True
+            if row.get("scope_root"):
+                s.label, s.label_from = row["scope_root"], "sensitive_scopes"
+    for scope, grant in grants(store).items():
+        s = info(scope)
+        s.grant = grant
+        if s.label is None and isinstance(grant, Grant) and grant.scope_root:
+            s.label, s.label_from = grant.scope_root, "grant"
+    for s in infos.values():
+        if s.label is None and s.scope_hash != UNSCOPED:
+            s.label = _codex_cwd(store, s.scope_hash)
+            s.label_from = "codex cwd" if s.label else None
+    unlabeled = {s.scope_hash for s in infos.values() if s.label is None and s.scope_hash != UNSCOPED}
+    for scope, root in discover_roots(discover_in, unlabeled).items():
+        infos[scope].label, infos[scope].label_from = root, "discovered"
+    for s in infos.values():
+        if s.sensitive:
+            s.locked = not store.keys.can_open(s.scope_hash)
+            s.plaintext_files = s.memories - s.encrypted
+            s.index_leaks = _index_leaks(s.scope_hash)
+    return sorted(infos.values(), key=lambda s: (-s.memories, s.scope_hash))
+
+
+def discover_roots(bases: Iterable[Path], wanted: set[str], depth: int = 2) -> dict[str, str]:
+    """Project directories under ``bases`` (to ``depth`` levels) whose memoryd scope hash is one of ``wanted``."""
+    found: dict[str, str] = {}
+    for base in bases:
+        stack = [(Path(base).expanduser(), 0)]
+        while stack and len(found) < len(wanted):
+            folder, level = stack.pop()
+            try:
+                scope = scope_hash_for(folder)
+            except OSError:
+                continue
+            if scope in wanted and scope not in found:
+                found[scope] = str(folder.resolve())
+            if level < depth:
+                try:
+                    children = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)
+                                and not e.name.startswith(".")]
+                except OSError:
+                    continue
+                stack.extend((Path(e.path), level + 1) for e in children)
+    return found
+
+
+def default_discovery_dirs() -> list[Path]:
+    """Where projects usually live: the home directory and its common code folders."""
+    home = Path.home()
+    return [home, *(home / name for name in ("code", "src", "projects", "work", "dev", "repos"))]
+
+
+_CWD = re.compile(r"^cwd: (.+)$", re.MULTILINE)
+
+
+def _codex_cwd(store: Store, scope: str) -> str | None:
+    """The working directory a Codex rollout header of this scope names, when it hashes to the scope: memoryd
+    derives a Codex session's scope from that cwd, so it is the project's directory."""
+    sessions = (Memory.select(Memory.body_path)
+                .where((Memory.scope_hash == scope) & (Memory.source.startswith("codex"))
+                       & ~Memory.body_path.endswith(".enc")).limit(20))
+    for (path,) in sessions.tuples():
+        try:
+            text = store.read_bytes(store.safe_relpath(path))[:4096].decode("utf-8", "replace")
+        except (StoreError, OSError):
+            continue
+        for cwd in _CWD.findall(text):
+            if scope_hash_for(cwd.strip()) == scope:
+                return cwd.strip()
+    return None
+
+
+def _index_leaks(scope: str) -> dict[str, int]:
+    """How many titles, triggers, promotions and entities of ``scope`` index.db keeps in clear."""
+    leaks = {
+        "titles": Memory.select().where((Memory.scope_hash == scope) & (Memory.title != "")).count(),
+        "triggers": Trigger.select().join(Memory, on=(Trigger.slug == Memory.slug))
+                           .where(Memory.scope_hash == scope).count(),
+        "promotion texts": Promotion.select().where(Promotion.scope_hash == scope).count(),
+        "entity names": Entity.select().where(Entity.scope_hash == scope).count(),
+    }
+    return {kind: n for kind, n in leaks.items() if n}

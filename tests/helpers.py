@@ -1,0 +1,25 @@
+"""Helpers shared by the test modules (a plain module: pytest puts tests/ on the import path)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.app import App
+from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
+
+
+def events(root: Path) -> list[dict]:
+    """Every event of the root's audit log, parsed."""
+    return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
+
+
+async def settle(app: App, pilot: Pilot) -> None:
+    """Let workers (loading, decisions, the audit check) finish and the screen catch up."""
+    for _ in range(3):
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker (detail, load) replaced by a newer one
+            pass
+        await pilot.pause()
