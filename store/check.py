@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from store import binding
 from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
-from store.frontmatter import index_datetime, parse
+from store.frontmatter import MemoryDoc, index_datetime, parse
 from store.index import AuditOutbox, Memory, Promotion
 from store.promotions import promoted_slug
 from store.scan import FileEntry, walk
@@ -36,6 +37,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "orphaned_promotion": ("promotion whose source session has no index row", False),
     "temp_file": ("temp file left by an interrupted write", True),
     "audit_pending": ("audit event committed but not yet appended to the log", True),
+    "binding_mismatch": ("encrypted file swapped with another or rolled back to an older version", False),
+    "changed_outside": ("encrypted file rewritten outside engram since it was bound (memoryd?)", True),
 }
 
 
@@ -58,6 +61,7 @@ class Report:
     files: int = 0
     rows: int = 0
     findings: list[Finding] = field(default_factory=list)
+    unbound: dict[str, list[str]] = field(default_factory=dict)  # encrypted files not yet bound, by scope
 
     def add(self, kind: str, path: str | None, detail: str, **data: Any) -> None:
         self.findings.append(Finding(kind, path, detail, data))
@@ -79,6 +83,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "files": self.files, "rows": self.rows, "drift": self.drift, "counts": self.counts(),
+            "unbound": {scope: len(paths) for scope, paths in self.unbound.items()},
             "findings": {
                 kind: {"meaning": KINDS[kind][0], "fixable": KINDS[kind][1], "count": len(items),
                        "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]]}
@@ -128,7 +133,8 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
 def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory],
                 report: Report) -> None:
     try:
-        doc = parse(store.read_bytes(entry.relpath), entry.relpath)
+        plaintext = store.read_bytes(entry.relpath)
+        doc = parse(plaintext, entry.relpath)
     except BadMemoryFile as exc:
         report.add("bad_file", entry.relpath, exc.reason)
         return
@@ -141,6 +147,8 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
         report.add("undecryptable_file", entry.relpath, str(exc))
         return
     fm = doc.frontmatter
+    if entry.encrypted:
+        _check_binding(store, entry, doc, plaintext, report)
     if row is None:
         owner = rows.get(fm.slug)
         detail = f"slug {fm.slug} is taken by {owner.body_path}" if owner else f"slug {fm.slug}"
@@ -159,6 +167,17 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
     if row.decay_state != fm.decay_state.value:
         report.add("decay_index_only", entry.relpath,
                    f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}", slug=row.slug)
+
+
+def _check_binding(store: Store, entry: FileEntry, doc: MemoryDoc, plaintext: bytes, report: Report) -> None:
+    state = binding.verify(store, entry.relpath, store.layout.resolve(entry.relpath).read_bytes(), doc, plaintext)
+    if state.state == binding.UNBOUND:
+        report.unbound.setdefault(entry.scope_hash, []).append(entry.relpath)
+    elif state.state in (binding.SWAPPED, binding.ROLLED_BACK):
+        report.add("binding_mismatch", entry.relpath, f"{state.state.replace('_', ' ')}: {state.detail}",
+                   scope_hash=entry.scope_hash)
+    elif state.state == binding.CHANGED:
+        report.add("changed_outside", entry.relpath, state.detail, scope_hash=entry.scope_hash)
 
 
 def _wrong_keys(files: list[FileEntry], report: Report) -> None:

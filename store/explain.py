@@ -6,7 +6,9 @@ import json
 
 import yaml
 
+from store import binding
 from store.audit_verify import EventFilter, events
+from store.frontmatter import parse
 from store.index import Promotion, SupersedesChain
 from store.memories import view_memory
 from store.promotions import dura_of
@@ -18,7 +20,7 @@ def explain(store: Store, slug: str) -> str:
     what it supersedes and what supersedes it, and its audit events. Opening a sensitive memory is audited."""
     doc = view_memory(store, slug)
     fm = doc.frontmatter
-    parts = [f"# {fm.title}", doc.body, "---", "## Frontmatter",
+    parts = [f"# {fm.title}", *_binding_warning(store, slug), doc.body, "---", "## Frontmatter",
              "```yaml\n" + yaml.safe_dump(fm.to_yaml_dict(), sort_keys=False, allow_unicode=True) + "```"]
     why = []
     promotion = Promotion.get_or_none(Promotion.id == _promotion_id(slug)) if slug.startswith("promoted-") else None
@@ -38,6 +40,23 @@ def explain(store: Store, slug: str) -> str:
              f"{_short(e.get('details'))}" for e in events(store.layout.audit_path, EventFilter(target=slug))]
     parts += ["## Audit events", "\n".join(trail[-20:]) or "none"]
     return "\n\n".join(parts)
+
+
+def _binding_warning(store: Store, slug: str) -> list[str]:
+    """For an encrypted memory whose file is not the one engram bound: say so above the text, which may be
+    another memory's (swapped) or an older version (rolled back)."""
+    rel = store.memory(slug).body_path
+    if not rel.endswith(".md.enc"):
+        return []
+    data = store.layout.resolve(store.safe_relpath(rel)).read_bytes()
+    plaintext = store.read_bytes(rel)
+    state = binding.verify(store, rel, data, parse(plaintext, rel), plaintext)
+    if state.state in (binding.SWAPPED, binding.ROLLED_BACK):
+        return [f"> **Warning: this file was {state.state.replace('_', ' ')}.** {state.detail}. "
+                "Restore it from a backup, or run `engram check` for every such file."]
+    if state.state == binding.UNBOUND:
+        return ["> Encrypted by memoryd and not yet bound by engram (`engram repair` binds it)."]
+    return []
 
 
 def _promotion_id(slug: str) -> int:

@@ -196,8 +196,21 @@ class PromotionNote(_Base):
         table_name = "engram_promotion_notes"
 
 
+class Binding(_Base):
+    slug = TextField(primary_key=True)
+    scope_hash = TextField()
+    version = IntegerField()
+    updated_at = TextField(null=True)
+    file_mac = TextField()
+    content_mac = TextField()
+    bound_at = TextField()
+
+    class Meta:
+        table_name = "engram_binding"
+
+
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote)
+          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding)
 
 
 class Index:
@@ -207,6 +220,7 @@ class Index:
         self.path = path
         self.db = db
         self.read_only_reason = read_only_reason
+        self._tables: set[str] | None = None
 
     @property
     def read_only(self) -> bool:
@@ -247,8 +261,11 @@ class Index:
             raise
 
     def has(self, model: type[Model]) -> bool:
-        """Whether the model's table exists (engram's own are missing from a read-only memoryd root)."""
-        return model._meta.table_name in self.db.get_tables()
+        """Whether the model's table exists (engram's own are missing from a read-only memoryd root). Asked on
+        every write, so the answer is kept: tables only appear when the index is opened (migrations)."""
+        if self._tables is None:
+            self._tables = set(self.db.get_tables())
+        return model._meta.table_name in self._tables
 
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.db.execute_sql(f"PRAGMA table_info({table})")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from store import binding
 from store.atomic import remove_durably
 from store.check import Finding, Report, check
 from store.domain import PromotionStatus
@@ -34,10 +35,12 @@ def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> 
     result = RepairResult()
     for _ in range(MAX_PASSES):
         report = check(store, progress)
-        fixable = [f for f in report.findings if f.fixable]
+        # A swapped or rolled-back file is a person's decision: no other fix may make it look right again.
+        flagged = {f.path for f in report.of("binding_mismatch")}
+        fixable = [f for f in report.findings if f.fixable and f.path not in flagged]
         if not fixable:
             result.remaining = report
-            return result
+            return _bind_unbound(store, result)
         before = len(result.fixed)
         result.failed = []  # only the last pass's failures stand: an earlier fix may have cleared one
         for finding in sorted(fixable, key=lambda f: ORDER.index(f.kind)):
@@ -51,6 +54,21 @@ def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> 
         if len(result.fixed) == before:
             break
     result.remaining = check(store, progress)
+    return _bind_unbound(store, result)
+
+
+def _bind_unbound(store: Store, result: RepairResult) -> RepairResult:
+    """Encrypted files memoryd wrote are bound once they decrypt (one event per scope); not drift, so last."""
+    assert result.remaining is not None
+    if result.remaining.unbound:
+        try:
+            n = binding.bind_unbound(store, result.remaining.unbound)
+        except StoreError as exc:
+            result.failed.append(f"binding: {exc}")
+            return result
+        if n:
+            result.fixed.append(f"bound {n} encrypted files memoryd wrote (the binding manifest)")
+            result.remaining.unbound = {}
     return result
 
 
@@ -63,6 +81,13 @@ def _encrypt_plaintext(store: Store, finding: Finding) -> str | None:
         return None
     done = mark_sensitive(store, finding.data["scope_hash"])
     return f"encrypted {done.done} plaintext memories in sensitive scope {finding.data['scope_hash']}"
+
+
+def _rebind(store: Store, finding: Finding) -> str | None:
+    """memoryd rewrote an encrypted memory engram had bound; it decrypts and is newer: bind it again."""
+    if binding.bind_unbound(store, {finding.data["scope_hash"]: [finding.path or ""]}):
+        return f"bound {finding.path} again after its change outside engram"
+    return None
 
 
 def _remove_temp(store: Store, finding: Finding) -> str:
@@ -204,5 +229,6 @@ FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "decay_index_only": _write_decay_through,
     "approved_without_memory": _write_approved,
     "pending_already_written": _finish_approval,
+    "changed_outside": _rebind,
 }
 ORDER = list(FIXES)

@@ -20,7 +20,9 @@ from typing import Any
 
 from store.errors import StoreError
 from store.grants import Grant, grants
-from store.index import Entity, Memory, Promotion, Trigger
+from peewee import fn
+
+from store.index import Binding, Entity, Memory, Promotion, Trigger
 from store.paths import scope_hash_for
 from store.service import Store
 
@@ -36,6 +38,7 @@ class ScopeInfo:
     sensitive: bool = False
     locked: bool = False  # sensitive and this session has no key for it
     encrypted: int = 0
+    bound: int = 0  # encrypted memories in engram's binding manifest
     grant: Grant | str | None = None  # a grant, or why its file could not be read
     plaintext_files: int = 0  # plaintext .md rows in a sensitive scope (mark was interrupted, or memoryd wrote)
     index_leaks: dict[str, int] = field(default_factory=dict)  # what of it index.db holds in clear
@@ -63,7 +66,8 @@ class ScopeInfo:
         grant = self.grant.to_json(store.now()) if isinstance(self.grant, Grant) else self.grant
         return {"scope_hash": self.scope_hash, "label": self.label, "label_from": self.label_from,
                 "memories": self.memories, "by_type": self.by_type, "sensitive": self.sensitive,
-                "locked": self.locked, "encrypted": self.encrypted, "grant": grant, "findings": self.findings()}
+                "locked": self.locked, "encrypted": self.encrypted, "bound": self.bound, "grant": grant,
+                "findings": self.findings()}
 
 
 def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
@@ -102,6 +106,10 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
     unlabeled = {s.scope_hash for s in infos.values() if s.label is None and s.scope_hash != UNSCOPED}
     for scope, root in discover_roots(discover_in, unlabeled).items():
         infos[scope].label, infos[scope].label_from = root, "discovered"
+    if store.index.has(Binding):
+        for scope, n in Binding.select(Binding.scope_hash, fn.COUNT(Binding.slug)).group_by(Binding.scope_hash).tuples():
+            if scope in infos:
+                infos[scope].bound = n
     for s in infos.values():
         if s.sensitive:
             s.locked = not store.keys.can_open(s.scope_hash)

@@ -19,14 +19,14 @@ from typing import Any
 
 from peewee import EXCLUDED
 
-from store import audit, faults
+from store import audit, binding, faults
 from store.atomic import remove_durably, scrub, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from store.errors import NotFound, ReadOnlyStore, StoreError, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
-from store.index import AuditOutbox, Index, Memory, Trigger
+from store.index import AuditOutbox, Binding, Index, Memory, Trigger
 from store.paths import RootLayout, load_memoryd_config, resolve_data_root
 
 
@@ -218,9 +218,13 @@ class Store:
                 if decrypt(on_disk, key, scope, write.relpath) != plaintext:
                     raise StoreError(f"{write.relpath}: the encrypted file did not read back to its text")
 
-            write_atomic(path, encrypt(plaintext, key, scope), mode=0o600, durable=durable, verify=same_when_decrypted)
+            sealed = encrypt(plaintext, key, scope)
+            write_atomic(path, sealed, mode=0o600, durable=durable, verify=same_when_decrypted)
+            binding.record(self, write.doc, sealed, plaintext)
         else:
             write_atomic(path, data, durable=durable)
+            if self.index.has(Binding):
+                binding.forget(write.doc.frontmatter.slug)
 
     # ----------------------------------------------------------------- index rows
 

@@ -24,7 +24,7 @@ def test_check_reports_drift_with_exit_1_and_json(capsys, fixture_root):
 def test_repair_then_check_is_clean(capsys, fixture_root, monkeypatch):
     monkeypatch.setenv("MEMORYD_MASTER_PASSPHRASE", "engram-fixture-passphrase-2026")
     code, out, _ = run(capsys, "repair", "--root", str(fixture_root))
-    assert code == 0 and "29 fixed, 0 failed, 0 left" in out
+    assert code == 0 and "30 fixed, 0 failed, 0 left" in out  # 29 findings, then the binding of 31 files
     code, out, _ = run(capsys, "check", "--root", str(fixture_root))
     assert code == 0 and out.strip().endswith("no drift")
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from store.binding import bind_files
 from store.grants import issue_grant, revoke_grant
 from store import memories, promotions
 from store.domain import DecayState, MemoryType
@@ -74,6 +75,9 @@ MUTATIONS = {
     "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
     "grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
     "grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
+    "binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
+        (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
+        for rel in [Memory.get(Memory.scope_hash == "35998c22af79").body_path]])),
 }
 # Store functions that are not one mutation, and why.
 NOT_ONE_EVENT = {
@@ -95,6 +99,9 @@ NOT_ONE_EVENT = {
     "sensitive.lock": "forgets keys held in memory; nothing on disk changes",
     "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
     "grants.grants": "reads only",
+    "binding.record": "the binding row of one encrypted write, inside that write's transaction",
+    "binding.verify": "reads only",
+    "binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
     "repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
     "scopes.scopes": "reads only",
     "sensitive.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch of files "

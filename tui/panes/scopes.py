@@ -118,7 +118,7 @@ class ScopesPane(Vertical):
                  f"{info.memories:,} memories: " + ", ".join(f"{n} {t}" for t, n in info.by_type.items())]
         if info.sensitive:
             lock = "LOCKED (ctrl+u unlocks)" if info.locked else "unlocked (ctrl+l locks every scope)"
-            lines.append(f"sensitive · {info.encrypted:,} encrypted · {lock}")
+            lines.append(f"sensitive · {info.encrypted:,} encrypted, {info.bound:,} bound by engram · {lock}")
         else:
             lines.append("not sensitive (m marks it and encrypts every memory)")
         if isinstance(info.grant, Grant):

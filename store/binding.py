@@ -1,0 +1,136 @@
+"""The binding manifest: what memoryd's file format cannot tell.
+
+A ``.md.enc`` authenticates only against its scope (the AAD), so two files of one scope can be swapped, or an
+older version restored, and still decrypt. Engram keeps, per encrypted memory, a version that grows with every
+write and two HMACs keyed from the scope key (HKDF, so the scope key itself is never used twice): one over slug,
+version and the file's bytes, one over the plaintext. Reading compares:
+
+- the file MAC matches: ``bound``;
+- no entry (memoryd wrote the file): ``unbound``; engram binds it once it has decrypted it (``engram repair``,
+  or unlocking in the console);
+- the plaintext names another slug: ``swapped``;
+- the frontmatter's ``updated_at`` is older than when it was bound, or equal with other text: ``rolled_back``;
+- same text encrypted again, or a newer version: ``changed`` (memoryd edited it): bound again by repair.
+
+Nothing of the plaintext is stored: only keyed MACs, in engram's own table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from store.frontmatter import MemoryDoc, index_datetime
+from store.index import Binding
+
+if TYPE_CHECKING:
+    from store.service import Store
+
+INFO = b"engram-binding/1"
+BOUND, UNBOUND, SWAPPED, ROLLED_BACK, CHANGED = "bound", "unbound", "swapped", "rolled_back", "changed"
+
+
+def binding_key(scope_key: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=INFO).derive(scope_key)
+
+
+def file_mac(key: bytes, slug: str, version: int, data: bytes) -> str:
+    message = slug.encode("utf-8") + b"\0" + str(version).encode("ascii") + b"\0" + hashlib.sha256(data).digest()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def content_mac(key: bytes, plaintext: bytes) -> str:
+    return hmac.new(key, b"content\0" + plaintext, hashlib.sha256).hexdigest()
+
+
+def record(store: Store, doc: MemoryDoc, data: bytes, plaintext: bytes) -> None:
+    """Bind the encrypted file ``data`` just written for ``doc`` (inside the write's index transaction)."""
+    if not store.index.has(Binding):
+        return  # a root opened read-only, or by an index without engram's tables: nothing is written anyway
+    fm = doc.frontmatter
+    key = binding_key(store.keys.key_for(fm.scope_hash))
+    old = Binding.get_or_none(Binding.slug == fm.slug)
+    version = old.version + 1 if old else 1
+    Binding.insert(slug=fm.slug, scope_hash=fm.scope_hash, version=version,
+                   updated_at=index_datetime(fm.updated_at or fm.created_at),
+                   file_mac=file_mac(key, fm.slug, version, data), content_mac=content_mac(key, plaintext),
+                   bound_at=store.now().isoformat()).on_conflict_replace().execute()
+
+
+def forget(slug: str) -> None:
+    """The memory is plaintext now (or gone): its binding no longer means anything."""
+    Binding.delete().where(Binding.slug == slug).execute()
+
+
+@dataclass(frozen=True)
+class BindingState:
+    state: str
+    detail: str = ""
+
+
+def verify(store: Store, relpath: str, data: bytes, doc: MemoryDoc, plaintext: bytes) -> BindingState:
+    """The state of the encrypted file at ``relpath`` (its bytes ``data``, decrypted to ``doc``)."""
+    if not store.index.has(Binding):
+        return BindingState(UNBOUND, "this index has no binding table")
+    slug = PurePosixPath(relpath).name.removesuffix(".md.enc")  # memoryd names each file by its slug
+    entry = Binding.get_or_none(Binding.slug == slug)
+    if entry is None:
+        return BindingState(UNBOUND, "written by memoryd, or before engram bound files")
+    key = binding_key(store.keys.key_for(entry.scope_hash))
+    if hmac.compare_digest(entry.file_mac, file_mac(key, slug, entry.version, data)):
+        return BindingState(BOUND)
+    fm = doc.frontmatter
+    if fm.slug != slug:
+        return BindingState(SWAPPED, f"{relpath} holds the memory {fm.slug}, not {slug}")
+    if hmac.compare_digest(entry.content_mac, content_mac(key, plaintext)):
+        return BindingState(CHANGED, "the same text, encrypted again outside engram")
+    updated = index_datetime(fm.updated_at or fm.created_at) or ""
+    if updated <= (entry.updated_at or ""):
+        return BindingState(ROLLED_BACK, f"an older version: updated_at {updated}, bound at version "
+                                         f"{entry.version} with updated_at {entry.updated_at}")
+    return BindingState(CHANGED, f"a newer version written outside engram (updated_at {updated})")
+
+
+def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, bytes, bytes]]) -> int:
+    """Bind files of a scope engram has just decrypted and accepted (unbound, or changed by memoryd): one
+    audited change. ``items`` are (relpath, doc, file bytes, plaintext)."""
+    from store.service import Change  # the write path builds on this module
+
+    if not items:
+        return 0
+
+    def update() -> None:
+        for _, doc, data, plaintext in items:
+            record(store, doc, data, plaintext)
+
+    store.apply(Change("files_bound", scope_hash, scope_hash,
+                       {"count": len(items), "slugs": [doc.frontmatter.slug for _, doc, _, _ in items]},
+                       index_update=update))
+    return len(items)
+
+
+def bind_unbound(store: Store, files: dict[str, list[str]]) -> int:
+    """Bind the given encrypted files (relpaths by scope) that decrypt now and are still unbound or changed by
+    memoryd; a file that fails to decrypt, or reads as swapped or rolled back, is left for a person."""
+    from store.crypto import decrypt
+    from store.frontmatter import parse
+
+    bound = 0
+    for scope, relpaths in sorted(files.items()):
+        if not store.keys.can_open(scope):
+            continue
+        items = []
+        for rel in relpaths:
+            data = store.layout.resolve(rel).read_bytes()
+            plaintext = decrypt(data, store.keys.key_for(scope), scope, rel)
+            doc = parse(plaintext, rel)
+            if verify(store, rel, data, doc, plaintext).state in (UNBOUND, CHANGED):
+                items.append((rel, doc, data, plaintext))
+        bound += bind_files(store, scope, items)
+    return bound

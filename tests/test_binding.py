@@ -1,0 +1,109 @@
+"""The binding manifest: files engram encrypts are bound; swapped and rolled-back files are flagged, not
+accepted; memoryd's files are bound once they decrypt; memoryd's later edits are told apart from rollbacks."""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timedelta, timezone
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from store.binding import BOUND, CHANGED, ROLLED_BACK, SWAPPED, UNBOUND, verify
+from store.check import check
+from store.explain import explain
+from store.crypto import derive_passphrase_key
+from store.frontmatter import parse, serialize
+from store.index import Binding, Memory
+from store.memories import edit_memory
+from store.repair import repair
+from store.sensitive import mark_sensitive, unmark_sensitive
+
+PASSPHRASE = "engram-fixture-passphrase-2026"
+FINANCE, WEB = "35998c22af79", "710d5aaf7a15"
+
+
+def state(store, rel: str) -> str:
+    data = store.layout.resolve(rel).read_bytes()
+    plaintext = store.read_bytes(rel)
+    return verify(store, rel, data, parse(plaintext, rel), plaintext).state
+
+
+def finance_files(store) -> list[str]:
+    return [m.body_path for m in Memory.select().where(Memory.scope_hash == FINANCE).order_by(Memory.slug)]
+
+
+def test_memoryd_files_are_unbound_until_repair_binds_them(store):
+    rels = finance_files(store)
+    assert {state(store, r) for r in rels} == {UNBOUND}
+    assert len(check(store).unbound[FINANCE]) == len(rels)
+    repair(store)
+    assert {state(store, r) for r in rels} == {BOUND}
+    assert check(store).unbound == {}
+
+
+def test_files_engram_encrypts_are_bound_and_unmark_forgets_them(store):
+    mark_sensitive(store, WEB)
+    rels = [m.body_path for m in Memory.select().where(Memory.scope_hash == WEB)]
+    assert {state(store, r) for r in rels} == {BOUND}
+    unmark_sensitive(store, WEB)
+    assert Binding.select().where(Binding.scope_hash == WEB).count() == 0
+
+
+def test_two_swapped_files_are_flagged_and_not_repaired(store, fixture_root):
+    repair(store)
+    a, b = finance_files(store)[:2]
+    pa, pb = store.layout.resolve(a), store.layout.resolve(b)
+    da, db = pa.read_bytes(), pb.read_bytes()
+    pa.write_bytes(db)
+    pb.write_bytes(da)
+    assert state(store, a) == SWAPPED and state(store, b) == SWAPPED
+    flagged = {f.path for f in check(store).of("binding_mismatch")}
+    assert flagged == {a, b}
+    assert {f.path for f in repair(store).remaining.of("binding_mismatch")} == {a, b}  # a person decides
+    shown = explain(store, Memory.get(Memory.body_path == a).slug)
+    assert "Warning: this file was swapped." in shown
+
+
+def test_an_older_version_restored_is_flagged_as_rolled_back(store):
+    repair(store)
+    rel = finance_files(store)[0]
+    old = store.layout.resolve(rel).read_bytes()
+    slug = Memory.get(Memory.body_path == rel).slug
+    store.clock = lambda: datetime(2027, 1, 1, tzinfo=timezone.utc)  # the edit is newer than the file
+    edit_memory(store, slug, title="A newer title")
+    assert state(store, rel) == BOUND
+    store.layout.resolve(rel).write_bytes(old)
+    assert state(store, rel) == ROLLED_BACK
+    assert [f.path for f in check(store).of("binding_mismatch")] == [rel]
+
+
+def memoryd_rewrite(store, rel: str, **changes) -> None:
+    """Write the file as memoryd would: its own encryption of the (changed) memory, no binding update."""
+    doc = store.read_doc(rel)
+    if changes:
+        doc = type(doc)(frontmatter=doc.frontmatter.replace(**changes), body=doc.body)
+    key = derive_passphrase_key(PASSPHRASE, FINANCE)
+    nonce = bytes(range(12))
+    sealed = AESGCM(key).encrypt(nonce, serialize(doc), FINANCE.encode())
+    store.layout.resolve(rel).write_bytes(base64.b64encode(nonce + sealed))
+
+
+def test_memoryds_later_edits_are_changes_not_rollbacks_and_repair_binds_them(store):
+    repair(store)
+    first, second = finance_files(store)[:2]
+    memoryd_rewrite(store, first)  # the same text, encrypted again
+    doc = store.read_doc(second)
+    memoryd_rewrite(store, second, title="Edited by memoryd",
+                    updated_at=(doc.frontmatter.updated_at or doc.frontmatter.created_at) + timedelta(days=1))
+    assert state(store, first) == CHANGED and state(store, second) == CHANGED
+    report = check(store)
+    assert {f.path for f in report.of("changed_outside")} == {first, second} and not report.of("binding_mismatch")
+    repair(store)
+    assert state(store, first) == BOUND and state(store, second) == BOUND
+
+
+def test_the_manifest_holds_no_plaintext(store, fixture_root):
+    repair(store)
+    titles = [m.title for m in Memory.select().where(Memory.scope_hash == FINANCE)]
+    rows = [tuple(map(str, r)) for r in Binding.select().tuples()]
+    assert rows and not any(t in value for t in titles for row in rows for value in row)
