@@ -12,7 +12,7 @@ from typing import Any
 from store import binding
 from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse
-from store.index import AuditOutbox, Memory, Promotion
+from store.index import AuditOutbox, Memory, Promotion, Rekey
 from store.promotions import promoted_slug
 from store.scan import FileEntry, walk
 from store.service import Store
@@ -39,6 +39,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "audit_pending": ("audit event committed but not yet appended to the log", True),
     "binding_mismatch": ("encrypted file swapped with another or rolled back to an older version", False),
     "changed_outside": ("encrypted file rewritten outside engram since it was bound (memoryd?)", True),
+    "rekey_interrupted": ("rekey under way: files under two keys; run `engram scope rekey` again", False),
 }
 
 
@@ -124,6 +125,10 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
             report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
     _wrong_keys(files, report)
     _check_promotions(rows, report)
+    for rekey in Rekey.select() if store.index.has(Rekey) else []:
+        report.add("rekey_interrupted", f"scopes/{rekey.scope_hash}",
+                   f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
+                   scope_hash=rekey.scope_hash)
     outbox = AuditOutbox.select() if store.index.has(AuditOutbox) else []
     for row in outbox:  # a read-only root written by another tool may not have engram's table
         report.add("audit_pending", None, f"event {row.op_id}", op_id=row.op_id)

@@ -89,6 +89,10 @@ class KeyRing:
         self.passphrase = None
         self._keys.clear()
 
+    def adopt(self, scope_hash: str, key: bytes) -> None:
+        """Use ``key`` for the scope from now on (after a rekey, the scope no longer opens with the old one)."""
+        self._keys[scope_hash] = key
+
     def can_open(self, scope_hash: str) -> bool:
         """Whether this session can read the scope without asking: its key is derived or derivable."""
         return scope_hash in self._keys or (self.key_source == "passphrase" and self.passphrase is not None)
@@ -147,6 +151,23 @@ def keyring_password(service: str, user: str) -> str | None:
         return keyring.get_password(service, user)
     except (KeyringError, RuntimeError) as exc:  # NoKeyringError is both
         raise KeyUnavailable(f"no usable OS keyring on this machine ({exc}); {KEYRING_HELP}") from None
+
+
+def new_random_scope_key(scope_hash: str) -> bytes:
+    """A random key for the scope, saved in the OS keyring before anything is encrypted with it (so no file
+    can end up under a key that exists nowhere). A key already there (an interrupted rekey) is reused."""
+    import keyring
+    from keyring.errors import KeyringError
+
+    existing = keyring_password(RANDOM_KEY_SERVICE, scope_hash)
+    if existing:
+        return _keyring_scope_key(scope_hash)
+    key = os.urandom(32)
+    try:
+        keyring.set_password(RANDOM_KEY_SERVICE, scope_hash, base64.b64encode(key).decode("ascii"))
+    except (KeyringError, RuntimeError) as exc:
+        raise KeyUnavailable(f"could not save the new key in the OS keyring ({exc}); {KEYRING_HELP}") from None
+    return _keyring_scope_key(scope_hash)  # read back: what memoryd will read
 
 
 def _keyring_scope_key(scope_hash: str) -> bytes:

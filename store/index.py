@@ -209,8 +209,17 @@ class Binding(_Base):
         table_name = "engram_binding"
 
 
+class Rekey(_Base):
+    scope_hash = TextField(primary_key=True)
+    started_at = TextField()
+    new_source = TextField()
+
+    class Meta:
+        table_name = "engram_rekey"
+
+
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding)
+          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding, Rekey)
 
 
 class Index:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import keyring
 import pytest
+from keyring.backend import KeyringBackend
 
 from store.crypto import KeyRing
 from store.service import Store
@@ -47,3 +49,31 @@ def unlocked_keys() -> KeyRing:
 def store(fixture_root: Path, unlocked_keys: KeyRing):
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as s:
         yield s
+
+
+class MemoryKeyring(KeyringBackend):
+    """An OS keyring stand-in holding secrets in a dict."""
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service, username):
+        return self.secrets.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.secrets[(service, username)] = password
+
+    def delete_password(self, service, username):
+        self.secrets.pop((service, username), None)
+
+
+@pytest.fixture
+def memory_keyring():
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from textual.app import App
@@ -23,3 +26,12 @@ async def settle(app: App, pilot: Pilot) -> None:
         except WorkerCancelled:  # an exclusive worker (detail, load) replaced by a newer one
             pass
         await pilot.pause()
+
+
+def run_engram(root: Path, *args: str, env: dict[str, str], crash: str | None = None) -> int:
+    """``engram ARGS --root ROOT`` in a real process (so a crash point can kill it); its exit code."""
+    full = {**os.environ, **env, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    if crash:
+        full["ENGRAM_CRASH_AT"] = crash
+    return subprocess.run([sys.executable, "-m", "tui.cli", *args, "--root", str(root)], env=full,
+                          capture_output=True).returncode

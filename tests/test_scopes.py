@@ -8,9 +8,7 @@ import json
 import os
 from datetime import datetime, timedelta, timezone
 
-import keyring
 import pytest
-from keyring.backend import KeyringBackend
 
 from store import grants as grants_mod
 from store.crypto import KeyRing, derive_passphrase_key, encrypt
@@ -133,34 +131,6 @@ def test_unlock_lock_and_a_wrong_passphrase(fixture_root):
         assert store.keys.can_open(HEALTH)
         lock(store)
         assert not store.keys.can_open(HEALTH) and store.keys.passphrase is None
-
-
-class MemoryKeyring(KeyringBackend):
-    """An OS keyring stand-in holding secrets in a dict."""
-
-    priority = 1
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service, username):
-        return self.secrets.get((service, username))
-
-    def set_password(self, service, username, password):
-        self.secrets[(service, username)] = password
-
-    def delete_password(self, service, username):
-        self.secrets.pop((service, username), None)
-
-
-@pytest.fixture
-def memory_keyring():
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 def test_random_key_mode_reads_per_scope_keys_from_the_os_keyring(fixture_root, memory_keyring):

@@ -7,8 +7,6 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from store.sensitive import mark_sensitive, unmark_sensitive
 from store.service import Store
 
 from conftest import PASSPHRASE
+from helpers import run_engram
 
 SCOPE = "5727cb99a38b"
 CANARY = b"CANARY-7f3e-sensitive-body"
@@ -112,12 +111,7 @@ def test_no_key_changes_nothing(fixture_root):
 
 
 def run_cli(root: Path, *args: str, crash: str | None = None) -> int:
-    env = {**os.environ, "MEMORYD_MASTER_PASSPHRASE": PASSPHRASE,
-           "PYTHONPATH": str(Path(__file__).parent.parent)}
-    if crash:
-        env["ENGRAM_CRASH_AT"] = crash
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args, "--root", str(root)], env=env,
-                          capture_output=True).returncode
+    return run_engram(root, *args, env={"MEMORYD_MASTER_PASSPHRASE": PASSPHRASE}, crash=crash)
 
 
 @pytest.mark.parametrize("point", faults.POINTS)

@@ -99,6 +99,7 @@ NOT_ONE_EVENT = {
     "sensitive.lock": "forgets keys held in memory; nothing on disk changes",
     "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
     "grants.grants": "reads only",
+    "rekey.rekey": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
     "binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "binding.verify": "reads only",
     "binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import json
 import sys
 from collections.abc import Callable
@@ -28,7 +29,8 @@ from store.scopes import default_discovery_dirs, scopes
 from store.sensitive import check_key, mark_sensitive, resolve_scope, unmark_sensitive
 from store.settings import load_settings
 from store.demo import DEMO_PASSPHRASE, build_demo
-from store.errors import StoreError, WrongKey
+from store.errors import KeyUnavailable, StoreError, WrongKey
+from store.rekey import new_key_for, rekey
 from store.paths import engram_state_dir
 from store.rebuild import open_for_rebuild, rebuild_index
 from store.repair import repair
@@ -36,6 +38,7 @@ from store.service import Store
 from store.stats import counts, list_memories
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
+NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
                        ("unlock-check", "check that the key opens the scope's files (0 opens, 1 wrong key)")):
         p = scope.add_parser(verb, parents=[common, report], help=what)
         p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+    p = scope.add_parser("rekey", parents=[common, report],
+                         help="re-encrypt every memory under a new key (resumable: rerun after a crash)")
+    p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+    p.add_argument("--to", choices=["passphrase", "random"], default="passphrase",
+                   help="the new key source (default: a new passphrase, from ENGRAM_NEW_PASSPHRASE or a prompt)")
     scopes_cmd = sub.add_parser("scopes", parents=[common, report],
                                 help="every scope: label, memories, sensitive and lock state, grant, findings")
     scopes_cmd.add_argument("--discover", action="append", type=Path, metavar="DIR", default=None,
@@ -317,6 +325,30 @@ def _scope_convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _rekey(args: argparse.Namespace) -> int:
+    with _open_with_key(args) as store:
+        scope, _ = resolve_scope(store, args.scope)
+        passphrase = None if args.to == "random" else _new_passphrase()
+        key = new_key_for(scope, args.to, passphrase, store.keys.kdf_iters)
+        done = rekey(store, scope, key, args.to)
+    _emit(args, vars(done), f"scope {scope}: re-encrypted {done.done} memories under the new key "
+                            f"({done.batches} batches)")
+    return EXIT_OK
+
+
+def _new_passphrase() -> str:
+    """From ENGRAM_NEW_PASSPHRASE, else typed twice at a terminal (masked)."""
+    given = os.environ.get(NEW_PASSPHRASE_ENV)
+    if given:
+        return given
+    if not sys.stdin.isatty():
+        raise KeyUnavailable(f"the new passphrase: set {NEW_PASSPHRASE_ENV}, or run this at a terminal")
+    first = getpass.getpass("new passphrase: ")
+    if not first or getpass.getpass("the same again: ") != first:
+        raise KeyUnavailable("the two new passphrases differ (or are empty): nothing changed")
+    return first
+
+
 def _unlock_check(args: argparse.Namespace) -> int:
     with _open_with_key(args) as store:
         scope, _ = resolve_scope(store, args.scope)
@@ -370,6 +402,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "promotions list": _promotions_list, "promotions approve": _promotions_decide,
     "promotions reject": _promotions_decide, "promotions defer": _promotions_decide,
     "scope mark": _scope_convert, "scope unmark": _scope_convert, "scope unlock-check": _unlock_check,
+    "scope rekey": _rekey,
     "scopes": _scopes, "grant": _grant, "revoke": _revoke,
 }
 
