@@ -218,8 +218,17 @@ class Rekey(_Base):
         table_name = "engram_rekey"
 
 
+class ScopeLabel(_Base):
+    scope_hash = TextField(primary_key=True)
+    label = TextField()
+    set_at = TextField()
+
+    class Meta:
+        table_name = "engram_scope_labels"
+
+
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding, Rekey)
+          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding, Rekey, ScopeLabel)
 
 
 class Index:

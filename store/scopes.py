@@ -22,9 +22,9 @@ from store.errors import StoreError
 from store.grants import Grant, grants
 from peewee import fn
 
-from store.index import Binding, Entity, Memory, Promotion, Trigger
+from store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger
 from store.paths import scope_hash_for
-from store.service import Store
+from store.service import Change, Store
 
 UNSCOPED = "_unscoped"
 
@@ -33,7 +33,7 @@ UNSCOPED = "_unscoped"
 class ScopeInfo:
     scope_hash: str
     label: str | None = None  # the project directory, when anything tells it
-    label_from: str | None = None  # sensitive_scopes, grant, discovered
+    label_from: str | None = None  # you, sensitive_scopes, grant, codex cwd, discovered
     by_type: dict[str, int] = field(default_factory=dict)
     sensitive: bool = False
     locked: bool = False  # sensitive and this session has no key for it
@@ -99,6 +99,9 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
         s.grant = grant
         if s.label is None and isinstance(grant, Grant) and grant.scope_root:
             s.label, s.label_from = grant.scope_root, "grant"
+    for scope, label in ScopeLabel.select(ScopeLabel.scope_hash, ScopeLabel.label).tuples() \
+            if store.index.has(ScopeLabel) else []:
+        info(scope).label, info(scope).label_from = label, "you"  # a person's name for it beats any guess
     for s in infos.values():
         if s.label is None and s.scope_hash != UNSCOPED:
             s.label = _codex_cwd(store, s.scope_hash)
@@ -116,6 +119,18 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
             s.plaintext_files = s.memories - s.encrypted
             s.index_leaks = _index_leaks(s.scope_hash)
     return sorted(infos.values(), key=lambda s: (-s.memories, s.scope_hash))
+
+
+def set_label(store: Store, scope_hash: str, label: str) -> None:
+    """Name a scope (an empty label removes the name); audited as ``scope_labeled``."""
+    label = " ".join(label.split())
+
+    def update() -> None:
+        ScopeLabel.delete().where(ScopeLabel.scope_hash == scope_hash).execute()
+        if label:
+            ScopeLabel.insert(scope_hash=scope_hash, label=label, set_at=store.now().isoformat()).execute()
+
+    store.apply(Change("scope_labeled", scope_hash, scope_hash, {"label": label or None}, index_update=update))
 
 
 def discover_roots(bases: Iterable[Path], wanted: set[str], depth: int = 2) -> dict[str, str]:

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,10 @@ def assert_encrypted(root: Path, files: dict[str, bytes]) -> None:
         assert enc.parent.stat().st_mode & 0o777 == 0o700
 
 
-def test_mark_encrypts_every_memory_readably_for_memoryd(fixture_root):
+def test_mark_encrypts_every_memory_readably_for_memoryd(fixture_root, tmp_path, monkeypatch):
+    temp_dir = tmp_path / "tmp"
+    temp_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp_dir))  # where anything asking for a temp file would go
     files = planted(fixture_root)
     with Store.open(fixture_root, keys=KeyRing(passphrase=PASSPHRASE)) as store:
         done = mark_sensitive(store, SCOPE)
@@ -86,7 +90,7 @@ def test_mark_encrypts_every_memory_readably_for_memoryd(fixture_root):
     assert events.count("memory_encrypted") == -(-len(files) // 50)
     # engram writes nowhere else: temp files live beside their target, and $EDITOR is refused in sensitive scopes
     engram_dirs = [Path(os.environ[v]) for v in ("XDG_STATE_HOME", "XDG_CONFIG_HOME") if Path(os.environ[v]).exists()]
-    assert scan_for_canary(fixture_root, *engram_dirs) == []
+    assert scan_for_canary(fixture_root, temp_dir, *engram_dirs) == []
 
 
 def test_unmark_gives_back_the_same_bytes(fixture_root):

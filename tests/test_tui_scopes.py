@@ -4,11 +4,13 @@ and in search; files, index and audit checked afterwards."""
 
 from __future__ import annotations
 
+import base64
 import json
 
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
-from store.crypto import KeyRing
+from store.crypto import KeyRing, derive_passphrase_key
 from store.index import Memory
 from store.service import Store
 from tui.app import EngramApp
@@ -153,3 +155,40 @@ async def test_locked_rows_in_queue_and_search(fixture_root):
             await pilot.press("enter", "ctrl+u", *PASSPHRASE, "enter")  # from the results: in the query box
             await settle(app, pilot)  # ctrl+u deletes to the line's start. The index is built again, query rerun
             assert hits.hits and "locked" not in hits.row_text(0).plain and " enc" in hits.row_text(0).plain
+
+
+async def test_name_a_scope_and_rekey_it(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pane = await to_scope(app, pilot, FINANCE)
+        await pilot.press("l", *"Client books", "enter")
+        await settle(app, pilot)
+        info = {i.scope_hash: i for i in pane.infos}[FINANCE]
+        assert (info.label, info.label_from) == ("Client books", "you")
+        await to_scope(app, pilot, FINANCE)
+        await pilot.press("K", "y", *"new-pass-1", "enter", *"new-pass-1", "enter")
+        await settle(app, pilot)
+    key = derive_passphrase_key("new-pass-1", FINANCE)
+    for path in (fixture_root / "scopes" / FINANCE).rglob("*.md.enc"):
+        raw = base64.b64decode(path.read_bytes())
+        assert AESGCM(key).decrypt(raw[:12], raw[12:], FINANCE.encode()).startswith(b"---")
+    kinds = [e["event_type"] for e in events(fixture_root)]
+    assert "scope_labeled" in kinds and kinds[-1] == "scope_rekeyed"
+
+
+async def test_a_tampered_file_is_an_error_for_that_memory_only(store, fixture_root):
+    row = Memory.get(Memory.scope_hash == FINANCE)
+    path = fixture_root / row.body_path
+    path.write_bytes(path.read_bytes()[:-8] + b"AAAAAAA=")
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.open_memory(row.slug)
+        await settle(app, pilot)
+        shown = app.query_one("#search-memory").source
+        assert "cannot be opened" in shown and "does not authenticate" in shown
+        other = Memory.get((Memory.scope_hash == FINANCE) & (Memory.slug != row.slug))
+        app.open_memory(other.slug)
+        await settle(app, pilot)
+        assert other.title in app.query_one("#search-memory").source  # the rest of the scope still reads

@@ -8,6 +8,7 @@ import pytest
 
 from store.binding import bind_files
 from store.grants import issue_grant, revoke_grant
+from store.scopes import set_label
 from store import memories, promotions
 from store.domain import DecayState, MemoryType
 from store.errors import Conflict, UnsafePath
@@ -75,6 +76,7 @@ MUTATIONS = {
     "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
     "grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
     "grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
+    "scopes.set_label": ("scope_labeled", lambda s: set_label(s, "710d5aaf7a15", "Acme web shop")),
     "binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
         (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
         for rel in [Memory.get(Memory.scope_hash == "35998c22af79").body_path]])),

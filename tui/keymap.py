@@ -73,6 +73,8 @@ SCOPES_ACTIONS = (
     Action("scopes.unmark", "M", "unmark", "Unmark"),
     Action("scopes.grant", "i", "grant", "Issue grant"),
     Action("scopes.revoke", "R", "revoke", "Revoke grant"),
+    Action("scopes.rekey", "K", "rekey", "Rekey", show=False),
+    Action("scopes.label", "l", "label", "Name", show=False),
     Action("scopes.recheck", "c", "recheck", "Re-check drift"),
 )
 

@@ -17,13 +17,14 @@ from textual.widgets import DataTable, ProgressBar, Static
 from store.check import KINDS, Report, check
 from store.errors import StoreError
 from store.grants import Grant, issue_grant, revoke_grant
-from store.scopes import ScopeInfo, default_discovery_dirs, scopes
+from store.rekey import new_key_for, rekey
+from store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
 from store.sensitive import Progress, mark_sensitive, unmark_sensitive
 from store.service import Store
 from store.stats import Counts, counts
 from tui.keymap import SCOPES_ACTIONS, bindings
 from tui.screens.grant import GrantScreen
-from tui.screens.prompt import Confirm
+from tui.screens.prompt import Confirm, TextPrompt
 from tui.tables import FitTable, fit_columns
 
 
@@ -187,6 +188,65 @@ class ScopesPane(Vertical):
         else:
             verb = "encrypted" if encrypt else "decrypted"
             self.app.call_from_thread(self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
+        self.app.call_from_thread(setattr, bar, "display", False)
+        self.app.call_from_thread(self.after_change, True)
+
+    def action_label(self) -> None:
+        info = self.current
+        if info is None:
+            return
+
+        def named(text: str | None) -> None:
+            if text is None:
+                return
+            try:
+                set_label(self.store, info.scope_hash, text)
+            except StoreError as exc:
+                self.notify(str(exc), title="Not named", severity="error")
+                return
+            self.after_change()
+        self.app.push_screen(TextPrompt(f"Name for scope {info.scope_hash} (empty: no name)",
+                                        value=info.label if info.label_from == "you" else ""), named)
+
+    def action_rekey(self) -> None:
+        """A new passphrase for the scope, typed twice; every file is re-encrypted in a worker."""
+        info = self.current
+        if info is None or not info.sensitive:
+            self.notify("only a sensitive scope has a key to change", timeout=3)
+            return
+        if self.store.keys.key_source != "passphrase":
+            self.notify("random-key mode: run `engram scope rekey SCOPE --to random`", timeout=6)
+            return
+
+        def second(first: str | None) -> None:
+            if first:
+                self.app.push_screen(TextPrompt("The new passphrase again", password=True),
+                                     lambda again: self.start_rekey(info, first, again))
+
+        def go() -> None:
+            self.app.push_screen(TextPrompt(f"New passphrase for {info.name}", password=True), second)
+        self._confirmed_with_key(info, f"Re-encrypt the {info.encrypted:,} memories of {info.name} under a new "
+                                       "passphrase? memoryd then needs that passphrase for this scope. (y/n)", go)
+
+    def start_rekey(self, info: ScopeInfo, first: str, again: str | None) -> None:
+        if again != first:
+            self.notify("the two passphrases differ: nothing changed", severity="error")
+            return
+        self.run_rekey(info.scope_hash, first)
+
+    @work(thread=True, exclusive=True, group="scopes-convert")
+    def run_rekey(self, scope_hash: str, passphrase: str) -> None:
+        bar = self.query_one("#scope-progress", ProgressBar)
+        self.app.call_from_thread(setattr, bar, "display", True)
+        try:
+            key = new_key_for(scope_hash, "passphrase", passphrase, self.store.keys.kdf_iters)
+            done = rekey(self.store, scope_hash, key, progress=lambda n, total: self.app.call_from_thread(
+                bar.update, total=total, progress=n))
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
+        else:
+            self.app.call_from_thread(self.notify, f"scope {scope_hash}: {done.done:,} memories under the new key",
+                                      timeout=5)
         self.app.call_from_thread(setattr, bar, "display", False)
         self.app.call_from_thread(self.after_change, True)
 

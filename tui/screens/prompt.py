@@ -14,14 +14,14 @@ class TextPrompt(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question: str, placeholder: str = "", password: bool = False) -> None:
+    def __init__(self, question: str, placeholder: str = "", password: bool = False, value: str = "") -> None:
         super().__init__()
-        self.question, self.placeholder, self.password = question, placeholder, password
+        self.question, self.placeholder, self.password, self.value = question, placeholder, password, value
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self.question, classes="dialog-title")
-            yield Input(placeholder=self.placeholder, password=self.password, id="answer")
+            yield Input(self.value, placeholder=self.placeholder, password=self.password, id="answer")
             yield Label("enter ok · esc cancel", classes="hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
