@@ -11,7 +11,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
 from store.crypto import KeyRing, derive_passphrase_key
+from store.domain import MemoryType
+from store.frontmatter import Frontmatter, MemoryDoc
 from store.index import Memory
+from store.memories import create_memory
 from store.service import Store
 from tui.app import EngramApp
 from tui.panes.scopes import ScopesPane
@@ -192,3 +195,25 @@ async def test_a_tampered_file_is_an_error_for_that_memory_only(store, fixture_r
         app.open_memory(other.slug)
         await settle(app, pilot)
         assert other.title in app.query_one("#search-memory").source  # the rest of the scope still reads
+
+
+async def test_the_first_sensitive_scope_asks_for_its_passphrase_twice(tmp_path):
+    root = tmp_path / "root"  # a new root with no encrypted file: nothing to check a passphrase against
+    with Store.open(root, create=True, keys=KeyRing(), actor="engram-test") as store:
+        create_memory(store, MemoryDoc(frontmatter=Frontmatter(
+            title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=WEB, source="manual",
+            created_at=store.now()), body="120/h\n"))
+        app = EngramApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await to_scope(app, pilot, WEB)
+            await pilot.press("m", "y", *"first-pass", "enter", *"first-typo", "enter")
+            await settle(app, pilot)
+            assert any("differ" in n.message for n in app._notifications)
+            assert not list((root / "scopes" / WEB).rglob("*.md.enc"))
+            await pilot.press("m", "y", *"first-pass", "enter", *"first-pass", "enter")
+            await settle(app, pilot)
+    enc = next((root / "scopes" / WEB).rglob("*.md.enc"))
+    raw = base64.b64decode(enc.read_bytes())
+    key = derive_passphrase_key("first-pass", WEB)
+    assert AESGCM(key).decrypt(raw[:12], raw[12:], WEB.encode()).endswith(b"120/h\n")

@@ -115,7 +115,7 @@ class ScopesPane(Vertical):
     def show_detail(self, info: ScopeInfo) -> None:
         now = self.store.now()
         lines = [f"[b]{escape(info.name)}[/b]",
-                 f"scope {info.scope_hash}" + (f" · label from {info.label_from}" if info.label else " · no label found"),
+                 f"scope {info.scope_hash}" + (f" · label from {info.label_from}" if info.label else " · no label found (l names it)"),
                  f"{info.memories:,} memories: " + ", ".join(f"{n} {t}" for t, n in info.by_type.items())]
         if info.sensitive:
             lock = "LOCKED (ctrl+u unlocks)" if info.locked else "unlocked (ctrl+l locks every scope)"
@@ -164,9 +164,29 @@ class ScopesPane(Vertical):
                 return
             if self.store.keys.can_open(info.scope_hash):
                 then()
+            elif self.store.keys.key_source == "passphrase" and not any(i.encrypted for i in self.infos):
+                self.ask_first_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
             else:
                 self.app.ask_unlock(then, [info.scope_hash])
         self.app.push_screen(Confirm(question), answered)
+
+    def ask_first_passphrase(self, then: Callable[[], None]) -> None:
+        """The passphrase the first sensitive scope will be encrypted with, typed twice: a typo here would lock
+        the memories away from memoryd for good."""
+        def second(first: str | None) -> None:
+            if not first:
+                return
+
+            def compare(again: str | None) -> None:
+                if again != first:
+                    self.notify("the two passphrases differ: nothing changed", severity="error")
+                    return
+                self.store.keys.set_passphrase(first)
+                self.app.keys_changed()
+                then()
+            self.app.push_screen(TextPrompt("The same passphrase again", password=True), compare)
+        self.app.push_screen(TextPrompt("memoryd passphrase for sensitive scopes (the first one: choose it)",
+                                        password=True), second)
 
     @work(thread=True, exclusive=True, group="scopes-convert")
     def convert(self, scope_hash: str, scope_root: str | None, encrypt: bool) -> None:
@@ -253,6 +273,9 @@ class ScopesPane(Vertical):
     def action_grant(self) -> None:
         info = self.current
         if info is None:
+            return
+        if not info.sensitive:
+            self.notify("agents read a scope that is not sensitive without a grant", timeout=4)
             return
 
         def chosen(answer: tuple[str, str | None] | None) -> None:
