@@ -1,5 +1,5 @@
 """Marking a scope sensitive: time and per-file cost of encrypting every memory of one ~5k-memory scope of a copy
-of the 20k demo root (built by bench_store.py), and of unmarking it again.
+of the 20k demo root (built by bench_store.py), of rekeying it to a new passphrase, and of unmarking it again.
 
 Usage: python bench/bench_sensitive.py [--root bench/roots/demo-20000]
 Latest figures: docs/performance.md.
@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store.crypto import KeyRing  # noqa: E402
 from store.demo import DEMO_PASSPHRASE, PROJECTS, scope_hash_of  # noqa: E402
+from store.rekey import new_key_for, rekey  # noqa: E402
 from store.sensitive import mark_sensitive, unmark_sensitive  # noqa: E402
 from store.service import Store  # noqa: E402
 
@@ -35,10 +36,14 @@ def main() -> None:
             done = mark_sensitive(store, scope)
             marked = time.perf_counter() - t
             t = time.perf_counter()
+            rekey(store, scope, new_key_for(scope, "passphrase", "a-new-bench-passphrase", store.keys.kdf_iters))
+            rekeyed = time.perf_counter() - t
+            t = time.perf_counter()
             unmark_sensitive(store, scope)
             unmarked = time.perf_counter() - t
         print(f"scope {scope}: {done.files} memories in {done.batches} batches")
         print(f"mark:   {marked:.1f} s, {1000 * marked / done.files:.2f} ms per file (key derived once: ~0.25 s)")
+        print(f"rekey:  {rekeyed:.1f} s, {1000 * rekeyed / done.files:.2f} ms per file (every file read first)")
         print(f"unmark: {unmarked:.1f} s, {1000 * unmarked / done.files:.2f} ms per file")
 
 
