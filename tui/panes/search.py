@@ -115,7 +115,7 @@ class SearchPane(Vertical):
 
     @on(HitList.Selected)
     def _selected(self, event: HitList.Selected) -> None:
-        self.open_memory(event.hit.slug)
+        self.open_memory(self.query_one(HitList).hits[event.row].slug)
 
     def action_open(self) -> None:
         hit = self.query_one(HitList).current
