@@ -54,3 +54,21 @@ def test_help(app, snap_compare):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=help_open)
+
+
+def test_audit(app, snap_compare):
+    async def audit_open(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=audit_open)
+
+
+def test_scopes(app, snap_compare):
+    async def scopes_open(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("7", "down", "down", "down")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=scopes_open)

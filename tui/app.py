@@ -23,6 +23,7 @@ from store.settings import Settings
 from store.stats import pending_count
 from themes import theme_specs
 from tui.keymap import ALL_ACTIONS, APP_ACTIONS, PANES, bindings, unknown_ids
+from tui.panes.audit import AuditPane
 from tui.panes.later import LaterPane
 from tui.panes.queue import QueuePane
 from tui.panes.scopes import ScopesPane
@@ -57,9 +58,11 @@ class EngramApp(App[None]):
                 yield QueuePane(self.store)
             with TabPane("2 Search", id="search"):
                 yield SearchPane(self.store)
-            for n, name in enumerate(PANES[2:6], 3):
+            for n, name in enumerate(PANES[2:5], 3):
                 with TabPane(f"{n} {name.capitalize()}", id=name):
                     yield LaterPane(name)
+            with TabPane("6 Audit", id="audit"):
+                yield AuditPane(self.store)
             with TabPane("7 Scopes", id="scopes"):
                 yield ScopesPane(self.store)
         yield Footer()
@@ -104,7 +107,8 @@ class EngramApp(App[None]):
 
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
-        target = {"queue": "#queue-table", "search": "#search-query", "scopes": "#scope-list"}.get(name)
+        target = {"queue": "#queue-table", "search": "#search-query", "scopes": "#scope-list",
+                  "audit": "#audit-lines"}.get(name)
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
         self.set_focus(self.query_one(target) if target is not None else None)
 
@@ -160,7 +164,7 @@ class EngramApp(App[None]):
             owner = action.id.split(".")[0]
             if owner == "app":
                 yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
-            elif owner in ("queue", "search", "scopes"):
-                pane = {"queue": QueuePane, "search": SearchPane, "scopes": ScopesPane}[owner]
+            elif owner in ("queue", "search", "scopes", "audit"):
+                pane = {"queue": QueuePane, "search": SearchPane, "scopes": ScopesPane, "audit": AuditPane}[owner]
                 yield SystemCommand(f"{owner.capitalize()}: {action.description}", action.id,
                                     lambda a=action, p=pane: self.query_one(p).run_action(a.action))

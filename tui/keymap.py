@@ -24,6 +24,14 @@ class Action:
         return Binding(self.keys, self.action, self.description, show=self.show, id=self.id)
 
 
+def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
+    """j k g G on a pane whose list is a LineList (the pane's ``move`` action forwards to it)."""
+    return (Action(f"{owner}.down", "j", "move(1)", "Down", show=False),
+            Action(f"{owner}.up", "k", "move(-1)", "Up", show=False),
+            Action(f"{owner}.top", "g", "move('-all')", top, show=False),
+            Action(f"{owner}.bottom", "G", "move('all')", bottom, show=False))
+
+
 PANES = ("queue", "search", "supersedes", "decay", "graph", "audit", "scopes")
 
 APP_ACTIONS = (
@@ -62,10 +70,7 @@ SEARCH_ACTIONS = (
     Action("search.focus", "slash", "focus_query", "Search"),
     Action("search.open", "enter", "open", "Open"),
     Action("search.back", "escape", "back", "Back"),
-    Action("search.down", "j", "move(1)", "Down", show=False),
-    Action("search.up", "k", "move(-1)", "Up", show=False),
-    Action("search.top", "g", "move('-all')", "Top", show=False),
-    Action("search.bottom", "G", "move('all')", "Bottom", show=False),
+    *list_moves("search", "Top", "Bottom"),
 )
 
 SCOPES_ACTIONS = (
@@ -78,7 +83,16 @@ SCOPES_ACTIONS = (
     Action("scopes.recheck", "c", "recheck", "Re-check drift"),
 )
 
-ALL_ACTIONS = APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SCOPES_ACTIONS
+AUDIT_ACTIONS = (
+    Action("audit.filter", "slash", "filter", "Filter"),
+    Action("audit.verify", "v", "verify", "Verify"),
+    Action("audit.bad", "b", "jump_bad", "First bad line"),
+    Action("audit.checkpoint", "p", "checkpoint", "Print checkpoint"),
+    Action("audit.back", "escape", "back", "Back", show=False),
+    *list_moves("audit", "Newest", "Oldest"),
+)
+
+ALL_ACTIONS = APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SCOPES_ACTIONS + AUDIT_ACTIONS
 
 
 def bindings(actions: tuple[Action, ...]) -> list[Binding]:

@@ -8,7 +8,6 @@ PLANNED = {
     "supersedes": "Supersedes chains as a tree, with diffs, confirm / reject / add.",
     "decay": "Decay by scope and type, expiring TTLs, revive / pin / forget, a dry-run sweep.",
     "graph": "Entities, their neighbourhood and conflicts; rename and merge aliases.",
-    "audit": "The audit log, verified, with filters (the CLI has it now: engram audit verify / log).",
 }
 
 

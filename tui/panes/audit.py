@@ -1,0 +1,241 @@
+"""The audit pane: the hash-chained log, newest first, drawn only where it is on screen (a million lines open
+at once); filters; verification in a worker, with the first bad line highlighted and one key away; the signed
+checkpoint; and a timeline of events per day."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+
+import numpy as np
+from rich.markup import escape
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Input, ProgressBar, Sparkline, Static
+
+from store.audit_ops import current_checkpoint, verify_log
+from store.audit_view import AuditLog, parse_filter
+from store.errors import StoreError
+from store.service import Store
+from tui.keymap import AUDIT_ACTIONS, bindings
+from tui.widgets.linelist import LineList
+
+BAD = Style(color="red", bold=True, reverse=True)
+
+
+class AuditList(LineList):
+    """Log lines by number, newest first; the first bad line (after a verify) stands out."""
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
+        super().__init__(id=id)
+        self.audit_log: AuditLog | None = None
+        self.lines = np.zeros(0, dtype=np.int64)  # line numbers shown, newest first
+        self.bad_line: int | None = None
+
+    def show(self, log: AuditLog, lines: np.ndarray, at_line: int | None = None) -> None:
+        self.audit_log, self.lines = log, lines[::-1]
+        row = int(np.flatnonzero(self.lines == at_line)[0]) if at_line is not None and at_line in self.lines else 0
+        self.reset(row)
+
+    @property
+    def row_count(self) -> int:
+        return len(self.lines)
+
+    @property
+    def current_line(self) -> int | None:
+        return int(self.lines[self.cursor]) if 0 <= self.cursor < len(self.lines) else None
+
+    def header_text(self) -> Text:
+        return self._line("line", "time (UTC)", "actor", "event", "scope", "target")
+
+    def row_text(self, row: int) -> Text:
+        assert self.audit_log is not None
+        n = int(self.lines[row])
+        e = self.audit_log.event(n)
+        return self._line(str(n), str(e.get("ts", ""))[:19].replace("T", " "), str(e.get("actor") or "memoryd"),
+                          str(e.get("event_type", "")), str(e.get("scope_hash") or ""),
+                          str(e.get("target_id") or e.get("tool") or ""))
+
+    def row_style(self, row: int) -> Style | None:
+        return BAD if self.bad_line is not None and int(self.lines[row]) == self.bad_line else None
+
+    @staticmethod
+    def _line(n: str, ts: str, actor: str, event: str, scope: str, target: str) -> Text:
+        return Text(f" {n:>7}  {ts:<19}  {actor[:14]:<14}  {event[:26]:<26}  {scope[:12]:<12}  {target}",
+                    no_wrap=True, end="")
+
+
+class AuditPane(Vertical):
+    BINDINGS = bindings(AUDIT_ACTIONS)
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(id="audit-pane")
+        self.store = store
+        self.audit_log: AuditLog | None = None
+        self.size_loaded = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static("the log is read when this pane is first shown", id="audit-status")
+        yield ProgressBar(id="audit-progress", show_eta=False)
+        yield Input(placeholder="filter, then enter: type: scope: target: actor: since: until: and words",
+                    id="audit-filter")
+        with Horizontal(id="audit-timeline-row"):
+            yield Static("", id="audit-span")
+            yield Sparkline([], id="audit-timeline")
+        yield AuditList(id="audit-lines")
+        with VerticalScroll(id="audit-open"):
+            yield Static(id="audit-detail")
+
+    def on_mount(self) -> None:
+        self.query_one("#audit-open").display = False
+        self.query_one("#audit-progress").display = False
+
+    def on_show(self) -> None:
+        """Read the log when first looked at, and again when it has grown (every change appends to it)."""
+        path = self.store.layout.audit_path
+        size = path.stat().st_size if path.exists() else 0
+        if size != self.size_loaded:
+            self.size_loaded = size
+            self.load()
+
+    @work(thread=True, exclusive=True, group="audit-load")
+    def load(self) -> None:
+        log = AuditLog(self.store.layout.audit_path)
+        self.app.call_from_thread(self.loaded, log, log.per_day())
+
+    def loaded(self, log: AuditLog, per_day: dict[str, int]) -> None:
+        if self.audit_log is not None:
+            self.audit_log.close()
+        self.audit_log = log
+        self.query_one(AuditList).show(log, np.arange(1, len(log) + 1, dtype=np.int64))
+        self.show_timeline(per_day)
+        self.query_one("#audit-status", Static).update(f"{len(log):,} lines · v verifies the chain")
+        if self.query_one("#audit-filter", Input).value:
+            self.run_filter(self.query_one("#audit-filter", Input).value)
+
+    def show_timeline(self, per_day: dict[str, int]) -> None:
+        """Every day from the first event to the last, days without events as zero."""
+        if not per_day:
+            self.query_one("#audit-span", Static).update("no events yet")
+            return
+        first, last = date.fromisoformat(min(per_day)), date.fromisoformat(max(per_day))
+        days = [(first + timedelta(d)).isoformat() for d in range((last - first).days + 1)]
+        self.query_one(Sparkline).data = [per_day.get(d, 0) for d in days]
+        self.query_one("#audit-span", Static).update(
+            f"events per day {first} → {last} (busiest {max(per_day.values())})")
+
+    # ------------------------------------------------------------------ filter
+
+    @on(Input.Submitted, "#audit-filter")
+    def _filter(self, event: Input.Submitted) -> None:
+        self.run_filter(event.value)
+        self.query_one(AuditList).focus()
+
+    def run_filter(self, text: str) -> None:
+        try:
+            where = parse_filter(text)
+        except StoreError as exc:
+            self.notify(str(exc), title="Filter", severity="error")
+            return
+        self.filter_lines(where, text)
+
+    @work(thread=True, exclusive=True, group="audit-filter")
+    def filter_lines(self, where, text: str) -> None:  # noqa: ANN001 (an AuditFilter)
+        log = self.audit_log
+        if log is None:
+            return
+        bar = self.query_one("#audit-progress", ProgressBar)
+        if not where.empty:
+            self.app.call_from_thread(setattr, bar, "display", True)
+        lines = log.matching(where, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n))
+        self.app.call_from_thread(setattr, bar, "display", False)
+        self.app.call_from_thread(self.filtered, log, lines, text)
+
+    def filtered(self, log: AuditLog, lines: np.ndarray, text: str) -> None:
+        self.query_one(AuditList).show(log, lines)
+        what = f"{len(lines):,} of {len(log):,} lines" + (f" match {text!r}" if text.strip() else "")
+        self.query_one("#audit-status", Static).update(Text(what))
+
+    def action_filter(self) -> None:
+        self.query_one("#audit-filter", Input).focus()
+
+    # ------------------------------------------------------------------ verify, checkpoint
+
+    @work(thread=True, exclusive=True, group="audit-verify")
+    def action_verify(self) -> None:
+        bar = self.query_one("#audit-progress", ProgressBar)
+        path = self.store.layout.audit_path
+        total = path.stat().st_size if path.exists() else 0
+        self.app.call_from_thread(setattr, bar, "display", True)
+        try:
+            verdict = verify_log(self.store, lambda done: self.app.call_from_thread(bar.update, total=total,
+                                                                                    progress=done))
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Audit log", severity="error")
+            return
+        finally:
+            self.app.call_from_thread(setattr, bar, "display", False)
+        self.app.call_from_thread(self.verified, verdict)
+
+    def verified(self, verdict) -> None:  # noqa: ANN001 (a Verdict)
+        hint = " · b jumps to it" if verdict.bad_line else ""
+        self.query_one("#audit-status", Static).update(
+            f"[b]{escape(verdict.status.upper())}[/b] {escape(verdict.summary())}{hint}")
+        listing = self.query_one(AuditList)
+        listing.bad_line = verdict.bad_line
+        listing.refresh()
+        if verdict.bad_line:
+            self.action_jump_bad()
+        self.app.check_audit()  # the status line follows
+
+    def action_jump_bad(self) -> None:
+        """Show the first bad line (the filter is cleared if it hid it), its neighbours around it."""
+        listing = self.query_one(AuditList)
+        if listing.bad_line is None or self.audit_log is None:
+            self.notify("no bad line found (v verifies)", timeout=3)
+            return
+        self.query_one("#audit-filter", Input).value = ""
+        listing.show(self.audit_log, np.arange(1, len(self.audit_log) + 1, dtype=np.int64), at_line=listing.bad_line)
+        listing.focus()
+
+    @work(thread=True, exclusive=True, group="audit-verify")
+    def action_checkpoint(self) -> None:
+        try:
+            text = current_checkpoint(self.store).to_json()
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Checkpoint", severity="error")
+            return
+        self.app.call_from_thread(self.show_detail, "Signed checkpoint (keep a copy elsewhere; "
+                                                    "`engram audit checkpoint --check FILE` compares)", text)
+
+    # ------------------------------------------------------------------ one line in full
+
+    @on(AuditList.Selected)
+    def _open(self, event: AuditList.Selected) -> None:
+        listing = self.query_one(AuditList)
+        n = int(listing.lines[event.row])
+        assert self.audit_log is not None
+        data = self.audit_log.event(n)
+        if isinstance(data.get("details"), str):  # memoryd keeps details as a JSON string
+            try:
+                data["details"] = json.loads(data["details"])
+            except json.JSONDecodeError:
+                pass
+        self.show_detail(f"Line {n}", json.dumps(data, indent=2, ensure_ascii=False))
+
+    def show_detail(self, title: str, body: str) -> None:
+        self.query_one("#audit-detail", Static).update(Text.assemble((title, "bold"), "\n\n", body))
+        panel = self.query_one("#audit-open")
+        panel.display = True
+
+    def action_move(self, step: int | str) -> None:
+        self.query_one(AuditList).action_move(step)
+
+    def action_back(self) -> None:
+        panel = self.query_one("#audit-open")
+        if panel.display:
+            panel.display = False
+        self.query_one(AuditList).focus()
