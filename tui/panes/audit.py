@@ -24,6 +24,7 @@ from tui.keymap import AUDIT_ACTIONS, bindings
 from tui.widgets.linelist import LineList
 
 BAD = Style(color="red", bold=True, reverse=True)
+NARROW = 110
 
 
 class AuditList(LineList):
@@ -62,8 +63,11 @@ class AuditList(LineList):
     def row_style(self, row: int) -> Style | None:
         return BAD if self.bad_line is not None and int(self.lines[row]) == self.bad_line else None
 
-    @staticmethod
-    def _line(n: str, ts: str, actor: str, event: str, scope: str, target: str) -> Text:
+    def _line(self, n: str, ts: str, actor: str, event: str, scope: str, target: str) -> Text:
+        if self.size.width < NARROW:  # no actor, and the time without year and seconds: room for the target
+            short = ts[5:16] if ts[:4].isdigit() else ts[:11]
+            return Text(f" {n:>7}  {short:<11}  {event[:24]:<24}  {scope[:12]:<12}  {target}", no_wrap=True,
+                        end="")
         return Text(f" {n:>7}  {ts:<19}  {actor[:14]:<14}  {event[:26]:<26}  {scope[:12]:<12}  {target}",
                     no_wrap=True, end="")
 
