@@ -9,6 +9,7 @@ import pytest
 from store.binding import bind_files
 from store.grants import issue_grant, revoke_grant
 from store.scopes import set_label
+from store.supersedes import confirm_supersede, links, reject_supersede, undo_supersede
 from store import memories, promotions
 from store.domain import DecayState, MemoryType
 from store.errors import Conflict, UnsafePath
@@ -76,6 +77,12 @@ MUTATIONS = {
     "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
     "grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
     "grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
+    "supersedes.undo_supersede": ("supersede_undone", lambda s: undo_supersede(
+        s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "auto"][0])),
+    "supersedes.confirm_supersede": ("supersede_confirmed", lambda s: confirm_supersede(
+        s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0])),
+    "supersedes.reject_supersede": ("supersede_rejected", lambda s: reject_supersede(
+        s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0])),
     "scopes.set_label": ("scope_labeled", lambda s: set_label(s, "710d5aaf7a15", "Acme web shop")),
     "binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
         (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
@@ -101,6 +108,8 @@ NOT_ONE_EVENT = {
     "sensitive.lock": "forgets keys held in memory; nothing on disk changes",
     "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
     "grants.grants": "reads only",
+    "supersedes.links": "reads only",
+    "supersedes.forest": "reads only",
     "rekey.rekey": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
     "binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "binding.verify": "reads only",
