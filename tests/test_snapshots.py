@@ -72,3 +72,12 @@ def test_scopes(app, snap_compare):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=scopes_open)
+
+
+def test_supersedes(app, snap_compare):
+    async def supersedes_open(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=supersedes_open)

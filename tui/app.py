@@ -28,6 +28,10 @@ from tui.panes.later import LaterPane
 from tui.panes.queue import QueuePane
 from tui.panes.scopes import ScopesPane
 from tui.panes.search import SearchPane
+from tui.panes.supersedes import SupersedesPane
+
+PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "audit": AuditPane,
+                "scopes": ScopesPane}  # the owners of pane actions, for the command palette
 from tui.screens.help import HelpScreen
 from tui.screens.prompt import TextPrompt
 
@@ -58,7 +62,9 @@ class EngramApp(App[None]):
                 yield QueuePane(self.store)
             with TabPane("2 Search", id="search"):
                 yield SearchPane(self.store)
-            for n, name in enumerate(PANES[2:5], 3):
+            with TabPane("3 Supersedes", id="supersedes"):
+                yield SupersedesPane(self.store)
+            for n, name in enumerate(PANES[3:5], 4):
                 with TabPane(f"{n} {name.capitalize()}", id=name):
                     yield LaterPane(name)
             with TabPane("6 Audit", id="audit"):
@@ -108,7 +114,7 @@ class EngramApp(App[None]):
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
         target = {"queue": "#queue-table", "search": "#search-query", "scopes": "#scope-list",
-                  "audit": "#audit-lines"}.get(name)
+                  "audit": "#audit-lines", "supersedes": "#chains"}.get(name)
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
         self.set_focus(self.query_one(target) if target is not None else None)
 
@@ -164,7 +170,7 @@ class EngramApp(App[None]):
             owner = action.id.split(".")[0]
             if owner == "app":
                 yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
-            elif owner in ("queue", "search", "scopes", "audit"):
-                pane = {"queue": QueuePane, "search": SearchPane, "scopes": ScopesPane, "audit": AuditPane}[owner]
+            elif owner in PANE_CLASSES:
+                pane = PANE_CLASSES[owner]
                 yield SystemCommand(f"{owner.capitalize()}: {action.description}", action.id,
                                     lambda a=action, p=pane: self.query_one(p).run_action(a.action))

@@ -83,6 +83,13 @@ SCOPES_ACTIONS = (
     Action("scopes.recheck", "c", "recheck", "Re-check drift"),
 )
 
+SUPERSEDES_ACTIONS = (
+    Action("supersedes.confirm", "c", "confirm", "Confirm"),
+    Action("supersedes.reject", "x", "reject", "Reject"),
+    Action("supersedes.undo", "u", "undo", "Undo link"),
+    Action("supersedes.add", "a", "add", "Add link"),
+)
+
 AUDIT_ACTIONS = (
     Action("audit.filter", "slash", "filter", "Filter"),
     Action("audit.verify", "v", "verify", "Verify"),
@@ -92,7 +99,8 @@ AUDIT_ACTIONS = (
     *list_moves("audit", "Newest", "Oldest"),
 )
 
-ALL_ACTIONS = APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SCOPES_ACTIONS + AUDIT_ACTIONS
+ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS + SCOPES_ACTIONS
+               + AUDIT_ACTIONS)
 
 
 def bindings(actions: tuple[Action, ...]) -> list[Binding]:

@@ -1,0 +1,80 @@
+"""The supersedes pane driven by real keys on a copy of memoryd's root: the chains as a tree with the link's
+diff, and confirm, reject, undo and add; index, frontmatter and audit checked afterwards."""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import Static, Tree
+
+from store.index import SupersedesChain
+from tui.app import EngramApp
+from helpers import events, settle
+
+SIZE = (140, 45)
+
+
+def row(newer: str, older: str):
+    return SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == newer)
+                                       & (SupersedesChain.older_memory_id == older))
+
+
+async def to_link(app, pilot, decided_by: str):
+    """Open the pane and put the cursor on the first link decided that way; returns the link."""
+    await settle(app, pilot)
+    await pilot.press("3")
+    await settle(app, pilot)
+    tree = app.query_one("#chains", Tree)
+    stack = [tree.root]
+    while stack:
+        node = stack.pop(0)
+        if node.data and node.data[0] is not None and node.data[0].decided_by == decided_by:
+            tree.move_cursor(node)
+            await settle(app, pilot)
+            return node.data[0]
+        stack.extend(node.children)
+    raise AssertionError(f"no {decided_by} link in the tree")
+
+
+async def test_tree_and_diff_then_confirm(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        link = await to_link(app, pilot, "digest")
+        detail = str(app.query_one("#chain-detail", Static).render())
+        assert "decided by PROPOSED" in detail and "+++ newer" in detail
+        await pilot.press("c")
+        await settle(app, pilot)
+    assert row(link.newer, link.older).decided_by == "user"
+    assert link.older in store.read_doc(store.memory(link.newer).body_path).frontmatter.supersedes
+    assert events(fixture_root)[-1]["event_type"] == "supersede_confirmed"
+
+
+async def test_reject_with_a_reason_and_undo(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        link = await to_link(app, pilot, "digest")
+        await pilot.press("x", *"different tool", "enter")
+        await settle(app, pilot)
+        assert row(link.newer, link.older) is None
+        assert json.loads(events(fixture_root)[-1]["details"])["reason"] == "different tool"
+        auto = await to_link(app, pilot, "auto")
+        await pilot.press("u", "y")
+        await settle(app, pilot)
+        assert row(auto.newer, auto.older) is None
+    assert events(fixture_root)[-1]["event_type"] == "supersede_undone"
+
+
+async def test_add_a_link_by_search(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        tree = app.query_one("#chains", Tree)
+        tree.move_cursor(tree.root.children[1])
+        newer = tree.root.children[1].data[1].slug
+        await pilot.press("a", *"quickbooks", "enter", "enter")
+        await settle(app, pilot)
+    added = SupersedesChain.select().where((SupersedesChain.newer_memory_id == newer)
+                                           & (SupersedesChain.decided_by == "user"))
+    assert added.count() >= 1 and events(fixture_root)[-1]["event_type"] == "supersede_added"
