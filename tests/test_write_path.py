@@ -8,6 +8,7 @@ import pytest
 
 from store.binding import bind_files
 from store.grants import issue_grant, revoke_grant
+from store import decay
 from store.scopes import set_label
 from store.supersedes import confirm_supersede, links, reject_supersede, undo_supersede
 from store import memories, promotions
@@ -83,6 +84,10 @@ MUTATIONS = {
         s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0])),
     "supersedes.reject_supersede": ("supersede_rejected", lambda s: reject_supersede(
         s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0])),
+    "decay.revive": ("memory_revived", lambda s: decay.revive(s, a_plain_memory().slug)),
+    "decay.record_recall": ("memory_recalled", lambda s: decay.record_recall(s, a_plain_memory().slug)),
+    "decay.set_ttl": ("ttl_set", lambda s: decay.set_ttl(s, a_plain_memory().slug, 30)),
+    "decay.forget_now": ("memory_forgotten", lambda s: decay.forget_now(s, a_plain_memory().slug)),
     "scopes.set_label": ("scope_labeled", lambda s: set_label(s, "710d5aaf7a15", "Acme web shop")),
     "binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
         (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
@@ -108,6 +113,9 @@ NOT_ONE_EVENT = {
     "sensitive.lock": "forgets keys held in memory; nothing on disk changes",
     "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
     "grants.grants": "reads only",
+    "decay.distribution": "reads only",
+    "decay.plan_sweep": "reads only (the dry run)",
+    "decay.apply_sweep": "one decay_swept event per batch of 50 (tests/test_decay.py)",
     "supersedes.links": "reads only",
     "supersedes.forest": "reads only",
     "rekey.rekey": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
