@@ -54,6 +54,48 @@ def distribution(store: Store) -> dict[tuple[str, str], Counter[str]]:
     return found
 
 
+LISTS = ("expiring", "dim", "soft-forgotten", "recalled")
+
+
+@dataclass(frozen=True)
+class Entry:
+    slug: str
+    title: str
+    scope_hash: str
+    state: str
+    ttl_days: int | None
+    expires: str | None  # the day a ttl runs out (from the last recall, else creation)
+    last_recalled_at: str | None
+    recall_count: int
+
+
+def listing(store: Store, kind: str, days: int = 14, now: datetime | None = None, limit: int = 500) -> list[Entry]:
+    """``expiring``: alive with a ttl running out within ``days``, soonest first; ``dim`` / ``soft-forgotten``:
+    memories in that state (not yet moved); ``recalled``: most recently recalled first."""
+    if kind not in LISTS:
+        raise BadInput(f"no list {kind!r} (lists: {', '.join(LISTS)})")
+    now = _aware(now or store.now())
+    query = Memory.select().where(~Memory.body_path.contains(f"/{FORGOTTEN_DIR}/"))
+    if kind == "recalled":
+        rows = query.where(Memory.last_recalled_at.is_null(False)).order_by(Memory.last_recalled_at.desc())
+    elif kind == "expiring":
+        rows = query.where((Memory.decay_state == DecayState.ALIVE.value) & Memory.ttl_days.is_null(False))
+    else:
+        rows = query.where(Memory.decay_state == kind).order_by(Memory.created_at)
+    found = []
+    for row in rows:
+        start = _aware(_parse(row.last_recalled_at) or _parse(row.created_at) or now)
+        expires = start + timedelta(days=row.ttl_days) if row.ttl_days is not None else None
+        if kind == "expiring" and (expires is None or expires > now + timedelta(days=days)):
+            continue
+        found.append(Entry(row.slug, row.title, row.scope_hash, state_of(row), row.ttl_days,
+                           expires.date().isoformat() if expires else None, row.last_recalled_at,
+                           row.recall_count or 0))
+    if kind == "expiring":
+        found.sort(key=lambda e: e.expires or "")
+    return found[:limit]
+
+
 def plan_sweep(store: Store, now: datetime | None = None) -> list[Step]:
     """What one run of memoryd's sweep would change, without changing anything."""
     now = _aware(now or store.now())

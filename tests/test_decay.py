@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from store.decay import (MOVED, apply_sweep, distribution, forget_now, plan_sweep, record_recall, revive, set_ttl,
-                         state_of)
+from store.decay import (MOVED, apply_sweep, distribution, forget_now, listing, plan_sweep, record_recall, revive,
+                         set_ttl, state_of)
 from store.domain import DecayState
 from store.errors import BadInput
 from store.index import Memory
@@ -75,3 +75,16 @@ def test_revive_recall_ttl_pin_and_forget(store, fixture_root):
     assert state_of(store.memory(dim.slug)) == MOVED and fm(store, dim.slug).decay_state == DecayState.SOFT_FORGOTTEN
     kinds = [e["event_type"] for e in events(fixture_root)]
     assert kinds[-5:] == ["memory_revived", "memory_recalled", "ttl_set", "memory_pinned", "memory_forgotten"]
+
+
+def test_lists(store):
+    slug = Memory.get(Memory.body_path.endswith(".md") & (Memory.decay_state == "alive")).slug
+    record_recall(store, slug)
+    set_ttl(store, slug, 3)
+    expiring = {e.slug: e for e in listing(store, "expiring", days=7)}  # overdue ones first, then this one
+    assert expiring[slug].ttl_days == 3 and expiring[slug].expires
+    assert slug not in {e.slug for e in listing(store, "expiring", days=1)}
+    assert listing(store, "recalled")[0].slug == slug
+    assert {e.state for e in listing(store, "dim")} == {"dim"}
+    with pytest.raises(BadInput):
+        listing(store, "everything")

@@ -56,28 +56,12 @@ def test_help(app, snap_compare):
     assert snap_compare(app, terminal_size=(120, 40), run_before=help_open)
 
 
-def test_audit(app, snap_compare):
-    async def audit_open(pilot) -> None:
+@pytest.mark.parametrize("keys", [("3",), ("4",), ("6",), ("7", "down", "down", "down")],
+                         ids=["supersedes", "decay", "audit", "scopes"])
+def test_pane(app, snap_compare, keys):
+    async def pane_open(pilot) -> None:
         await settle(pilot)
-        await pilot.press("6")
-        await settle(pilot)
-
-    assert snap_compare(app, terminal_size=(140, 40), run_before=audit_open)
-
-
-def test_scopes(app, snap_compare):
-    async def scopes_open(pilot) -> None:
-        await settle(pilot)
-        await pilot.press("7", "down", "down", "down")
+        await pilot.press(*keys)
         await settle(pilot)
 
-    assert snap_compare(app, terminal_size=(140, 40), run_before=scopes_open)
-
-
-def test_supersedes(app, snap_compare):
-    async def supersedes_open(pilot) -> None:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
-
-    assert snap_compare(app, terminal_size=(140, 40), run_before=supersedes_open)
+    assert snap_compare(app, terminal_size=(140, 40), run_before=pane_open)

@@ -114,6 +114,7 @@ NOT_ONE_EVENT = {
     "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
     "grants.grants": "reads only",
     "decay.distribution": "reads only",
+    "decay.listing": "reads only",
     "decay.plan_sweep": "reads only (the dry run)",
     "decay.apply_sweep": "one decay_swept event per batch of 50 (tests/test_decay.py)",
     "supersedes.links": "reads only",

@@ -90,6 +90,17 @@ SUPERSEDES_ACTIONS = (
     Action("supersedes.add", "a", "add", "Add link"),
 )
 
+DECAY_ACTIONS = (
+    Action("decay.sweep", "s", "sweep", "Sweep"),
+    Action("decay.next_list", "l", "next_list", "Next list"),
+    Action("decay.revive", "r", "revive", "Revive"),
+    Action("decay.pin", "p", "pin", "Pin"),
+    Action("decay.ttl", "T", "ttl", "Set ttl"),
+    Action("decay.forget", "f", "forget", "Forget"),
+    Action("decay.days", "n", "days", "Days ahead", show=False),
+    Action("decay.group", "t", "toggle_group", "By type/scope", show=False),
+)
+
 AUDIT_ACTIONS = (
     Action("audit.filter", "slash", "filter", "Filter"),
     Action("audit.verify", "v", "verify", "Verify"),
@@ -99,8 +110,8 @@ AUDIT_ACTIONS = (
     *list_moves("audit", "Newest", "Oldest"),
 )
 
-ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS + SCOPES_ACTIONS
-               + AUDIT_ACTIONS)
+ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS + DECAY_ACTIONS
+               + SCOPES_ACTIONS + AUDIT_ACTIONS)
 
 
 def bindings(actions: tuple[Action, ...]) -> list[Binding]:

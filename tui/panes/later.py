@@ -5,7 +5,6 @@ from __future__ import annotations
 from textual.widgets import Static
 
 PLANNED = {
-    "decay": "Decay by scope and type, expiring TTLs, revive / pin / forget, a dry-run sweep.",
     "graph": "Entities, their neighbourhood and conflicts; rename and merge aliases.",
 }
 

@@ -20,7 +20,7 @@ class TextPrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, classes="dialog-title")
+            yield Label(self.question, classes="dialog-title", markup=False)
             yield Input(self.value, placeholder=self.placeholder, password=self.password, id="answer")
             yield Label("enter ok · esc cancel", classes="hint")
 
@@ -42,7 +42,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, classes="dialog-title")
+            yield Label(self.question, classes="dialog-title", markup=False)
             yield Label("y / enter yes · n / esc no", classes="hint")
 
     def action_answer(self, yes: bool) -> None:
