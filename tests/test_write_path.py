@@ -8,7 +8,7 @@ import pytest
 
 from store.binding import bind_files
 from store.grants import issue_grant, revoke_grant
-from store import decay
+from store import decay, graph
 from store.scopes import set_label
 from store.supersedes import confirm_supersede, links, reject_supersede, undo_supersede
 from store import memories, promotions
@@ -88,6 +88,10 @@ MUTATIONS = {
     "decay.record_recall": ("memory_recalled", lambda s: decay.record_recall(s, a_plain_memory().slug)),
     "decay.set_ttl": ("ttl_set", lambda s: decay.set_ttl(s, a_plain_memory().slug, 30)),
     "decay.forget_now": ("memory_forgotten", lambda s: decay.forget_now(s, a_plain_memory().slug)),
+    "graph.rename_entity": ("entity_renamed", lambda s: graph.rename_entity(s, "entity:tool:pnpm", "pnpm 9")),
+    "graph.merge_entities": ("entities_merged", lambda s: graph.merge_entities(
+        s, "entity:tool:pnpm", "entity:library:zod")),
+    "graph.supersede_relation": ("relation_superseded", lambda s: graph.supersede_relation(s, 1)),
     "scopes.set_label": ("scope_labeled", lambda s: set_label(s, "710d5aaf7a15", "Acme web shop")),
     "binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
         (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
@@ -114,6 +118,10 @@ NOT_ONE_EVENT = {
     "sensitive.check_key": "decrypts one file in memory; nothing on disk changes",
     "grants.grants": "reads only",
     "decay.distribution": "reads only",
+    "graph.entities": "reads only",
+    "graph.neighbourhood": "reads only",
+    "graph.mentioned_in": "reads only",
+    "graph.conflicts": "reads only",
     "decay.listing": "reads only",
     "decay.plan_sweep": "reads only (the dry run)",
     "decay.apply_sweep": "one decay_swept event per batch of 50 (tests/test_decay.py)",
