@@ -20,6 +20,7 @@ from store.index import Entity, Memory, Relation
 from store.service import Change, Store
 
 MAX_HOPS = 3
+PER_PREDICATE = 50  # relations listed per predicate and node; the rest are counted (a popular tool has thousands)
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,25 @@ class EntityRow:
     aliases: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Rel:
+    """One relation, as the console shows it (the index row stays in the store)."""
+
+    id: int
+    subject_id: str
+    predicate: str
+    object_id: str
+    confidence: float | None
+
+
 @dataclass
 class Hop:
     """An entity (or memory) reached from the centre, with the relations that reach further."""
 
     node_id: str
     label: str
-    by_predicate: dict[str, list[tuple[Relation, Hop]]] = field(default_factory=dict)
+    by_predicate: dict[str, list[tuple[Rel, Hop]]] = field(default_factory=dict)
+    more: dict[str, int] = field(default_factory=dict)  # per predicate, relations beyond PER_PREDICATE
     seen_before: bool = False
 
 
@@ -53,8 +66,11 @@ def entities(store: Store, text: str = "", scope: str | None = None, limit: int 
     if not text.strip():
         return sorted(rows, key=lambda r: (-r.mentions, r.name))[:limit]
     names = [" ".join((r.name, *r.aliases)) for r in rows]
-    ranked = process.extract(text, names, scorer=fuzz.WRatio, limit=limit, score_cutoff=60)
-    return [rows[i] for _, _, i in ranked]
+    ranked = process.extract(text, names, scorer=fuzz.WRatio, limit=None, score_cutoff=60)
+    wanted = _squash(text)
+    # the name containing what was typed (spaces, - and _ ignored) first: "acme web" is acme-web, not "me"
+    ranked.sort(key=lambda hit: (wanted not in _squash(hit[0]), -hit[1], -rows[hit[2]].mentions))
+    return [rows[i] for _, _, i in ranked[:limit]]
 
 
 def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
@@ -69,15 +85,22 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
         ids = [h.node_id for h in frontier]
         nxt: list[Hop] = []
         active = Relation.superseded_at.is_null()
-        rows = Relation.select().where(active & (Relation.subject_id.in_(ids) | Relation.object_id.in_(ids)))
+        rows = (Relation.select(Relation.id, Relation.subject_id, Relation.predicate, Relation.object_id,
+                                Relation.confidence)
+                .where(active & (Relation.subject_id.in_(ids) | Relation.object_id.in_(ids))).tuples())
         by_node = {h.node_id: h for h in frontier}
-        for rel in rows:
+        for row in rows:  # tuples: a popular entity has tens of thousands of mentions
+            rel = Rel(*row)
             for here, there in ((rel.subject_id, rel.object_id), (rel.object_id, rel.subject_id)):
                 if here not in by_node:
                     continue
-                hop = Hop(there, labels.get(there, there.removeprefix("memory:")), seen_before=there in seen)
                 predicate = rel.predicate if here == rel.subject_id else f"{rel.predicate} (from)"
-                by_node[here].by_predicate.setdefault(predicate, []).append((rel, hop))
+                listed = by_node[here].by_predicate.setdefault(predicate, [])
+                if len(listed) >= PER_PREDICATE:
+                    by_node[here].more[predicate] = by_node[here].more.get(predicate, 0) + 1
+                    continue
+                hop = Hop(there, labels.get(there, there.removeprefix("memory:")), seen_before=there in seen)
+                listed.append((rel, hop))
                 if not hop.seen_before:
                     seen.add(there)
                     nxt.append(hop)
@@ -87,22 +110,23 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
 
 def mentioned_in(store: Store, entity_id: str) -> list[Memory]:
     """Memories that mention the entity (memoryd's ``memory:<slug> mentions <entity>`` relations)."""
-    slugs = {r.subject_id.removeprefix("memory:") for r in Relation.select(Relation.subject_id).where(
-        (Relation.object_id == entity_id) & (Relation.subject_kind == "memory"))}
+    slugs = {subject.removeprefix("memory:") for (subject,) in Relation.select(Relation.subject_id).where(
+        (Relation.object_id == entity_id) & (Relation.subject_kind == "memory")).tuples()}
     return list(Memory.select().where(Memory.slug.in_(slugs)).order_by(Memory.created_at.desc()))
 
 
-def conflicts(store: Store, entity_id: str | None = None) -> dict[tuple[str, str], list[Relation]]:
+def conflicts(store: Store, entity_id: str | None = None) -> dict[tuple[str, str], list[Rel]]:
     """Active relations where one subject has one predicate towards several objects (e.g. prefers A and B),
     optionally only those touching ``entity_id``: a GROUP BY, then the few groups it names."""
     active = (Relation.superseded_at.is_null()) & (Relation.subject_kind == "entity")
     groups = (Relation.select(Relation.subject_id, Relation.predicate).where(active)
               .group_by(Relation.subject_id, Relation.predicate)
               .having(fn.COUNT(Relation.object_id.distinct()) > 1).tuples())
-    found: dict[tuple[str, str], list[Relation]] = defaultdict(list)
+    found: dict[tuple[str, str], list[Rel]] = defaultdict(list)
     for subject, predicate in groups:
-        rows = list(Relation.select().where(active & (Relation.subject_id == subject)
-                                            & (Relation.predicate == predicate)))
+        rows = [Rel(*r) for r in Relation.select(Relation.id, Relation.subject_id, Relation.predicate,
+                                                 Relation.object_id, Relation.confidence)
+                .where(active & (Relation.subject_id == subject) & (Relation.predicate == predicate)).tuples()]
         if entity_id is None or any(entity_id in (r.subject_id, r.object_id) for r in rows):
             found[(subject, predicate)] = rows
     return dict(found)
@@ -171,6 +195,10 @@ def _exists(subject: str, predicate: str, obj: str, source: str | None) -> bool:
         return False
     return Relation.select().where((Relation.subject_id == subject) & (Relation.predicate == predicate)
                                    & (Relation.object_id == obj) & (Relation.source_memory_id == source)).exists()
+
+
+def _squash(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch not in " -_")
 
 
 def _entity(entity_id: str) -> Entity:

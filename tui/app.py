@@ -25,14 +25,14 @@ from themes import theme_specs
 from tui.keymap import ALL_ACTIONS, APP_ACTIONS, PANES, bindings, unknown_ids
 from tui.panes.audit import AuditPane
 from tui.panes.decay import DecayPane
-from tui.panes.later import LaterPane
+from tui.panes.graph import GraphPane
 from tui.panes.queue import QueuePane
 from tui.panes.scopes import ScopesPane
 from tui.panes.search import SearchPane
 from tui.panes.supersedes import SupersedesPane
 
 PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "decay": DecayPane,
-                "audit": AuditPane, "scopes": ScopesPane}  # the owners of pane actions, for the command palette
+                "graph": GraphPane, "audit": AuditPane, "scopes": ScopesPane}  # the owners of pane actions, for the command palette
 from tui.screens.help import HelpScreen
 from tui.screens.prompt import TextPrompt
 
@@ -68,7 +68,7 @@ class EngramApp(App[None]):
             with TabPane("4 Decay", id="decay"):
                 yield DecayPane(self.store)
             with TabPane("5 Graph", id="graph"):
-                yield LaterPane("graph")
+                yield GraphPane(self.store)
             with TabPane("6 Audit", id="audit"):
                 yield AuditPane(self.store)
             with TabPane("7 Scopes", id="scopes"):
@@ -116,7 +116,8 @@ class EngramApp(App[None]):
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
         target = {"queue": "#queue-table", "search": "#search-query", "scopes": "#scope-list",
-                  "audit": "#audit-lines", "supersedes": "#chains", "decay": "#decay-list"}.get(name)
+                  "audit": "#audit-lines", "supersedes": "#chains", "decay": "#decay-list",
+                  "graph": "#entities"}.get(name)
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
         self.set_focus(self.query_one(target) if target is not None else None)
 

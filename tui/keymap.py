@@ -101,6 +101,14 @@ DECAY_ACTIONS = (
     Action("decay.group", "t", "toggle_group", "By type/scope", show=False),
 )
 
+GRAPH_ACTIONS = (
+    Action("graph.deeper", "plus", "hops(1)", "Hops +"),
+    Action("graph.shallower", "minus", "hops(-1)", "Hops -"),
+    Action("graph.rename", "R", "rename", "Rename"),
+    Action("graph.merge", "M", "merge", "Merge alias"),
+    Action("graph.supersede", "s", "supersede", "Supersede relation"),
+)
+
 AUDIT_ACTIONS = (
     Action("audit.filter", "slash", "filter", "Filter"),
     Action("audit.verify", "v", "verify", "Verify"),
@@ -110,7 +118,7 @@ AUDIT_ACTIONS = (
     *list_moves("audit", "Newest", "Oldest"),
 )
 
-ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS + DECAY_ACTIONS
+ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS + DECAY_ACTIONS + GRAPH_ACTIONS
                + SCOPES_ACTIONS + AUDIT_ACTIONS)
 
 

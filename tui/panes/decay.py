@@ -16,6 +16,7 @@ from store.decay import (LISTS, MOVED, Step, apply_sweep, distribution, forget_n
                          set_ttl)
 from store.errors import StoreError
 from store.service import Store
+from tui.actions import attempt
 from tui.keymap import DECAY_ACTIONS, bindings
 from tui.screens.prompt import Confirm, TextPrompt
 
@@ -123,14 +124,7 @@ class DecayPane(Vertical):
         if slug is None:
             self.notify("the list is empty", timeout=3)
             return
-        try:
-            act(slug)
-        except StoreError as exc:
-            self.notify(str(exc), title="Nothing changed", severity="error")
-            return
-        self.notify(f"{slug}: {done}", timeout=3)
-        self.reload()
-        self.app.check_audit()
+        attempt(self, lambda: act(slug), f"{slug}: {done}", self.reload)
 
     def action_revive(self) -> None:
         self._act(lambda slug: revive(self.store, slug), "alive again, recall stamped")

@@ -4,6 +4,7 @@ the two memories of the highlighted link side by side as a diff; confirm, reject
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
 from rich.markup import escape
 from rich.text import Text
@@ -17,6 +18,7 @@ from store.errors import StoreError
 from store.memories import add_supersede, view_memory
 from store.service import Store
 from store.supersedes import PROPOSED, Link, Node, confirm_supersede, forest, reject_supersede, undo_supersede
+from tui.actions import attempt
 from tui.keymap import SUPERSEDES_ACTIONS, bindings
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
@@ -160,15 +162,8 @@ class SupersedesPane(Horizontal):
                              lambda older: self._do(lambda: add_supersede(self.store, newer, older), "added")
                              if older else None)
 
-    def _do(self, act, done: str) -> None:  # noqa: ANN001 (a store call)
-        try:
-            act()
-        except StoreError as exc:
-            self.notify(str(exc), title="Nothing changed", severity="error")
-            return
-        self.notify(f"link {done}", timeout=3)
-        self.reload()
-        self.app.check_audit()
+    def _do(self, act: Callable[[], object], done: str) -> None:
+        attempt(self, act, f"link {done}", self.reload)
 
 
 def _style(link: Link) -> str:

@@ -1,0 +1,23 @@
+"""The one way a pane carries out a person's action on the store: say what went wrong and change nothing more,
+or say what was done, refresh what shows it, and re-check the audit chain in the status line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widget import Widget
+
+from store.errors import StoreError
+
+
+def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable[[], None]) -> bool:
+    """Run ``act`` (a store call); on success notify ``done`` and run ``then``. Returns whether it succeeded."""
+    try:
+        act()
+    except StoreError as exc:
+        widget.notify(str(exc), title="Nothing changed", severity="error")
+        return False
+    widget.notify(done, timeout=3)
+    then()
+    widget.app.check_audit()
+    return True
