@@ -114,8 +114,6 @@ class GraphPane(Horizontal):
         for predicate, pairs in sorted(hop.by_predicate.items()):
             total = len(pairs) + hop.more.get(predicate, 0)
             group = parent.add(Text(f"{predicate} ({total})", style="bold"), expand=True)
-            if hop.more.get(predicate):
-                group.add_leaf(Text(f"… and {hop.more[predicate]} more", style="dim"))
             for rel, child in pairs:
                 label = Text(child.label)
                 if child.seen_before:
@@ -124,6 +122,8 @@ class GraphPane(Horizontal):
                     self._add(group.add(label, data=rel, expand=True), child)
                 else:
                     group.add_leaf(label, data=rel)
+            if hop.more.get(predicate):
+                group.add_leaf(Text(f"… and {hop.more[predicate]} more", style="dim"))
 
     # ------------------------------------------------------------------ actions
 
