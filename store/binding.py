@@ -118,7 +118,6 @@ def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, 
 def bind_unbound(store: Store, files: dict[str, list[str]]) -> int:
     """Bind the given encrypted files (relpaths by scope) that decrypt now and are still unbound or changed by
     memoryd; a file that fails to decrypt, or reads as swapped or rolled back, is left for a person."""
-    from store.crypto import decrypt
     from store.frontmatter import parse
 
     bound = 0
@@ -127,8 +126,7 @@ def bind_unbound(store: Store, files: dict[str, list[str]]) -> int:
             continue
         items = []
         for rel in relpaths:
-            data = store.layout.resolve(rel).read_bytes()
-            plaintext = decrypt(data, store.keys.key_for(scope), scope, rel)
+            data, plaintext = store.read_file(rel)
             doc = parse(plaintext, rel)
             if verify(store, rel, data, doc, plaintext).state in (UNBOUND, CHANGED):
                 items.append((rel, doc, data, plaintext))

@@ -138,7 +138,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
 def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory],
                 report: Report) -> None:
     try:
-        plaintext = store.read_bytes(entry.relpath)
+        data, plaintext = store.read_file(entry.relpath)
         doc = parse(plaintext, entry.relpath)
     except BadMemoryFile as exc:
         report.add("bad_file", entry.relpath, exc.reason)
@@ -153,7 +153,7 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
         return
     fm = doc.frontmatter
     if entry.encrypted:
-        _check_binding(store, entry, doc, plaintext, report)
+        _check_binding(store, entry, data, doc, plaintext, report)
     if row is None:
         owner = rows.get(fm.slug)
         detail = f"slug {fm.slug} is taken by {owner.body_path}" if owner else f"slug {fm.slug}"
@@ -174,8 +174,9 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
                    f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}", slug=row.slug)
 
 
-def _check_binding(store: Store, entry: FileEntry, doc: MemoryDoc, plaintext: bytes, report: Report) -> None:
-    state = binding.verify(store, entry.relpath, store.layout.resolve(entry.relpath).read_bytes(), doc, plaintext)
+def _check_binding(store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, plaintext: bytes,
+                   report: Report) -> None:
+    state = binding.verify(store, entry.relpath, data, doc, plaintext)
     if state.state == binding.UNBOUND:
         report.unbound.setdefault(entry.scope_hash, []).append(entry.relpath)
     elif state.state in (binding.SWAPPED, binding.ROLLED_BACK):

@@ -48,8 +48,7 @@ def _binding_warning(store: Store, slug: str) -> list[str]:
     rel = store.memory(slug).body_path
     if not rel.endswith(".md.enc"):
         return []
-    data = store.layout.resolve(store.safe_relpath(rel)).read_bytes()
-    plaintext = store.read_bytes(rel)
+    data, plaintext = store.read_file(store.safe_relpath(rel))
     state = binding.verify(store, rel, data, parse(plaintext, rel), plaintext)
     if state.state in (binding.SWAPPED, binding.ROLLED_BACK):
         return [f"> **Warning: this file was {state.state.replace('_', ' ')}.** {state.detail}. "

@@ -116,14 +116,18 @@ class Store:
     def sensitive_scopes(self) -> set[str]:
         return {row["scope_hash"] for row in self.index.sensitive_scope_rows() if row.get("scope_hash")}
 
-    def read_bytes(self, relpath: str) -> bytes:
-        """A memory file's plaintext bytes (decrypted in memory for ``.md.enc``)."""
-        path = self.layout.resolve(relpath)
-        data = path.read_bytes()
+    def read_file(self, relpath: str) -> tuple[bytes, bytes]:
+        """A memory file's bytes as stored, and its plaintext (decrypted in memory for ``.md.enc``): one read
+        for callers that check the stored bytes too (the binding manifest)."""
+        data = self.layout.resolve(relpath).read_bytes()
         if relpath.endswith(".md.enc"):
             scope = relpath.split("/")[1]
-            return decrypt(data, self.keys.key_for(scope), scope, relpath)
-        return data
+            return data, decrypt(data, self.keys.key_for(scope), scope, relpath)
+        return data, data
+
+    def read_bytes(self, relpath: str) -> bytes:
+        """A memory file's plaintext bytes (decrypted in memory for ``.md.enc``)."""
+        return self.read_file(relpath)[1]
 
     def read_doc(self, relpath: str) -> MemoryDoc:
         return parse(self.read_bytes(relpath), relpath)
