@@ -37,7 +37,9 @@ def main() -> None:
     args = parser.parse_args()
     with Store.open(args.root, keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
         print(f"root: {args.root} ({Entity.select().count()} entities, {Relation.select().count()} relations)")
-        timed("supersedes: the forest of chains", lambda: supersedes.forest(store))
+        timed("supersedes: the forest of chains (index)", lambda: supersedes.forest(store))
+        listed = timed("supersedes: every file's frontmatter links (worker)", lambda: supersedes.listed_links(store))
+        timed("supersedes: the forest with the files' links", lambda: supersedes.forest(store, listed))
         timed("decay: distribution per scope and type", lambda: decay.distribution(store))
         timed("decay: the first list (ttl running out in 14 days)", lambda: decay.listing(store, "expiring"))
         timed("decay: a sweep's dry run", lambda: decay.plan_sweep(store))

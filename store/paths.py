@@ -7,6 +7,7 @@ values and slugs come from files and databases a person or another tool may have
 from __future__ import annotations
 
 import hashlib
+import functools
 import os
 import tomllib
 from dataclasses import dataclass
@@ -112,11 +113,34 @@ class RootLayout:
             raise UnsafePath(f"body_path {body_path!r} is empty or has a NUL byte")
         candidate = Path(body_path)
         full = candidate if candidate.is_absolute() else self.root / candidate
-        real = Path(os.path.realpath(full))
-        scopes = Path(os.path.realpath(self.scopes_dir))
-        if real != scopes and scopes not in real.parents:
+        real = self._realpath(str(full))
+        scopes = self._real_scopes_dir
+        if real != scopes and not real.startswith(scopes + os.sep):
             raise UnsafePath(f"body_path {body_path!r} escapes the data root's scopes/ directory")
         return full
+
+    def _realpath(self, path: str) -> str:
+        """``os.path.realpath`` with the directories' answers kept: a file read then costs one ``lstat`` instead
+        of one per path component (realpath was three quarters of reading 100k files)."""
+        parent, name = os.path.split(path)
+        if name in ("", ".", ".."):
+            return os.path.realpath(path)
+        dirs = self._real_dirs
+        if parent not in dirs:
+            if len(dirs) > 4096:
+                dirs.clear()
+            dirs[parent] = os.path.realpath(parent)
+        real = os.path.join(dirs[parent], name)
+        return os.path.realpath(real) if os.path.islink(real) else real
+
+    @functools.cached_property
+    def _real_dirs(self) -> dict[str, str]:
+        return {}
+
+    @functools.cached_property
+    def _real_scopes_dir(self) -> str:
+        """``scopes/`` with symlinks resolved, once per layout: every file read checks against it."""
+        return os.path.realpath(self.scopes_dir)
 
     def grant_relpath(self, scope_hash: str) -> str:
         """``grants/<scope>.json``, where memoryd keeps a scope's read grant."""

@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 
 from store.errors import Conflict, NotFound
+from store.crypto import KeyRing
 from store.index import Memory, SupersedesChain
+from store.service import Store
 from store.memories import add_supersede
-from store.supersedes import confirm_supersede, forest, links, reject_supersede, undo_supersede
+from store.supersedes import (FILE_ONLY, confirm_supersede, forest, links, listed_links, reject_supersede,
+                              undo_supersede)
 from helpers import events
 
 
@@ -30,6 +33,44 @@ def test_the_forest_holds_every_link_once(store):
             yield from walk(child)
     seen = [(link.newer, link.older) for root in roots for link in walk(root)]
     assert sorted(seen) == sorted((x.newer, x.older) for x in links(store)) and len(links(store)) == 9
+
+
+def walk_links(roots):
+    def walk(node):
+        for link, child in node.links:
+            yield link
+            yield from walk(child)
+    return [link for root in roots for link in walk(root)]
+
+
+def test_the_files_add_links_only_they_list_and_flag_index_links_they_do_not(store):
+    """memoryd's fixture: 3 files (one encrypted) list a link the index lacks."""
+    listed = listed_links(store)
+    assert listed.unread == 0  # the test store is unlocked
+    shown = walk_links(forest(store, listed))
+    file_only = [link for link in shown if link.decided_by == FILE_ONLY]
+    assert len(file_only) == 3 and all(link.listed and link.confidence is None for link in file_only)
+    for link in file_only:
+        assert link.older in frontmatter_supersedes(store, link.newer)
+    for link in shown:
+        assert link.listed == (link.older in frontmatter_supersedes(store, link.newer))
+    assert len(shown) == len(links(store)) + 3
+
+
+def test_a_locked_scope_is_counted_as_unread(fixture_root):
+    with Store.open(fixture_root, keys=KeyRing(), actor="engram-test") as locked:
+        listed = listed_links(locked)
+        assert listed.unread == Memory.select().where(Memory.body_path.endswith(".md.enc")).count() > 0
+
+
+def test_confirming_a_file_only_link_records_it_in_the_index(store, fixture_root):
+    link = next(x for x in walk_links(forest(store, listed_links(store))) if x.decided_by == FILE_ONLY)
+    confirm_supersede(store, link.newer, link.older)
+    row = SupersedesChain.get((SupersedesChain.newer_memory_id == link.newer)
+                              & (SupersedesChain.older_memory_id == link.older))
+    assert row.decided_by == "user" and row.confidence == 1.0
+    assert link.older in frontmatter_supersedes(store, link.newer)
+    assert events(fixture_root)[-1]["event_type"] == "supersede_confirmed"
 
 
 def test_a_cycle_is_shown_not_followed(store):

@@ -40,8 +40,12 @@ async def test_tree_and_diff_then_confirm(store, fixture_root):
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         link = await to_link(app, pilot, "digest")
-        detail = str(app.query_one("#chain-detail", Static).render())
-        assert "decided by PROPOSED" in detail and "+++ newer" in detail
+        detail = app.query_one("#chain-detail", Static)
+        text = "\n".join(line.text for line in detail.render_lines(detail.region.reset_offset))
+        assert "decided by PROPOSED" in text
+        older_title = store.memory(link.older).title
+        assert any(line.lstrip().startswith("older") and "newer" in line for line in text.splitlines())
+        assert any(line.lstrip().startswith(f"# {older_title[:10]}") for line in text.splitlines()), text
         await pilot.press("c")
         await settle(app, pilot)
     assert row(link.newer, link.older).decided_by == "user"
@@ -78,3 +82,22 @@ async def test_add_a_link_by_search(store, fixture_root):
     added = SupersedesChain.select().where((SupersedesChain.newer_memory_id == newer)
                                            & (SupersedesChain.decided_by == "user"))
     assert added.count() >= 1 and events(fixture_root)[-1]["event_type"] == "supersede_added"
+
+
+async def test_links_only_a_file_lists_are_shown_confirmed_and_undone(store, fixture_root):
+    """memoryd's fixture has links that only the newer file's frontmatter holds: the pane reads them from the
+    files; confirming records them in the index, undoing takes them out of the file."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        link = await to_link(app, pilot, "file")
+        assert row(link.newer, link.older) is None
+        await pilot.press("c")
+        await settle(app, pilot)
+        assert row(link.newer, link.older).decided_by == "user"
+        assert events(fixture_root)[-1]["event_type"] == "supersede_confirmed"
+        other = await to_link(app, pilot, "file")
+        await pilot.press("u", "y")
+        await settle(app, pilot)
+    assert other.older not in store.read_doc(store.memory(other.newer).body_path).frontmatter.supersedes
+    undone = [e for e in events(fixture_root) if e["event_type"] == "supersede_undone"]
+    assert [e["target_id"] for e in undone] == [other.newer]

@@ -127,6 +127,7 @@ NOT_ONE_EVENT = {
     "decay.apply_sweep": "one decay_swept event per batch of 50 (tests/test_decay.py)",
     "supersedes.links": "reads only",
     "supersedes.forest": "reads only",
+    "supersedes.listed_links": "reads only",
     "rekey.rekey": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
     "binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "binding.verify": "reads only",

@@ -1,62 +1,96 @@
 """The supersedes pane: chains as a tree, newest first, each link with who decided it, how sure, and why;
-the two memories of the highlighted link side by side as a diff; confirm, reject, undo and add links."""
+the two memories of the highlighted link side by side with what changed; confirm, reject, undo and add links.
+
+The index's links show at once; a worker then reads the files' frontmatter (the truth) and adds the links only
+a file lists, and flags index links no file lists."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 
+from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Static, Tree
+from textual.containers import Container, Vertical, VerticalScroll
+from textual.widgets import ProgressBar, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from store.errors import StoreError
 from store.memories import add_supersede, view_memory
 from store.service import Store
-from store.supersedes import PROPOSED, Link, Node, confirm_supersede, forest, reject_supersede, undo_supersede
+from store.supersedes import (FILE_ONLY, PROPOSED, Link, Listed, Node, confirm_supersede, forest, listed_links,
+                              reject_supersede, undo_supersede)
 from tui.actions import attempt
 from tui.keymap import SUPERSEDES_ACTIONS, bindings
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.widgets.sidediff import side_by_side
 
-DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you"}
+DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you", FILE_ONLY: "file only"}
 
 
-class SupersedesPane(Horizontal):
+class SupersedesPane(Container):
     BINDINGS = bindings(SUPERSEDES_ACTIONS)
 
     def __init__(self, store: Store) -> None:
         super().__init__(id="supersedes-pane")
         self.store = store
         self.loaded = False
+        self.listed: Listed | None = None  # the files' frontmatter links, once read
 
     def compose(self) -> ComposeResult:
-        yield Tree("supersedes", id="chains")
+        with Vertical(id="chains-box"):
+            yield ProgressBar(id="chains-progress", show_eta=False)
+            yield Tree("supersedes", id="chains")
         with VerticalScroll(id="chain-side"):
             yield Static("", id="chain-detail")
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 110, "narrow")  # the two memories need the full width on small terminals
 
     def on_show(self) -> None:
         if not self.loaded:
             self.loaded = True
             self.reload()
+            self.read_files()
 
     @work(thread=True, exclusive=True, group="supersedes-load")
-    def reload(self) -> None:
+    def reload(self, changed: str | None = None) -> None:
+        """The forest again; after an action on ``changed``'s links, its file is read again first."""
         try:
-            roots = forest(self.store)
+            if changed is not None and self.listed is not None:
+                fresh = listed_links(self.store, slugs=[changed])
+                self.listed.pairs = {p for p in self.listed.pairs if p[0] != changed} | fresh.pairs
+            roots = forest(self.store, self.listed)
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Supersedes", severity="error")
             return
         self.app.call_from_thread(self.show_forest, roots)
 
+    @work(thread=True, exclusive=True, group="supersedes-files")
+    def read_files(self) -> None:
+        """Read every file's ``supersedes`` (one read per file), with a progress bar, then show the full forest."""
+        bar = self.query_one("#chains-progress", ProgressBar)
+        try:
+            listed = listed_links(self.store, lambda n, total: self.app.call_from_thread(
+                bar.update, total=total, progress=n))
+        except StoreError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="Supersedes", severity="error")
+            return
+        finally:
+            self.app.call_from_thread(setattr, bar, "display", False)
+        self.listed = listed
+        self.reload()
+
     def show_forest(self, roots: list[Node]) -> None:
         tree = self.query_one("#chains", Tree)
         tree.clear()
-        tree.root.set_label(f"{len(roots)} chains (newest first) · c confirm · x reject · u undo · a add")
+        read = ("reading the files' frontmatter…" if self.listed is None else
+                f"{self.listed.unread} locked or unreadable files not read" if self.listed.unread else
+                "index and files")
+        tree.root.set_label(f"{len(roots)} chains (newest first, {read}) · c confirm · x reject · u undo · a add")
         tree.show_root = True
         for root in roots:
             self._add(tree.root.add(self._memory_label(root), data=(None, root), expand=True), root)
@@ -64,9 +98,10 @@ class SupersedesPane(Horizontal):
 
     def _add(self, parent: TreeNode, node: Node) -> None:
         for link, child in node.links:
-            label = Text.assemble(("supersedes ", "dim"), (f"[{DECIDED.get(link.decided_by, link.decided_by)} "
-                                                          f"{link.confidence:.2f}] ", _style(link)),
+            label = Text.assemble(("supersedes ", "dim"), (f"[{_decided(link)}] ", _style(link)),
                                   self._memory_label(child))
+            if link.listed is False:  # memoryd's digest writes only the index: common, so quiet
+                label.append("  · index only", style="dim")
             if child.links and not child.cycle:
                 self._add(parent.add(label, data=(link, child), expand=True), child)
             else:
@@ -100,24 +135,23 @@ class SupersedesPane(Horizontal):
     def show_link(self, link: Link) -> None:
         """The link's facts, then the older memory turned into the newer one, as a diff (reading a sensitive
         memory is audited, as everywhere)."""
-        head = (f"[b]{escape(link.newer)}[/b]\nsupersedes [b]{escape(link.older)}[/b]\n"
-                f"decided by {DECIDED.get(link.decided_by, link.decided_by)} at {link.decided_at[:19]}, "
-                f"confidence {link.confidence:.2f}\nentity: {escape(link.entity_id or '-')}\n"
-                f"reason: {escape(link.reason or '-')}\n")
+        listed = {None: "", True: "listed in the newer file's frontmatter\n",
+                  False: "[yellow]only in the index[/]: the newer file's frontmatter does not list it (c confirms "
+                         "and writes it there)\n"}[link.listed]
+        decided = ("only the newer file's frontmatter lists it (c records it in the index)" if link.decided_by ==
+                   FILE_ONLY else f"decided by {_decided(link)} at {(link.decided_at or '')[:19]}")
+        head = (f"[b]{escape(link.newer)}[/b]\nsupersedes [b]{escape(link.older)}[/b]\n{decided}\n{listed}"
+                f"entity: {escape(link.entity_id or '-')}\nreason: {escape(link.reason or '-')}\n")
         try:
             newer, older = view_memory(self.store, link.newer), view_memory(self.store, link.older)
         except StoreError as exc:
             self.app.call_from_thread(self.query_one("#chain-detail", Static).update,
                                       head + f"\n[i]the memories cannot be shown: {escape(str(exc))}[/i]")
             return
-        diff = Text()
-        for line in difflib.unified_diff(f"# {older.frontmatter.title}\n{older.body}".splitlines(),
-                                         f"# {newer.frontmatter.title}\n{newer.body}".splitlines(),
-                                         "older", "newer", lineterm="", n=2):
-            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-            diff.append(line + "\n", style=style)
+        table = side_by_side(f"# {older.frontmatter.title}\n\n{older.body}",
+                             f"# {newer.frontmatter.title}\n\n{newer.body}")
         self.app.call_from_thread(self.query_one("#chain-detail", Static).update,
-                                  Text.from_markup(head).append("\n").append_text(diff))
+                                  Group(Text.from_markup(head), table))
 
     # ------------------------------------------------------------------ actions
 
@@ -131,7 +165,7 @@ class SupersedesPane(Horizontal):
     def action_confirm(self) -> None:
         link = self._link_or_say()
         if link is not None:
-            self._do(lambda: confirm_supersede(self.store, link.newer, link.older), "confirmed")
+            self._do(lambda: confirm_supersede(self.store, link.newer, link.older), "confirmed", link.newer)
 
     def action_reject(self) -> None:
         link = self._link_or_say()
@@ -142,14 +176,14 @@ class SupersedesPane(Horizontal):
             return
         self.app.push_screen(TextPrompt("Reject this link: why? (optional)"), lambda reason: None if reason is None
                              else self._do(lambda: reject_supersede(self.store, link.newer, link.older, reason or None),
-                                           "rejected"))
+                                           "rejected", link.newer))
 
     def action_undo(self) -> None:
         link = self._link_or_say()
         if link is not None:
             self.app.push_screen(Confirm(f"Undo: {link.older} is no longer superseded by {link.newer}? (y/n)"),
                                  lambda yes: self._do(lambda: undo_supersede(self.store, link.newer, link.older),
-                                                      "undone") if yes else None)
+                                                      "undone", link.newer) if yes else None)
 
     def action_add(self) -> None:
         current = self.current
@@ -159,12 +193,17 @@ class SupersedesPane(Horizontal):
             return
         newer = current[1].slug
         self.app.push_screen(MemoryPicker(f"Which memory does {newer} supersede?", index),
-                             lambda older: self._do(lambda: add_supersede(self.store, newer, older), "added")
+                             lambda older: self._do(lambda: add_supersede(self.store, newer, older), "added", newer)
                              if older else None)
 
-    def _do(self, act: Callable[[], object], done: str) -> None:
-        attempt(self, act, f"link {done}", self.reload)
+    def _do(self, act: Callable[[], object], done: str, newer: str) -> None:
+        attempt(self, act, f"link {done}", lambda: self.reload(newer))
+
+
+def _decided(link: Link) -> str:
+    who = DECIDED.get(link.decided_by, link.decided_by)
+    return who if link.confidence is None else f"{who} {link.confidence:.2f}"
 
 
 def _style(link: Link) -> str:
-    return "bold yellow" if link.decided_by == PROPOSED else "cyan" if link.decided_by == "user" else "dim"
+    return {PROPOSED: "bold yellow", "user": "cyan", FILE_ONLY: "magenta"}.get(link.decided_by, "dim")
