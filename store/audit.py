@@ -5,7 +5,7 @@ this_hash``. ``prev_hash`` follows memoryd's rule (sha256 of the previous line m
 memoryd keeps verifying and appending; ``this_hash`` additionally covers the whole history. Appends take
 ``flock`` on the file (memoryd locks the same way), read only the tail, and fsync.
 
-This module is the writer (every mutation's event comes through :func:`append_event`) and the explicit
+This module is the writer (every mutation's event comes through :func:`append_events`) and the explicit
 repair of a torn tail; :mod:`store.audit_verify` reads the chain and :mod:`store.checkpoints` pins it.
 """
 
@@ -63,36 +63,56 @@ def accumulate(acc: str, raw: bytes) -> str:
 
 def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | None, target_id: str | None,
                  details: dict[str, Any], ts: datetime | None = None) -> dict[str, Any]:
-    """Append one event line under an exclusive lock; returns the line written.
+    """Append one event line (see :func:`append_events`); returns the line written, or the line already there
+    when a crashed writer appended this ``op_id`` before."""
+    event = {"actor": actor, "event_type": event_type, "scope_hash": scope_hash, "target_id": target_id,
+             "details": details}
+    written, last = append_events(path, [event], ts=ts)
+    return written[0] if written else last  # type: ignore[return-value]
 
-    If ``details`` carries an ``op_id`` and the log's last line already has that op_id (a writer that died
-    after appending, before it could dequeue the event), that line is returned and nothing is written.
+
+def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None = None,
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Append events (dicts of actor, event_type, scope_hash, target_id, details) under one exclusive lock with
+    one write and one fsync; returns the lines written and the log's last line before them.
+
+    Events are appended in order, so if the log's last line carries the ``op_id`` of one of them (a writer that
+    died after appending, before it could dequeue), that event and those before it are already in the log and
+    are not written again.
     """
     ensure_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    with os.fdopen(fd, "r+b", buffering=0) as fh:  # unbuffered: the line goes out in one write(2)
+    with os.fdopen(fd, "r+b", buffering=0) as fh:  # unbuffered: the lines go out in one write(2)
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
-            last, seq_of_last = _tail(fh, path)
-            if last is not None and "op_id" in details and _op_id(last) == details["op_id"]:
-                return last
-            line: dict[str, Any] = {
-                "seq": seq_of_last + 1,
-                "ts": (ts or datetime.now(timezone.utc)).isoformat(),
-                "actor": actor,
-                "event_type": event_type,
-                "scope_hash": scope_hash,
-                "target_id": target_id,
-                "details": canonical_json(details),
-                "prev_hash": memoryd_link(last) if last is not None else GENESIS,
-            }
-            line["this_hash"] = this_hash(line)
-            raw = json.dumps(line, ensure_ascii=False).encode("utf-8")
-            fh.write(raw + b"\n")
-            os.fsync(fh.fileno())
+            last, seq = _tail(fh, path)
+            before = last
+            done = _op_id(last) if last is not None else None
+            ids = [e["details"].get("op_id") for e in events]
+            if done is not None and done in ids:
+                events = events[ids.index(done) + 1:]
+            stamp = (ts or datetime.now(timezone.utc)).isoformat()
+            written, raw = [], []
+            for event in events:
+                seq += 1
+                line: dict[str, Any] = {
+                    "seq": seq, "ts": stamp, "actor": event["actor"], "event_type": event["event_type"],
+                    "scope_hash": event["scope_hash"], "target_id": event["target_id"],
+                    "details": canonical_json(event["details"]),
+                    "prev_hash": memoryd_link(last) if last is not None else GENESIS,
+                }
+                line["this_hash"] = this_hash(line)
+                raw.append(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
+                written.append(line)
+                last = line
+            if raw:
+                data = memoryview(b"".join(raw))
+                while data:  # an unbuffered write may take less than all of a large batch
+                    data = data[fh.write(data):]
+                os.fsync(fh.fileno())
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return line
+    return written, before
 
 
 def first_line(path: Path) -> bytes | None:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.audit import GENESIS, TornTail, accumulate, append_event, memoryd_link, this_hash
+from store.audit import GENESIS, TornTail, accumulate, append_event, append_events, memoryd_link, this_hash
 from store.audit_verify import TAMPERED, TORN, VALID, verify
 from store.checkpoints import CheckpointBook, CheckpointRejected
 
@@ -273,6 +273,28 @@ def test_any_append_sequence_verifies_and_any_byte_change_is_detected(tmp_path_f
     verdict = verify(log, checkpoint)
     # the last newline changed is a torn tail (and the checkpoint then finds a line missing on repair)
     assert verdict.status == TAMPERED or (verdict.status == TORN and pos == len(raw) - 1)
+
+
+def batch_event(op_id: str) -> dict:
+    return {"actor": "engram-test", "event_type": "import_item", "scope_hash": None, "target_id": op_id,
+            "details": {"op_id": op_id}}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 5), st.integers(0, 8), st.integers(1, 5))
+def test_a_batch_replayed_after_a_crash_appends_only_what_is_missing(tmp_path_factory, before, done, more):
+    """A writer appended a batch and died before dequeuing it: replaying the queue (the same events, maybe more
+    queued since) writes each event exactly once, in order, and the chain verifies."""
+    log = tmp_path_factory.mktemp("batch") / "audit.jsonl"
+    for i in range(before):
+        memoryd_append(log, {"event_type": "access_granted", "tool": f"t{i}", "result": "ok"})
+    queue = [batch_event(f"op{i}") for i in range(done + more)]
+    append_events(log, queue[:done])
+    written, _ = append_events(log, queue)
+    assert [line["target_id"] for line in written] == [f"op{i}" for i in range(done, done + more)]
+    lines = [json.loads(raw) for raw in log.read_bytes().splitlines()]
+    assert [line["target_id"] for line in lines[before:]] == [e["target_id"] for e in queue]
+    assert verify(log).status == VALID and verify(log).lines == before + done + more
 
 
 def _writer(args: tuple[str, int, bool]) -> None:
