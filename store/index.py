@@ -227,8 +227,23 @@ class ScopeLabel(_Base):
         table_name = "engram_scope_labels"
 
 
+class Imported(_Base):
+    """What an importer brought in (migration 105): a second run skips every ``source_key`` found here."""
+
+    source_key = TextField(primary_key=True)
+    system = TextField()
+    kind = TextField()
+    memory_slug = TextField(null=True)
+    promotion_id = IntegerField(null=True)
+    origin = TextField()
+    imported_at = TextField()
+
+    class Meta:
+        table_name = "engram_imports"
+
+
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding, Rekey, ScopeLabel)
+          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding, Rekey, ScopeLabel, Imported)
 
 
 class Index:

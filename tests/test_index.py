@@ -37,7 +37,8 @@ def test_memoryd_root_is_not_migrated_twice(fixture_root):
     assert {k: after[k] for k in before} == before
     assert sorted(after) == MEMORYD_MIGRATIONS + ["100_engram_audit_outbox.sql", "101_engram_promotion_notes.sql",
                                                   "102_engram_binding.sql", "103_engram_rekey.sql",
-                                                  "104_engram_scope_labels.sql"]
+                                                  "104_engram_scope_labels.sql",
+                                                  "105_engram_imports.sql"]
 
 
 def test_engram_root_has_memoryds_schema(tmp_path, fixture_root):

@@ -25,6 +25,9 @@ from store.query import parse as parse_query
 from store.queue import pending_queue
 from store.crypto import PASSPHRASE_ENV
 from store.grants import issue_grant, revoke_grant
+from store.importers import IMPORTERS, importer
+from store.importers.base import Options
+from store.importers.run import Preview, apply_import, preview
 from store.scopes import default_discovery_dirs, scopes
 from store.sensitive import check_key, mark_sensitive, resolve_scope, unmark_sensitive
 from store.settings import load_settings
@@ -98,6 +101,15 @@ def _parser() -> argparse.ArgumentParser:
     revoke = sub.add_parser("revoke", parents=[common, report], help="remove a scope's read grant")
     revoke.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
 
+    imp = sub.add_parser("import", parents=[common, report],
+                         help="bring another system's memories in as sessions and pending promotions")
+    imp.add_argument("system", choices=sorted(IMPORTERS))
+    imp.add_argument("path", type=Path, help="the system's state directory (or one file)")
+    imp.add_argument("--dry-run", action="store_true", help="show what would be imported; write nothing")
+    imp.add_argument("--scope", metavar="HASH|DIR", help="put everything in this scope")
+    imp.add_argument("--everything", action="store_true",
+                     help="also read what the system keeps aside (OpenRelix `never` rows, archived capsules)")
+    imp.add_argument("--redact", action="store_true", help="replace secret-looking strings before writing")
     audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
         dest="audit_command", required=True)
     audit.add_parser("verify", parents=[common, report],
@@ -395,6 +407,35 @@ def _revoke(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _import(args: argparse.Namespace) -> int:
+    with Store.open(args.root, actor="engram-import") as store:
+        plan = preview(store, importer(args.system), args.path,
+                       Options(scope=args.scope, everything=args.everything, redact=args.redact))
+        data = plan.to_json()
+        if not args.dry_run and plan.items:
+            tty = sys.stderr.isatty()
+            apply_import(store, plan, lambda n, total: print(f"\rimporting {n:,}/{total:,}", end="", file=sys.stderr)
+                         if tty else None)
+            if tty:
+                print(file=sys.stderr)
+        data["written"] = not args.dry_run
+    _emit(args, data, _preview_text(plan, args.dry_run))
+    return EXIT_FINDING if plan.malformed else EXIT_OK
+
+
+def _preview_text(plan: Preview, dry_run: bool) -> str:
+    verb = "would import" if dry_run else "imported"
+    lines = [f"{plan.system}: {verb} {len(plan.sessions):,} sessions, {len(plan.promotions):,} pending promotions, "
+             f"{len(plan.supersedes):,} proposed supersedes; {plan.already:,} already imported"]
+    lines += [f"  {n:>6,}  {kind:<11} scope {scope}" for (kind, scope), n in plan.counts().items()]
+    lines += [f"  first: [{kind}] {title}  ({origin})" for kind, title, origin in plan.first()]
+    lines += [f"  secret? {hit.kind} {hit.masked} in {origin}" for origin, _, hit in plan.secrets]
+    lines += [f"  refused: {origin}: {why}" for origin, why in plan.refused]
+    lines += [f"  skipped: {k.origin}: {k.reason}" for k in plan.skipped]
+    lines += [f"  malformed: {m.origin}: {m.reason}" for m in plan.malformed]
+    return "\n".join(lines)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "open": _open, "demo": _demo, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
     "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
@@ -403,7 +444,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "promotions reject": _promotions_decide, "promotions defer": _promotions_decide,
     "scope mark": _scope_convert, "scope unmark": _scope_convert, "scope unlock-check": _unlock_check,
     "scope rekey": _rekey,
-    "scopes": _scopes, "grant": _grant, "revoke": _revoke,
+    "scopes": _scopes, "grant": _grant, "revoke": _revoke, "import": _import,
 }
 
 if __name__ == "__main__":

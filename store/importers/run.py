@@ -1,0 +1,229 @@
+"""Running an importer: a preview that writes nothing, then the import through the store's write path.
+
+The preview reads everything, drops what an earlier run (or memoryd's own mirror) already brought in, and
+counts the rest per type and scope, with the malformed input and the secret-looking strings found. Applying it
+writes each session memory and queues each promotion as one audited change (``import_item``, with the item's
+origin), in batches of one transaction each, then records the run (``import_run``). ``engram_imports`` keeps
+every item's key and origin, so a second run, or a rerun after a crash, adds only what is missing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store.domain import MemoryType, PromotionStatus
+from store.errors import BadInput
+from store.frontmatter import Frontmatter, MemoryDoc
+from store.importers.base import (Importer, Malformed, Options, Origin, PromotionItem, SessionItem, Skipped,
+                                  SupersedeItem)
+from store.importers.secrets import SecretHit, find_secrets, redact
+from store.index import Imported, Memory, Promotion, SupersedesChain
+from store.paths import check_scope_name, scope_hash_for
+from store.promotions import Proposal, promoted_slug, promotion_values
+from store.service import Change, Store, chunked
+
+BATCH = 200  # items per transaction: one fsync of the log and one checkpoint per batch
+FIRST = 8  # items shown in a preview
+
+
+@dataclass
+class Preview:
+    """What an import would write, and what it found wrong; nothing is written until :func:`apply_import`."""
+
+    system: str
+    path: str
+    sessions: list[SessionItem] = field(default_factory=list)
+    promotions: list[PromotionItem] = field(default_factory=list)
+    supersedes: list[SupersedeItem] = field(default_factory=list)
+    malformed: list[Malformed] = field(default_factory=list)
+    refused: list[tuple[Origin, str]] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    secrets: list[tuple[Origin, str, SecretHit]] = field(default_factory=list)
+    already: int = 0
+    slugs: dict[str, str] = field(default_factory=dict)  # session key -> slug, for promotions to attach to
+
+    @property
+    def items(self) -> int:
+        return len(self.sessions) + len(self.promotions) + len(self.supersedes)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """How many memories or promotions per (type, scope)."""
+        found = Counter(("session", s.scope_hash) for s in self.sessions)
+        found.update((p.type.value, p.scope_hash) for p in self.promotions)
+        return dict(sorted(found.items()))
+
+    def first(self) -> list[tuple[str, str, str]]:
+        """The first sessions and promotions as (kind, title, origin), secret-looking strings masked."""
+        return ([("session", redact(s.title), str(s.origin)) for s in self.sessions[:FIRST]]
+                + [(p.type.value, redact(p.title), str(p.origin)) for p in self.promotions[:FIRST]])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system, "path": self.path, "sessions": len(self.sessions),
+            "promotions": len(self.promotions), "supersedes": len(self.supersedes), "already_imported": self.already,
+            "per_type_and_scope": [{"type": t, "scope": s, "count": n} for (t, s), n in self.counts().items()],
+            "first": [{"kind": kind, "title": title, "origin": origin} for kind, title, origin in self.first()],
+            "malformed": [{"origin": str(m.origin), "reason": m.reason} for m in self.malformed],
+            "refused": [{"origin": str(o), "reason": r} for o, r in self.refused],
+            "skipped": [{"origin": str(k.origin), "reason": k.reason} for k in self.skipped],
+            "secrets": [{"origin": str(o), "title": t, "kind": h.kind, "masked": h.masked} for o, t, h in self.secrets],
+        }
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    sessions: int
+    promotions: int
+    supersedes: int
+
+
+def resolve_scope(scope: str | None) -> str | None:
+    """``--scope``: a 12-hex scope hash or a name such as ``global`` as it is, anything else a directory whose
+    scope hash memoryd's rule gives."""
+    if scope is None:
+        return None
+    if "/" not in scope and not scope.startswith((".", "~")) and not Path(scope).exists():
+        check_scope_name(scope)
+        return scope
+    return scope_hash_for(scope)
+
+
+def preview(store: Store, importer: Importer, path: str | Path, options: Options = Options(),
+            progress: Callable[[int], None] | None = None) -> Preview:
+    """Read ``path`` with ``importer`` and work out what an import would add. ``progress`` gets the number of
+    items read so far (the total is not known before the end)."""
+    source = Path(path).expanduser()
+    if not source.exists():
+        raise BadInput(f"{source}: no such file or directory")
+    scope = resolve_scope(options.scope)
+    done = {key for (key,) in Imported.select(Imported.source_key).tuples()}
+    known = dict(Imported.select(Imported.source_key, Imported.memory_slug)
+                 .where(Imported.kind == "session").tuples())
+    known.update(getattr(importer, "known_sessions", lambda _store: {})(store))
+    result = Preview(importer.name, str(source), slugs=dict(known))
+    sensitive = store.sensitive_scopes()
+    seen: set[str] = set()  # a host may hold one item twice (an archived day and the live transcript)
+    for n, item in enumerate(importer.read(source, options), 1):
+        if progress is not None and n % 500 == 0:
+            progress(n)
+        if isinstance(item, Malformed):
+            result.malformed.append(item)
+            continue
+        if isinstance(item, Skipped):
+            result.skipped.append(item)
+            continue
+        if isinstance(item, SupersedeItem):
+            if item.newer_key in done and item.older_key in done and _linked(result, item):
+                result.already += 1
+            else:
+                result.supersedes.append(item)
+            continue
+        if scope is not None:
+            item.scope_hash = scope
+        if item.key in done or item.key in seen or (isinstance(item, SessionItem) and item.key in known):
+            result.already += 1
+            continue
+        seen.add(item.key)
+        for hit in find_secrets(f"{item.title}\n{item.body}"):
+            result.secrets.append((item.origin, redact(item.title), hit))
+        if options.redact:
+            item.title, item.body = redact(item.title), redact(item.body)
+        if isinstance(item, SessionItem):
+            if Memory.get_or_none(Memory.slug == item.slug) is not None:
+                result.already += 1
+                result.slugs[item.key] = item.slug
+                continue
+            result.sessions.append(item)
+            result.slugs[item.key] = item.slug
+        elif item.scope_hash in sensitive:
+            result.refused.append((item.origin, f"scope {item.scope_hash} is sensitive: a pending promotion's text "
+                                                "would sit in index.db in clear"))
+        elif item.session_key not in result.slugs:
+            result.malformed.append(Malformed(item.origin, "its session was neither imported nor found"))
+        else:
+            result.promotions.append(item)
+    result.supersedes = [s for s in result.supersedes if s.newer_key in result.slugs and s.older_key in result.slugs]
+    return result
+
+
+def _linked(result: Preview, item: SupersedeItem) -> bool:
+    newer, older = result.slugs.get(item.newer_key), result.slugs.get(item.older_key)
+    return SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == newer)
+                                       & (SupersedesChain.older_memory_id == older)) is not None
+
+
+def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Write what ``plan`` found: sessions first (promotions attach to them), then promotions, then the proposed
+    supersedes, each one audited change; batches of :data:`BATCH` share a transaction. Ends with one
+    ``import_run`` event carrying the counts."""
+    items: list[SessionItem | PromotionItem | SupersedeItem] = [*plan.sessions, *plan.promotions, *plan.supersedes]
+    done = 0
+    for batch in chunked(items, BATCH):
+        store.apply_many([_change(store, plan, item) for item in batch], durable=False)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(items))
+    store.apply(Change("import_run", None, None, {
+        "system": plan.system, "path": plan.path, "sessions": len(plan.sessions),
+        "promotions": len(plan.promotions), "supersedes": len(plan.supersedes), "already_imported": plan.already,
+        "malformed": len(plan.malformed), "refused": len(plan.refused), "skipped": len(plan.skipped),
+        "secrets_flagged": len(plan.secrets)}))
+    return ImportResult(len(plan.sessions), len(plan.promotions), len(plan.supersedes))
+
+
+def _change(store: Store, plan: Preview, item: SessionItem | PromotionItem | SupersedeItem) -> Change:
+    now = store.now().isoformat()
+    if isinstance(item, SessionItem):
+        doc = MemoryDoc(frontmatter=Frontmatter(
+            title=item.title, slug=item.slug, type=MemoryType.SESSION, scope_hash=item.scope_hash,
+            tags=item.tags, source=item.source, created_at=item.created_at), body=item.body)
+        write = store.memory_write(doc)
+
+        def session_rows() -> None:
+            store.upsert_memory_row(doc, write.relpath)
+            _record(plan.system, item.key, "session", str(item.origin), now, memory_slug=item.slug)
+
+        return Change("import_item", item.slug, item.scope_hash, _details(plan, item, "session"), writes=[write],
+                      index_update=session_rows)
+    if isinstance(item, PromotionItem):
+        session = plan.slugs[item.session_key]
+        proposal = Proposal(session, item.type, item.title, item.body, item.triggers, item.dura, item.reasoning,
+                            item.scope_hash, _approved_slugs(item.supersedes_keys))
+
+        def promotion_rows() -> None:
+            promotion_id = Promotion.insert(**promotion_values(proposal, now)).execute()
+            _record(plan.system, item.key, "promotion", str(item.origin), now, promotion_id=promotion_id)
+
+        return Change("import_item", session, item.scope_hash, {**_details(plan, item, "promotion"),
+                                                                 "title": item.title}, index_update=promotion_rows)
+    newer, older = plan.slugs[item.newer_key], plan.slugs[item.older_key]
+
+    def supersede_row() -> None:
+        SupersedesChain.insert(newer_memory_id=newer, older_memory_id=older, confidence=0.5, decided_at=now,
+                               decided_by="digest", reason=item.reason).on_conflict_ignore().execute()
+
+    return Change("import_item", newer, None, {"system": plan.system, "kind": "supersede", "older": older,
+                                               "origin": str(item.origin)}, index_update=supersede_row)
+
+
+def _details(plan: Preview, item: SessionItem | PromotionItem, kind: str) -> dict[str, Any]:
+    return {"system": plan.system, "kind": kind, "key": item.key, "origin": str(item.origin)}
+
+
+def _record(system: str, key: str, kind: str, origin: str, now: str, **ids: Any) -> None:
+    Imported.insert(source_key=key, system=system, kind=kind, origin=origin, imported_at=now,
+                    **ids).on_conflict_replace().execute()
+
+
+def _approved_slugs(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The memories that earlier imported items became once a person approved them."""
+    if not keys:
+        return ()
+    ids = [pid for (pid,) in Imported.select(Imported.promotion_id).where(Imported.source_key.in_(keys)).tuples()]
+    approved = Promotion.select().where(Promotion.id.in_(ids) & (Promotion.status == PromotionStatus.APPROVED.value))
+    return tuple(promoted_slug(p) for p in approved)
+
