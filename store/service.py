@@ -145,10 +145,13 @@ class Store:
         transaction; then the removals; then the audit append."""
         self.apply_many([change], durable=durable)
 
-    def apply_many(self, changes: list[Change], *, durable: bool = True) -> None:
+    def apply_many(self, changes: list[Change], *, durable: bool = True,
+                   index_update: Callable[[], None] | None = None) -> None:
         """Carry out several changes as one transaction, each with its own audit event (an import writes
         thousands of items, each audited: one transaction, one flush and one log fsync per batch instead of per
-        item). ``durable=False`` skips the per-file fsync and flushes once before the index commits."""
+        item). ``durable=False`` skips the per-file fsync and flushes once before the index commits;
+        ``index_update`` writes index rows for the whole batch at once, before the changes' own (which may refer
+        to them)."""
         if self.read_only:
             raise ReadOnlyStore(self.index.read_only_reason or "store is read-only")
         queued = []
@@ -170,6 +173,8 @@ class Store:
                 self._write_file(path, write, durable)
             if not durable and targets:
                 os.sync()  # one flush for the whole batch before the index points at the new files
+            if index_update is not None:
+                index_update()
             for change in changes:
                 if change.index_update is not None:
                     change.index_update()

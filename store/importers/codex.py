@@ -19,7 +19,7 @@ from typing import Any
 from store.errors import StoreError
 from store.importers.base import (UNSCOPED, Item, Malformed, Options, Origin, SessionItem, parse_time,
                                   read_jsonl, relative, slug_part, text_of)
-from store.index import Memory
+from store.index import Imported, Memory
 from store.paths import scope_hash_for
 from store.service import Store
 
@@ -45,10 +45,12 @@ class CodexImporter:
 
     @staticmethod
     def known_sessions(store: Store) -> dict[str, str]:
-        """Rollouts memoryd's mirror already wrote, by ``codex:<thread_id>`` (read from their header block)."""
+        """Rollouts memoryd's mirror already wrote, by ``codex:<thread_id>`` (read from their header block;
+        sessions an engram import wrote are known from its records and not read)."""
         known = {}
+        ours = Imported.select(Imported.memory_slug).where(Imported.memory_slug.is_null(False))
         for slug, body_path, scope in Memory.select(Memory.slug, Memory.body_path, Memory.scope_hash).where(
-                Memory.source == SOURCE).tuples():
+                (Memory.source == SOURCE) & Memory.slug.not_in(ours)).tuples():
             if body_path.endswith(".md.enc") and not store.keys.can_open(scope):
                 continue
             try:

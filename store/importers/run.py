@@ -133,10 +133,6 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
         if options.redact:
             item.title, item.body = redact(item.title), redact(item.body)
         if isinstance(item, SessionItem):
-            if Memory.get_or_none(Memory.slug == item.slug) is not None:
-                result.already += 1
-                result.slugs[item.key] = item.slug
-                continue
             result.sessions.append(item)
             result.slugs[item.key] = item.slug
         elif item.scope_hash in sensitive:
@@ -146,8 +142,20 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
             result.malformed.append(Malformed(item.origin, "its session was neither imported nor found"))
         else:
             result.promotions.append(item)
+    _drop_written_sessions(result)
     result.supersedes = [s for s in result.supersedes if s.newer_key in result.slugs and s.older_key in result.slugs]
     return result
+
+
+def _drop_written_sessions(result: Preview) -> None:
+    """Sessions whose slug is already a memory (written by a run that died before recording them, or by
+    memoryd) are not written again; their promotions still attach to them."""
+    existing: set[str] = set()
+    for batch in chunked([s.slug for s in result.sessions], 500):
+        existing.update(slug for (slug,) in Memory.select(Memory.slug).where(Memory.slug.in_(batch)).tuples())
+    if existing:
+        result.already += sum(s.slug in existing for s in result.sessions)
+        result.sessions = [s for s in result.sessions if s.slug not in existing]
 
 
 def _linked(result: Preview, item: SupersedeItem) -> bool:
@@ -163,7 +171,16 @@ def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], Non
     items: list[SessionItem | PromotionItem | SupersedeItem] = [*plan.sessions, *plan.promotions, *plan.supersedes]
     done = 0
     for batch in chunked(items, BATCH):
-        store.apply_many([_change(store, plan, item) for item in batch], durable=False)
+        docs: list[tuple[MemoryDoc, str]] = []
+        records: list[dict[str, Any]] = []
+        changes = [_change(store, plan, item, docs, records) for item in batch]
+
+        def batch_rows(docs: list[tuple[MemoryDoc, str]] = docs, records: list[dict[str, Any]] = records) -> None:
+            store.upsert_memory_rows(docs)
+            for rows in chunked(records, 100):
+                Imported.insert_many(rows).on_conflict_replace().execute()
+
+        store.apply_many(changes, durable=False, index_update=batch_rows)
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
@@ -175,31 +192,32 @@ def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], Non
     return ImportResult(len(plan.sessions), len(plan.promotions), len(plan.supersedes))
 
 
-def _change(store: Store, plan: Preview, item: SessionItem | PromotionItem | SupersedeItem) -> Change:
+def _change(store: Store, plan: Preview, item: SessionItem | PromotionItem | SupersedeItem,
+            docs: list[tuple[MemoryDoc, str]], records: list[dict[str, Any]]) -> Change:
+    """The audited change for one item. Session rows and their import records go to ``docs`` and ``records``,
+    written for the whole batch at once before the changes run; a promotion's row is inserted by its change,
+    which records the new id."""
     now = store.now().isoformat()
     if isinstance(item, SessionItem):
         doc = MemoryDoc(frontmatter=Frontmatter(
             title=item.title, slug=item.slug, type=MemoryType.SESSION, scope_hash=item.scope_hash,
             tags=item.tags, source=item.source, created_at=item.created_at), body=item.body)
         write = store.memory_write(doc)
-
-        def session_rows() -> None:
-            store.upsert_memory_row(doc, write.relpath)
-            _record(plan.system, item.key, "session", str(item.origin), now, memory_slug=item.slug)
-
-        return Change("import_item", item.slug, item.scope_hash, _details(plan, item, "session"), writes=[write],
-                      index_update=session_rows)
+        docs.append((doc, write.relpath))
+        records.append(_record(plan.system, item.key, "session", str(item.origin), now, memory_slug=item.slug))
+        return Change("import_item", item.slug, item.scope_hash, _details(plan, item, "session"), writes=[write])
     if isinstance(item, PromotionItem):
         session = plan.slugs[item.session_key]
         proposal = Proposal(session, item.type, item.title, item.body, item.triggers, item.dura, item.reasoning,
                             item.scope_hash, _approved_slugs(item.supersedes_keys))
 
-        def promotion_rows() -> None:
+        def promotion_row() -> None:
             promotion_id = Promotion.insert(**promotion_values(proposal, now)).execute()
-            _record(plan.system, item.key, "promotion", str(item.origin), now, promotion_id=promotion_id)
+            Imported.insert(_record(plan.system, item.key, "promotion", str(item.origin), now,
+                                    promotion_id=promotion_id)).on_conflict_replace().execute()
 
         return Change("import_item", session, item.scope_hash, {**_details(plan, item, "promotion"),
-                                                                 "title": item.title}, index_update=promotion_rows)
+                                                                 "title": item.title}, index_update=promotion_row)
     newer, older = plan.slugs[item.newer_key], plan.slugs[item.older_key]
 
     def supersede_row() -> None:
@@ -214,9 +232,10 @@ def _details(plan: Preview, item: SessionItem | PromotionItem, kind: str) -> dic
     return {"system": plan.system, "kind": kind, "key": item.key, "origin": str(item.origin)}
 
 
-def _record(system: str, key: str, kind: str, origin: str, now: str, **ids: Any) -> None:
-    Imported.insert(source_key=key, system=system, kind=kind, origin=origin, imported_at=now,
-                    **ids).on_conflict_replace().execute()
+def _record(system: str, key: str, kind: str, origin: str, now: str, *, memory_slug: str | None = None,
+            promotion_id: int | None = None) -> dict[str, Any]:
+    return {"source_key": key, "system": system, "kind": kind, "origin": origin, "imported_at": now,
+            "memory_slug": memory_slug, "promotion_id": promotion_id}
 
 
 def _approved_slugs(keys: tuple[str, ...]) -> tuple[str, ...]:
