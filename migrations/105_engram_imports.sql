@@ -12,4 +12,4 @@ CREATE TABLE IF NOT EXISTS engram_imports (
     imported_at  TEXT NOT NULL
 );
 
-CREATE INDEX IF NOT EXISTS idx_engram_imports_system ON engram_imports(system);
+CREATE INDEX IF NOT EXISTS engram_imports_by_system ON engram_imports(system);

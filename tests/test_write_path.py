@@ -128,6 +128,8 @@ NOT_ONE_EVENT = {
     "supersedes.links": "reads only",
     "supersedes.forest": "reads only",
     "supersedes.listed_links": "reads only",
+    "importers.run.preview": "reads only: what an import would write",
+    "importers.run.apply_import": "one import_item event per item written, then one import_run event",
     "rekey.rekey": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
     "binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "binding.verify": "reads only",
@@ -148,12 +150,12 @@ def store_api() -> set[str]:
     import store as package
 
     found = set()
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"store.{info.name}")
+    for info in pkgutil.walk_packages(package.__path__, "store."):  # subpackages too (store.importers)
+        module = importlib.import_module(info.name)
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             params = list(inspect.signature(fn).parameters)
             if fn.__module__ == module.__name__ and not name.startswith("_") and params[:1] == ["store"]:
-                found.add(f"{info.name}.{name}")
+                found.add(f"{info.name.removeprefix('store.')}.{name}")
     return found
 
 
