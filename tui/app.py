@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from store.audit_ops import verify_log
 from store.errors import StoreError
+from store.importers.run import ImportResult
 from store.search import SearchIndex
 from store.sensitive import lock, unlock
 from store.service import Store
@@ -34,6 +35,7 @@ from tui.panes.supersedes import SupersedesPane
 PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "decay": DecayPane,
                 "graph": GraphPane, "audit": AuditPane, "scopes": ScopesPane}  # the owners of pane actions, for the command palette
 from tui.screens.help import HelpScreen
+from tui.screens.importer import ImportScreen
 from tui.screens.prompt import TextPrompt
 
 DEFAULT_THEME = "engram-dark"
@@ -163,6 +165,18 @@ class EngramApp(App[None]):
         self.query_one(QueuePane).keys_changed()
         self.query_one(SearchPane).keys_changed()
         self.query_one(ScopesPane).keys_changed()
+
+    def action_import(self) -> None:
+        """Preview, then import, another system's memories; the queue shows the new promotions."""
+        def done(result: ImportResult | None) -> None:
+            if result is not None:
+                self.notify(f"imported {result.sessions:,} sessions, {result.promotions:,} pending promotions, "
+                            f"{result.supersedes:,} proposed supersedes", title="Import", timeout=8)
+                self.query_one(QueuePane).reload()
+                self.refresh_status()
+                self.check_audit()
+
+        self.push_screen(ImportScreen(self.store), done)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.settings.keys))

@@ -40,6 +40,7 @@ APP_ACTIONS = (
     Action("app.palette", "colon", "command_palette", "Commands", show=False),
     Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False),
     Action("app.lock", "ctrl+l", "lock", "Lock", show=False),
+    Action("app.import", "I", "import", "Import from another system", show=False),
     *(Action(f"app.pane.{pane}", str(n), f"show_pane('{pane}')", pane.capitalize(), show=False)
       for n, pane in enumerate(PANES, 1)),
 )
