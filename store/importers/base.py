@@ -147,8 +147,8 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def read_json(path: Path, root: Path) -> tuple[Any, Malformed | None]:
-    """A whole JSON file, or why it is not one (empty, not UTF-8, not JSON)."""
+def read_text(path: Path, root: Path) -> tuple[str | None, Malformed | None]:
+    """A whole UTF-8 file, or why it cannot be one (unreadable, empty, not UTF-8)."""
     origin = Origin(relative(path, root))
     try:
         data = path.read_bytes()
@@ -157,11 +157,20 @@ def read_json(path: Path, root: Path) -> tuple[Any, Malformed | None]:
     if not data.strip():
         return None, Malformed(origin, "empty file")
     try:
-        return json.loads(data.decode("utf-8")), None
+        return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
         return None, Malformed(origin, f"not UTF-8 (byte {exc.start})")
+
+
+def read_json(path: Path, root: Path) -> tuple[Any, Malformed | None]:
+    """A whole JSON file, or why it is not one (:func:`read_text`'s reasons, or not JSON)."""
+    text, bad = read_text(path, root)
+    if bad is not None:
+        return None, bad
+    try:
+        return json.loads(text), None  # type: ignore[arg-type] (text is set when bad is None)
     except json.JSONDecodeError as exc:
-        return None, Malformed(origin, f"not JSON: {exc.msg} at line {exc.lineno}")
+        return None, Malformed(Origin(relative(path, root)), f"not JSON: {exc.msg} at line {exc.lineno}")
 
 
 MAX_LINE = 8 * 1024 * 1024  # a JSONL line longer than this is reported, not parsed

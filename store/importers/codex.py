@@ -18,7 +18,7 @@ from typing import Any
 
 from store.errors import StoreError
 from store.importers.base import (UNSCOPED, Item, Malformed, Options, Origin, SessionItem, parse_time,
-                                  read_jsonl, relative, slug_part, text_of)
+                                  read_jsonl, read_text, relative, slug_part, text_of)
 from store.index import Imported, Memory
 from store.paths import scope_hash_for
 from store.service import Store
@@ -121,12 +121,9 @@ def _rollout(file: Path, root: Path) -> Iterator[Item]:
 def _summary(file: Path, root: Path) -> Item:
     """A rollout summary: ``key: value`` lines, a blank line, then Markdown."""
     name = relative(file, root)
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Malformed(Origin(name), f"not UTF-8 (byte {exc.start})")
-    except OSError as exc:
-        return Malformed(Origin(name), f"cannot be read: {exc.strerror}")
+    text, bad = read_text(file, root)
+    if text is None:
+        return bad  # type: ignore[return-value] (set when text is not)
     head, _, body = text.partition("\n\n")
     fields = dict(line.split(":", 1) for line in head.splitlines() if ":" in line)
     fields = {k.strip(): v.strip() for k, v in fields.items()}

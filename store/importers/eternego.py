@@ -15,7 +15,7 @@ from typing import Any
 
 from store.domain import MemoryType
 from store.importers.base import (UNSCOPED, Item, Malformed, Options, Origin, PromotionItem, SessionItem,
-                                  parse_time, read_json, read_jsonl, relative, short_hash, slug_part, text_of)
+                                  parse_time, read_json, read_jsonl, read_text, relative, short_hash, slug_part, text_of)
 
 SOURCE = "importer-eternego"
 SPEAKERS = {"person": "Person", "persona": "Persona"}
@@ -48,14 +48,9 @@ def _day_session(persona: str, day: str, turns: list[str], origin: Origin) -> Se
 def _archived_day(file: Path, home: Path, persona: str) -> Item:
     name = relative(file, home)
     day = _ARCHIVED.search(file.name).group(1)  # type: ignore[union-attr] (the glob matched it)
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Malformed(Origin(name), f"not UTF-8 (byte {exc.start})")
-    except OSError as exc:
-        return Malformed(Origin(name), f"cannot be read: {exc.strerror}")
-    if not text.strip():
-        return Malformed(Origin(name), "empty file")
+    text, bad = read_text(file, home)
+    if text is None:
+        return bad  # type: ignore[return-value] (set when text is not)
     turns = [re.sub(r"^\[([^\]]+)\] (person|persona): ", lambda m: f"**{SPEAKERS[m.group(2)]}** ({m.group(1)[11:16]}): ",
                     block.strip()) for block in re.split(r"\n(?=\[)", text.strip())]
     return _day_session(persona, day, turns, Origin(name, key=day))
