@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 from store.index import Memory, Promotion
 from tui.app import EngramApp
 from tui.panes.queue import QueuePane
+from tui.panes.search import SearchPane
 from tui.screens.importer import ImportScreen
 from helpers import events, settle
 
@@ -47,6 +48,9 @@ async def test_preview_then_import_then_approve_in_the_queue(store, fixture_root
         titles = [i.title for i in queue.items]
         await pilot.press(*["j"] * titles.index("Prefer pnpm over npm"), "a")
         await settle(app, pilot)
+        await pilot.press("2", *"sanitized sample")
+        await settle(app, pilot)
+        assert [h.title for h in app.query_one(SearchPane).result.hits] == ["Design a sanitized sample state"]
     pnpm = Promotion.get(Promotion.proposed_title == "Prefer pnpm over npm")
     assert pnpm.status == "approved"
     memory = store.memory(f"promoted-{pnpm.id}-{pnpm.source_session_slug}")

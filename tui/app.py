@@ -163,7 +163,7 @@ class EngramApp(App[None]):
     def keys_changed(self) -> None:
         self.refresh_status()
         self.query_one(QueuePane).keys_changed()
-        self.query_one(SearchPane).keys_changed()
+        self.query_one(SearchPane).rebuild()
         self.query_one(ScopesPane).keys_changed()
 
     def action_import(self) -> None:
@@ -173,6 +173,7 @@ class EngramApp(App[None]):
                 self.notify(f"imported {result.sessions:,} sessions, {result.promotions:,} pending promotions, "
                             f"{result.supersedes:,} proposed supersedes", title="Import", timeout=8)
                 self.query_one(QueuePane).reload()
+                self.query_one(SearchPane).rebuild()
                 self.refresh_status()
                 self.check_audit()
 

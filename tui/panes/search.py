@@ -66,9 +66,10 @@ class SearchPane(Vertical):
             if self.index is not None:
                 self.enrich(self.index)
 
-    def keys_changed(self) -> None:
-        """Scopes were unlocked or locked: the index is built again, so bodies of scopes just unlocked become
-        searchable and those of scopes just locked leave memory. Until then the old index is dropped, not kept."""
+    def rebuild(self) -> None:
+        """Scopes were unlocked or locked, or an import added memories: the index is built again, so bodies of
+        scopes just unlocked become searchable, those of scopes just locked leave memory, and imported memories
+        are found. Until then the old index is dropped, not kept."""
         self.index = None
         self.query_one("#search-status", Static).update("reloading the index…")
         self.load()
