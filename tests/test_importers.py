@@ -23,7 +23,7 @@ from helpers import events
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 sys.path.insert(0, str(FIXTURES))
-from generate import codex_home  # noqa: E402
+from generate import codex_home, huge_line  # noqa: E402
 
 WHERE = {"openrelix": "openrelix", "cognirelay": "cognirelay", "codex": "codex",
          "eternego": "eternego/example-persona/home"}
@@ -90,6 +90,15 @@ def test_every_item_is_audited_with_its_origin_and_recorded(store, fixture_root,
     assert recorded == len(plan.sessions) + len(plan.promotions)
 
 
+@pytest.mark.parametrize("system", ["openrelix", "cognirelay", "eternego"])
+def test_imported_promotions_can_be_approved(store, source, system):
+    imported(store, system, source(system))
+    for row in Promotion.select().join(Imported, on=(Imported.promotion_id == Promotion.id)).where(
+            Imported.system == system):
+        done = approve(store, row.id)
+        assert store.read_doc(done.relpath).frontmatter.promoted_from == row.source_session_slug
+
+
 def test_codex_rollouts_become_sessions_as_memoryds_mirror_writes_them(store, source):
     plan = imported(store, "codex", source("codex"))
     assert len(plan.sessions) == 6  # 4 readable rollouts with a request, 1 secret one, 1 summary
@@ -125,16 +134,13 @@ def test_a_rollout_memoryds_mirror_already_wrote_is_not_imported_again(store, so
     assert first.key not in {s.key for s in again.sessions} and again.already >= 1
 
 
-def test_huge_lines_are_reported_and_skipped_without_being_held(store, source, monkeypatch):
+def test_huge_lines_are_reported_and_skipped_without_being_held(store, source):
     path = source("codex")
-    monkeypatch.setattr(base, "MAX_LINE", 4096)
-    rollout = next(path.rglob("rollout-2026-03-01T09-37-00-*.jsonl"))
-    lines = rollout.read_bytes().splitlines(keepends=True)
-    rollout.write_bytes(lines[0] + b'{"pad": "' + b"x" * 20000 + b'"}\n' + b"".join(lines[1:]))
+    huge_line(next(path.rglob("rollout-2026-03-01T09-37-00-*.jsonl")), base.MAX_LINE + 1024)
     plan = preview(store, importer("codex"), path)
     huge = [m for m in plan.malformed if "over the" in m.reason]
-    assert [(m.origin.line, m.reason.split()[2]) for m in huge] == [(2, "20,012")]
-    assert any(s.key.endswith("000000000001") for s in plan.sessions)
+    assert [(m.origin.line, m.reason.split()[2]) for m in huge] == [(2, f"{base.MAX_LINE + 1024:,}")]
+    assert any(s.key.endswith("000000000001") for s in plan.sessions)  # the rest of the rollout still counts
 
 
 def test_ten_thousand_rollouts_are_all_read(store, tmp_path):
