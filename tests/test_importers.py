@@ -226,6 +226,8 @@ def test_eternego_days_and_hand_off(store, source):
     june3 = store.read_doc(store.memory(days[1]).body_path).body
     assert "**Person** (21:57): Hey, can you load the search instruction?" in june3
     assert "**Persona** (21:58): On it" in june3
+    june2 = store.read_doc(store.memory(days[0]).body_path).body  # an archived day, from history/
+    assert "**Person** (09:00): What is on the plan today?\n\n**Persona** (09:00): The weekly report" in june2
     assert "Call the bank" not in "".join(s.body for s in plan.sessions)  # destiny is not memory
     hand_off = Promotion.get(Promotion.reasoning.contains("eternego hand-off"))
     assert hand_off.proposed_type == "fact" and "market research" in hand_off.proposed_body

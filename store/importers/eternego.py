@@ -15,11 +15,13 @@ from typing import Any
 
 from store.domain import MemoryType
 from store.importers.base import (UNSCOPED, Item, Malformed, Options, Origin, PromotionItem, SessionItem,
-                                  parse_time, read_json, read_jsonl, read_text, relative, short_hash, slug_part, text_of)
+                                  parse_time, read_json, read_jsonl, read_text, relative, short_hash, slug_part,
+                                  text_of)
 
 SOURCE = "importer-eternego"
 SPEAKERS = {"person": "Person", "persona": "Persona"}
 _ARCHIVED = re.compile(r"conversation-(\d{4}-\d{2}-\d{2})\.md$")
+_TURN = re.compile(r"^\[([^\]]+)\] (person|persona): ")  # an archived turn: [time] speaker: text
 
 
 class EternegoImporter:
@@ -38,7 +40,8 @@ class EternegoImporter:
 
 def _day_session(persona: str, day: str, turns: list[str], origin: Origin) -> SessionItem:
     key = f"eternego:{persona}:day:{day}"
-    return SessionItem(key=key, slug=f"{day}-eternego-{persona}-conversation", title=f"{persona}: conversation of {day}",
+    return SessionItem(key=key, slug=f"{day}-eternego-{persona}-conversation",
+                       title=f"{persona}: conversation of {day}",
                        body=f"# Conversation of {day}\n\n" + "\n\n".join(turns)
                        + f"\n\n_Imported from eternego `{origin.file}`._\n",
                        scope_hash=UNSCOPED, created_at=datetime.fromisoformat(f"{day}T00:00:00+00:00"),
@@ -51,8 +54,8 @@ def _archived_day(file: Path, home: Path, persona: str) -> Item:
     text, bad = read_text(file, home)
     if text is None:
         return bad  # type: ignore[return-value] (set when text is not)
-    turns = [re.sub(r"^\[([^\]]+)\] (person|persona): ", lambda m: f"**{SPEAKERS[m.group(2)]}** ({m.group(1)[11:16]}): ",
-                    block.strip()) for block in re.split(r"\n(?=\[)", text.strip())]
+    turns = [_TURN.sub(lambda m: f"**{SPEAKERS[m.group(2)]}** ({m.group(1)[11:16]}): ", block.strip())
+             for block in re.split(r"\n(?=\[)", text.strip())]
     return _day_session(persona, day, turns, Origin(name, key=day))
 
 
