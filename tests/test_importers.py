@@ -248,6 +248,16 @@ def test_promotions_into_a_sensitive_scope_are_refused(store, source):
     assert session.body_path.endswith(".md.enc")  # the session itself is written encrypted
 
 
+def test_sessions_into_a_locked_sensitive_scope_are_refused_before_anything_is_written(fixture_root, source):
+    from store.crypto import KeyRing
+    from store.service import Store
+
+    with Store.open(fixture_root, keys=KeyRing(), actor="engram-test") as locked:
+        sensitive = sorted(locked.sensitive_scopes())[0]
+        plan = preview(locked, importer("codex"), source("codex"), Options(scope=sensitive))
+        assert not plan.sessions and len(plan.refused) == 6 and "locked" in plan.refused[0][1]
+
+
 def test_a_path_that_does_not_exist_is_a_clear_error(store, tmp_path):
     from store.errors import BadInput
     with pytest.raises(BadInput, match="no such file"):

@@ -133,6 +133,10 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
         if options.redact:
             item.title, item.body = redact(item.title), redact(item.body)
         if isinstance(item, SessionItem):
+            if item.scope_hash in sensitive and not store.keys.can_open(item.scope_hash):
+                result.refused.append((item.origin, f"scope {item.scope_hash} is sensitive and locked: unlock it to "
+                                                    "import sessions into it (they are written encrypted)"))
+                continue
             result.sessions.append(item)
             result.slugs[item.key] = item.slug
         elif item.scope_hash in sensitive:
