@@ -3,6 +3,9 @@ how a screen looks: `pytest tests/test_snapshots.py --snapshot-update`, then rev
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from textual.worker import WorkerCancelled
 
@@ -65,3 +68,15 @@ def test_pane(app, snap_compare, keys):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=pane_open)
+
+
+def test_import_preview(app, snap_compare, tmp_path):
+    source = tmp_path / "openrelix"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "importers" / "openrelix", source)
+
+    async def preview(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("I", "enter", *str(source), "enter")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=preview)
