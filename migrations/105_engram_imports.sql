@@ -5,8 +5,8 @@
 CREATE TABLE IF NOT EXISTS engram_imports (
     source_key   TEXT PRIMARY KEY,   -- "<system>:<the item's own id>"
     system       TEXT NOT NULL,      -- openrelix | cognirelay | codex | eternego
-    kind         TEXT NOT NULL,      -- session | promotion
-    memory_slug  TEXT,               -- the session memory written (kind = session)
+    kind         TEXT NOT NULL,      -- session | promotion | supersede (a proposed link)
+    memory_slug  TEXT,               -- the session memory written (session), the newer one (supersede)
     promotion_id INTEGER,            -- the promotion queued (kind = promotion)
     origin       TEXT NOT NULL,      -- file[:line] [(id)] under the imported path
     imported_at  TEXT NOT NULL

@@ -87,7 +87,7 @@ def test_every_item_is_audited_with_its_origin_and_recorded(store, fixture_root,
     assert (run["sessions"], run["promotions"], run["malformed"]) == (len(plan.sessions), len(plan.promotions),
                                                                        len(plan.malformed))
     recorded = Imported.select().where(Imported.system == system).count()
-    assert recorded == len(plan.sessions) + len(plan.promotions)
+    assert recorded == plan.items
 
 
 @pytest.mark.parametrize("system", ["openrelix", "cognirelay", "eternego"])
@@ -194,6 +194,17 @@ def test_cognirelay_capsules(store, source):
     assert "**Stance:** Steady" in user.body and "## Stable preferences" in user.body
     link = SupersedesChain.get(SupersedesChain.older_memory_id == plan.slugs["cognirelay:thread:importer-v1"])
     assert link.newer_memory_id == plan.slugs["cognirelay:thread:importer-v2"] and link.decided_by == "digest"
+
+
+def test_a_rejected_imported_supersede_is_not_proposed_again(store, source):
+    from store.supersedes import reject_supersede
+
+    path = source("cognirelay")
+    plan = imported(store, "cognirelay", path)
+    newer, older = plan.slugs["cognirelay:thread:importer-v2"], plan.slugs["cognirelay:thread:importer-v1"]
+    reject_supersede(store, newer, older, "not the same work")
+    again = imported(store, "cognirelay", path)
+    assert not again.supersedes and SupersedesChain.get_or_none(SupersedesChain.older_memory_id == older) is None
 
 
 def test_cognirelay_rationale_supersedes_an_approved_earlier_entry(store, source, tmp_path):

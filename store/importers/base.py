@@ -109,6 +109,11 @@ class SupersedeItem:
     reason: str
     origin: Origin
 
+    @property
+    def key(self) -> str:
+        """Recorded once proposed, so a link a person rejected is not proposed again by the next run."""
+        return f"{self.newer_key} supersedes {self.older_key}"
+
 
 Item = SessionItem | PromotionItem | Malformed | Skipped | SupersedeItem
 

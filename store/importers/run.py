@@ -117,7 +117,7 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
             result.skipped.append(item)
             continue
         if isinstance(item, SupersedeItem):
-            if item.newer_key in done and item.older_key in done and _linked(result, item):
+            if item.key in done:
                 result.already += 1
             else:
                 result.supersedes.append(item)
@@ -160,12 +160,6 @@ def _drop_written_sessions(result: Preview) -> None:
     if existing:
         result.already += sum(s.slug in existing for s in result.sessions)
         result.sessions = [s for s in result.sessions if s.slug not in existing]
-
-
-def _linked(result: Preview, item: SupersedeItem) -> bool:
-    newer, older = result.slugs.get(item.newer_key), result.slugs.get(item.older_key)
-    return SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == newer)
-                                       & (SupersedesChain.older_memory_id == older)) is not None
 
 
 def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], None] | None = None) -> ImportResult:
@@ -227,6 +221,8 @@ def _change(store: Store, plan: Preview, item: SessionItem | PromotionItem | Sup
     def supersede_row() -> None:
         SupersedesChain.insert(newer_memory_id=newer, older_memory_id=older, confidence=0.5, decided_at=now,
                                decided_by="digest", reason=item.reason).on_conflict_ignore().execute()
+        Imported.insert(_record(plan.system, item.key, "supersede", str(item.origin), now,
+                                memory_slug=newer)).on_conflict_replace().execute()
 
     return Change("import_item", newer, None, {"system": plan.system, "kind": "supersede", "older": older,
                                                "origin": str(item.origin)}, index_update=supersede_row)
