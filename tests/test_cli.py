@@ -60,3 +60,25 @@ def test_demo_without_opening(capsys, tmp_path):
     assert code == 0 and "120 memories" in err and "engram-demo-passphrase" in err
     code, out, _ = run(capsys, "check", "--root", str(tmp_path / "demo"), "--json")
     assert code == 0 and json.loads(out)["counts"] == {"locked_file": json.loads(out)["counts"]["locked_file"]}
+
+
+def test_import_dry_run_then_import_then_again(capsys, fixture_root, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    source = tmp_path / "cognirelay"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "importers" / "cognirelay", source)
+    root = ("--root", str(fixture_root))
+    code, out, _ = run(capsys, "import", "cognirelay", str(source), "--dry-run", "--json", *root)
+    preview = json.loads(out)
+    assert code == 1 and not preview["written"]  # 1: malformed capsules were found (and skipped)
+    assert (preview["sessions"], preview["promotions"], len(preview["malformed"])) == (3, 6, 2)
+    code, out, _ = run(capsys, "import", "cognirelay", str(source), *root)
+    assert code == 1 and out.startswith("cognirelay: imported 3 sessions, 6 pending promotions, 1 proposed")
+    code, out, _ = run(capsys, "import", "cognirelay", str(source), "--json", *root)
+    assert json.loads(out)["already_imported"] == 10 and json.loads(out)["sessions"] == 0
+
+
+def test_import_of_an_unknown_path_is_one_line_exit_2(capsys, fixture_root, tmp_path):
+    code, _, err = run(capsys, "import", "codex", str(tmp_path / "missing"), "--root", str(fixture_root))
+    assert code == 2 and err.count("\n") == 1 and "no such file" in err
