@@ -120,7 +120,10 @@ Item = SessionItem | PromotionItem | Malformed | Skipped | SupersedeItem
 
 class Importer(Protocol):
     """One host's format. ``read`` walks ``path`` (a file or its state directory) and yields items in an order
-    where a session comes before the promotions proposed from it."""
+    where a session comes before the promotions proposed from it.
+
+    An importer whose host's sessions may already be in the root by another road (memoryd's own Codex mirror)
+    also defines ``known_sessions(store) -> {key: slug}``; the preview skips those sessions."""
 
     name: str
 

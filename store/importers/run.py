@@ -107,6 +107,7 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
     result = Preview(importer.name, str(source), slugs=dict(known))
     sensitive = store.sensitive_scopes()
     seen: set[str] = set()  # a host may hold one item twice (an archived day and the live transcript)
+    refused: set[str] = set()  # sessions not to be written: their promotions are refused with them
     for n, item in enumerate(importer.read(source, options), 1):
         if progress is not None and n % 500 == 0:
             progress(n)
@@ -136,12 +137,15 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
             if item.scope_hash in sensitive and not store.keys.can_open(item.scope_hash):
                 result.refused.append((item.origin, f"scope {item.scope_hash} is sensitive and locked: unlock it to "
                                                     "import sessions into it (they are written encrypted)"))
+                refused.add(item.key)
                 continue
             result.sessions.append(item)
             result.slugs[item.key] = item.slug
         elif item.scope_hash in sensitive:
             result.refused.append((item.origin, f"scope {item.scope_hash} is sensitive: a pending promotion's text "
                                                 "would sit in index.db in clear"))
+        elif item.session_key in refused:
+            result.refused.append((item.origin, "its session was refused"))
         elif item.session_key not in result.slugs:
             result.malformed.append(Malformed(item.origin, "its session was neither imported nor found"))
         else:
