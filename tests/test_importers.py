@@ -250,6 +250,19 @@ def test_scope_option_puts_everything_in_one_scope(store, source):
     assert {s.scope_hash for s in plan.sessions} | {p.scope_hash for p in plan.promotions} == {"global"}
 
 
+def test_scope_option_takes_a_project_directory_and_refuses_one_that_does_not_exist(store, source, tmp_path):
+    from store.errors import BadInput
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    home = source("eternego")
+    plan = preview(store, importer("eternego"), home, Options(scope=str(project / "src")))
+    assert {s.scope_hash for s in plan.sessions} == {scope_hash_for(project)}
+    with pytest.raises(BadInput, match="no such directory"):
+        preview(store, importer("eternego"), home, Options(scope=str(tmp_path / "projcet")))
+
+
 def test_promotions_into_a_sensitive_scope_are_refused(store, source):
     sensitive = sorted(store.sensitive_scopes())[0]
     plan = preview(store, importer("openrelix"), source("openrelix"), Options(scope=sensitive))

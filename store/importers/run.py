@@ -86,10 +86,13 @@ def resolve_scope(scope: str | None) -> str | None:
     scope hash memoryd's rule gives."""
     if scope is None:
         return None
-    if "/" not in scope and not scope.startswith((".", "~")) and not Path(scope).exists():
+    directory = Path(scope).expanduser()
+    if "/" not in scope and not scope.startswith((".", "~")) and not directory.exists():
         check_scope_name(scope)
         return scope
-    return scope_hash_for(scope)
+    if not directory.is_dir():  # a typo would otherwise become a scope of its own
+        raise BadInput(f"--scope {scope}: no such directory (give a scope hash, global, or a project directory)")
+    return scope_hash_for(directory)
 
 
 def preview(store: Store, importer: Importer, path: str | Path, options: Options = Options(),
