@@ -103,9 +103,9 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
     if not source.exists():
         raise BadInput(f"{source}: no such file or directory")
     scope = resolve_scope(options.scope)
-    done = {key for (key,) in Imported.select(Imported.source_key).tuples()}
-    known = dict(Imported.select(Imported.source_key, Imported.memory_slug)
-                 .where(Imported.kind == "session").tuples())
+    records = list(Imported.select(Imported.source_key, Imported.kind, Imported.memory_slug).tuples())
+    done = {key for key, _, _ in records}
+    known = {key: slug for key, kind, slug in records if kind == "session"}
     known.update(getattr(importer, "known_sessions", lambda _store: {})(store))
     result = Preview(importer.name, str(source), slugs=dict(known))
     sensitive = store.sensitive_scopes()
