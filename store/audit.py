@@ -72,20 +72,22 @@ def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | N
 
 
 def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None = None,
+                  position_hint: tuple[int, int] | None = None,
                   ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Append events (dicts of actor, event_type, scope_hash, target_id, details) under one exclusive lock with
     one write and one fsync; returns the lines written and the log's last line before them.
 
     Events are appended in order, so if the log's last line carries the ``op_id`` of one of them (a writer that
     died after appending, before it could dequeue), that event and those before it are already in the log and
-    are not written again.
+    are not written again. ``position_hint`` (``(lines, offset)`` of the newest checkpoint) spares counting
+    the log's lines from the start.
     """
     ensure_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     with os.fdopen(fd, "r+b", buffering=0) as fh:  # unbuffered: the lines go out in one write(2)
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
-            last, seq = _tail(fh, path)
+            last, seq = _tail(fh, path, position_hint)
             before = last
             done = _op_id(last) if last is not None else None
             ids = [e["details"].get("op_id") for e in events]
@@ -198,33 +200,53 @@ def _op_id(line: dict[str, Any]) -> str | None:
     return details.get("op_id") if isinstance(details, dict) else None
 
 
-def _tail(fh, path: Path) -> tuple[dict[str, Any] | None, int]:
-    """The last line's object and its 1-based position, reading back only as far as a line with ``seq``."""
+def _tail(fh, path: Path, hint: tuple[int, int] | None) -> tuple[dict[str, Any] | None, int]:
+    """The last non-blank line's object (what memoryd's rule links the next line to) and the number of lines
+    in the file: the next line's position, which is engram's ``seq``.
+
+    The count never trusts a ``seq`` found in the file (another writer's numbering may be there): it counts
+    newlines, from ``hint`` = ``(lines, offset)`` of a checkpoint when that offset is still a line end, else
+    from the start.
+    """
     size = fh.seek(0, os.SEEK_END)
     if size == 0:
         return None, 0
     fh.seek(size - 1)
     if fh.read(1) != b"\n":
         raise TornTail(f"{path}: the last line is incomplete (a crashed writer); run `engram audit repair`")
-    buf = b""
-    pos = size
-    lines: list[bytes] = []  # complete lines read so far, in file order
-    checked = 0  # how many of them, from the end, are known to carry no seq
+    return _last_object(fh, size, path), _count_lines(fh, size, hint)
+
+
+def _last_object(fh, size: int, path: Path) -> dict[str, Any] | None:
+    buf, pos = b"", size
     while pos > 0:
         step = min(_TAIL_CHUNK, pos)
         pos -= step
         fh.seek(pos)
-        parts = (fh.read(step) + buf).split(b"\n")
-        buf = parts[0]  # possibly partial: completed by the next chunk back
-        lines = [p for p in parts[1:] if p] + lines
-        while checked < len(lines):
-            obj = _parse(lines[-1 - checked], path)
-            if isinstance(obj.get("seq"), int):
-                return _parse(lines[-1], path), obj["seq"] + checked
-            checked += 1
-    if buf:
-        lines.insert(0, buf)
-    return _parse(lines[-1], path), len(lines)
+        buf = fh.read(step) + buf
+        if pos > 0 and b"\n" not in buf:
+            continue
+        complete = buf if pos == 0 else buf[buf.find(b"\n") + 1:]  # drop a line begun before this chunk
+        for raw in reversed(complete.split(b"\n")):
+            if raw.strip():
+                return _parse(raw, path)
+    return None  # only blank lines: the next line starts the chain
+
+
+def _count_lines(fh, size: int, hint: tuple[int, int] | None) -> int:
+    lines, offset = 0, 0
+    if hint is not None and 0 < hint[1] <= size:
+        fh.seek(hint[1] - 1)
+        if fh.read(1) == b"\n":
+            lines, offset = hint
+    fh.seek(offset)
+    while offset < size:
+        chunk = fh.read(min(1 << 20, size - offset))
+        if not chunk:
+            break
+        lines += chunk.count(b"\n")
+        offset += len(chunk)
+    return lines
 
 
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:

@@ -1,17 +1,26 @@
 """Reading ``audit/audit.jsonl``: verifying the chain, and listing its events.
 
-Both stream the file a line at a time, so a log of a million lines verifies in bounded memory. memoryd's
-lines (no ``seq``, no ``this_hash``) and engram's lines may be interleaved in any order: each line's position
-is its seq, every ``prev_hash`` must follow memoryd's rule, and engram's ``this_hash`` must match. A signed
-checkpoint (see :mod:`store.checkpoints`) adds what a chain cannot see alone: truncation, a rewritten history
-with every later hash recomputed, a whole replaced file.
+Both stream the file a line at a time, so a log of a million lines verifies in bounded memory. Lines by
+memoryd (and by anything else that appends through memoryd's ``append_event``) and engram's lines may be
+interleaved in any order, and each is held to its author's rule:
+
+- every line's ``prev_hash`` follows memoryd's rule (the previous non-blank line, minus its prev_hash);
+  blank lines are skipped, as memoryd's verifier skips them;
+- a line without ``this_hash`` is not engram's: a ``seq`` on it is the writer's own numbering (memoryd's docs
+  describe one, and a writer that follows them counts its own events from 1), shown as written, never checked;
+- engram's lines carry ``seq`` = their 1-based position in the file (blank lines count) and a ``this_hash``
+  that must match.
+
+Every problem is reported, not only the first, so an oddity early in the log cannot hide an edit later on.
+A signed checkpoint (see :mod:`store.checkpoints`) adds what a chain cannot see alone: truncation, a
+rewritten history with every later hash recomputed, a whole replaced file.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,22 +29,42 @@ from store.audit import GENESIS, accumulate, line_hash, memoryd_link, this_hash
 from store.checkpoints import Checkpoint
 
 VALID, TAMPERED, TORN, UNREADABLE = "valid", "tampered", "torn_tail", "unreadable"
+MAX_PROBLEMS = 1000  # listed; the rest are counted
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None
+    reason: str
 
 
 @dataclass
 class Verdict:
     status: str  # valid | tampered | torn_tail | unreadable
-    lines: int = 0  # complete lines that verified
-    head: str | None = None  # running digest of every verified line (what a checkpoint pins)
-    offset: int = 0  # bytes of verified lines
-    bad_line: int | None = None
-    reason: str | None = None
-    memoryd_lines: int = 0
+    lines: int = 0  # complete lines read (a torn tail excluded)
+    head: str | None = None  # running digest of every complete line (what a checkpoint pins)
+    offset: int = 0  # bytes of complete lines
+    bad_line: int | None = None  # the first problem's line
+    reason: str | None = None  # the first problem's reason
+    memoryd_lines: int = 0  # lines without this_hash: memoryd's, or any writer's through memoryd's rule
     engram_lines: int = 0
+    legacy_numbered: int = 0  # engram lines numbered by engram 0.1's writer (see _Chain.seq_problem)
     checkpoint: str = "none"  # none | matched | what went wrong
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def add(self, line: int | None, reason: str) -> None:
+        """Record a problem (``line`` None: the log as a whole, e.g. truncated)."""
+        if self.problem_count == 0:
+            self.status, self.bad_line, self.reason = TAMPERED, line, reason
+        if reason.startswith("checkpoint"):
+            self.checkpoint = "mismatch"
+        self.problem_count += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(Problem(line, reason))
 
     def summary(self) -> str:
         if self.status == VALID:
@@ -45,12 +74,13 @@ class Verdict:
             return (f"torn tail after line {self.lines}: {self.reason} (recoverable, not tampering: "
                     "run `engram audit repair`)")
         where = f"line {self.bad_line}: " if self.bad_line else ""
-        return f"{self.status}: {where}{self.reason}"
+        more = f" (and {self.problem_count - 1} more problems)" if self.problem_count > 1 else ""
+        return f"{self.status}: {where}{self.reason}{more}"
 
 
 def verify(path: Path, checkpoint: Checkpoint | None = None,
            progress: Callable[[int], None] | None = None) -> Verdict:
-    """Verify the log; stops at the first bad line. ``progress(bytes_read)`` is called every 10k lines."""
+    """Verify the whole log, collecting every problem. ``progress(bytes_read)`` is called every 10k lines."""
     verdict = Verdict(VALID, checkpoint="none" if checkpoint is None else "pending")
     try:
         fh = path.open("rb")
@@ -58,27 +88,19 @@ def verify(path: Path, checkpoint: Checkpoint | None = None,
         return _against_checkpoint(verdict, checkpoint)
     except OSError as exc:
         return Verdict(UNREADABLE, reason=str(exc))
-    prev: dict[str, Any] | None = None
-    prev_seq: int | None = None
+    chain = _Chain(verdict)
     with fh:
         try:
             for n, raw in enumerate(fh, 1):
                 if not raw.endswith(b"\n"):
-                    verdict.status, verdict.reason = TORN, f"{len(raw)} bytes with no newline at the end"
+                    if verdict.status == VALID:
+                        verdict.status, verdict.reason = TORN, f"{len(raw)} bytes with no newline at the end"
                     break
-                problem, obj = _check_line(n, raw, prev, prev_seq)
-                head = accumulate(verdict.head or "", raw)
-                if problem is None and checkpoint is not None:
-                    problem = _check_pin(n, raw, head, checkpoint)
-                if problem is not None:
-                    return _tampered(verdict, n, problem)
-                if "this_hash" in obj:
-                    verdict.engram_lines += 1
-                else:
-                    verdict.memoryd_lines += 1
-                prev, prev_seq = obj, obj.get("seq", n)
+                chain.check(n, raw)
+                verdict.head = accumulate(verdict.head or "", raw)
+                if checkpoint is not None:
+                    _check_pin(verdict, n, raw, checkpoint)
                 verdict.lines, verdict.offset = n, verdict.offset + len(raw)
-                verdict.head = head
                 if progress is not None and n % 10_000 == 0:
                     progress(verdict.offset)
         except OSError as exc:
@@ -86,58 +108,112 @@ def verify(path: Path, checkpoint: Checkpoint | None = None,
     return _against_checkpoint(verdict, checkpoint)
 
 
-def _check_line(n: int, raw: bytes, prev: dict[str, Any] | None, prev_seq: int | None
-                ) -> tuple[str | None, dict[str, Any]]:
-    try:
-        obj = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return "unparsable: not a JSON line", {}
-    if not isinstance(obj, dict):
-        return "unparsable: not a JSON object", {}
-    seq = obj.get("seq")
-    if "seq" in obj and (not isinstance(seq, int) or isinstance(seq, bool)):
-        return "seq is not a number", obj
-    if seq is not None and seq != n:
-        if seq == prev_seq:
-            return f"seq duplicate: seq {seq} again (a line was duplicated)", obj
+class _Chain:
+    """The state carried from one line to the next while verifying."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        self.prev: dict[str, Any] | None = None  # the last non-blank line, parsed
+        self.prev_line = 0  # its number
+        self.prev_bad = False  # it had a problem of its own (its successor's link is then not blamed on it)
+        self.unknown = False  # it could not be parsed: the next link cannot be checked
+        self.last_seq: tuple[int, int] | None = None  # the previous engram line's (seq, line)
+        self.legacy_base = 0  # see seq_problem
+        self.legacy_since = 0
+
+    def check(self, n: int, raw: bytes) -> None:
+        if not raw.strip():
+            return  # memoryd's verifier skips blank lines; they still count as positions
+        problems: list[str] = []
+        try:
+            obj = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            obj = None
+            problems.append("unparsable: not a JSON line")
+        if obj is not None and not isinstance(obj, dict):
+            obj = None
+            problems.append("unparsable: not a JSON object")
+        if obj is not None:
+            if "this_hash" in obj:
+                self.verdict.engram_lines += 1
+                problems += self.engram_problems(n, obj)
+            else:
+                self.verdict.memoryd_lines += 1
+            link = self.link_problem(n, obj)
+            if link is not None:
+                problems.append(link)
+            self.follow_legacy_numbering(obj)
+        for reason in problems:
+            self.verdict.add(n, reason)
+        self.prev, self.prev_line, self.prev_bad, self.unknown = obj, n, bool(problems), obj is None
+
+    def engram_problems(self, n: int, obj: dict[str, Any]) -> list[str]:
+        problems = []
+        seq = self.seq_problem(n, obj.get("seq"))
+        if seq is not None:
+            problems.append(seq)
+        if not isinstance(obj.get("prev_hash"), str) or this_hash(obj) != obj["this_hash"]:
+            problems.append("content does not match its this_hash (the line was edited)")
+        return problems
+
+    def seq_problem(self, n: int, seq: Any) -> str | None:
+        """engram's seq is the line's position. Its 0.1 writer instead continued the last number it found in
+        the log, a foreign ``seq`` included; lines it wrote that way are accepted (``legacy_numbered``), since
+        the chain and the checkpoint, not seq, are what detect removed, moved and repeated lines."""
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return "seq is not a number on an engram line"
+        last, self.last_seq = self.last_seq, (seq, n)
+        if seq == n:
+            return None
+        if seq == self.legacy_base + self.legacy_since + 1:
+            self.verdict.legacy_numbered += 1
+            return None
+        if last is not None and last[0] == seq:
+            return f"seq duplicate: seq {seq} was already on line {last[1]} (a line was duplicated)"
         if seq > n:
-            return f"seq gap: expected {n}, found {seq} (a line before it was removed)", obj
-        return f"seq mismatch: expected {n}, found {seq} (lines reordered or inserted)", obj
-    if "this_hash" in obj and (not isinstance(obj.get("prev_hash"), str) or this_hash(obj) != obj["this_hash"]):
-        return "content does not match its this_hash (the line was edited)", obj
-    expected = GENESIS if prev is None else memoryd_link(prev)
-    if obj.get("prev_hash") != expected:
-        return ("link mismatch: prev_hash does not match line "
-                f"{n - 1} (that line was edited, or this one inserted or moved)" if prev else
-                "link mismatch: the first line's prev_hash is not the genesis value"), obj
-    return None, obj
+            return f"seq gap: expected {n}, found {seq} (a line before it was removed)"
+        return f"seq mismatch: expected {n}, found {seq} (lines reordered or inserted)"
+
+    def follow_legacy_numbering(self, obj: dict[str, Any]) -> None:
+        seq = obj.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            self.legacy_base, self.legacy_since = seq, 0
+        else:
+            self.legacy_since += 1
+
+    def link_problem(self, n: int, obj: dict[str, Any]) -> str | None:
+        if self.unknown:
+            return None  # the line before could not be parsed: that line is the problem reported
+        if self.prev is None:
+            return None if obj.get("prev_hash") == GENESIS else \
+                "link mismatch: the first line's prev_hash is not the genesis value"
+        if obj.get("prev_hash") == memoryd_link(self.prev):
+            return None
+        if self.prev_bad:
+            return None  # the line before is already reported; this link breaks because of it
+        return (f"link mismatch: prev_hash does not match line {self.prev_line} (line {self.prev_line} was "
+                "edited, or this one inserted or moved, or a line between them removed)")
 
 
-def _check_pin(n: int, raw: bytes, head: str, checkpoint: Checkpoint) -> str | None:
+def _check_pin(verdict: Verdict, n: int, raw: bytes, checkpoint: Checkpoint) -> None:
     if n == 1 and line_hash(raw) != checkpoint.log_id:
-        return "checkpoint log_id mismatch: the log was replaced since the checkpoint"
-    if n == checkpoint.size and head != checkpoint.head:
-        return (f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts} "
-                "(history rewritten with recomputed hashes)")
-    return None
-
-
-def _tampered(verdict: Verdict, n: int, reason: str) -> Verdict:
-    verdict.status, verdict.bad_line, verdict.reason = TAMPERED, n, reason
-    if reason.startswith("checkpoint"):
-        verdict.checkpoint = "mismatch"
-    return verdict
+        verdict.add(n, "checkpoint log_id mismatch: the log was replaced since the checkpoint")
+    elif n == checkpoint.size and verdict.head != checkpoint.head:
+        verdict.add(n, f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts} "
+                       "(history rewritten with recomputed hashes)")
 
 
 def _against_checkpoint(verdict: Verdict, checkpoint: Checkpoint | None) -> Verdict:
-    if checkpoint is None:
+    if checkpoint is None or verdict.status == UNREADABLE:
         return verdict
     if verdict.lines < checkpoint.size:
-        verdict.status, verdict.checkpoint = TAMPERED, "larger than log"
-        verdict.reason = (f"truncated: the checkpoint of {checkpoint.ts} records {checkpoint.size} lines, "
-                          f"the log has {verdict.lines}")
+        reason = (f"truncated: the checkpoint of {checkpoint.ts} records {checkpoint.size} lines, "
+                  f"the log has {verdict.lines}")
+        verdict.add(None, reason)
+        verdict.checkpoint = "larger than log"
         return verdict
-    verdict.checkpoint = "matched"
+    if verdict.checkpoint == "pending":
+        verdict.checkpoint = "matched"
     return verdict
 
 
@@ -170,7 +246,8 @@ def _aware(value: datetime) -> datetime:
 
 
 def events(path: Path, where: EventFilter = EventFilter()) -> Iterator[dict[str, Any]]:
-    """The log's events (with ``seq`` filled in for memoryd's lines), filtered, a line at a time."""
+    """The log's events, filtered, a line at a time: each with ``line`` (its position) and ``seq`` as written,
+    or its position where the line has none."""
     try:
         fh = path.open("rb")
     except FileNotFoundError:
@@ -182,4 +259,4 @@ def events(path: Path, where: EventFilter = EventFilter()) -> Iterator[dict[str,
             except (UnicodeDecodeError, json.JSONDecodeError):
                 continue  # `engram audit verify` reports it; a listing shows what can be read
             if isinstance(obj, dict) and where.matches(obj):
-                yield {"seq": n, **obj}
+                yield {"seq": n, **obj, "line": n}

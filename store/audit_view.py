@@ -111,15 +111,16 @@ class AuditLog:
         return bytes(self._map[self.starts[n - 1]:self.starts[n]])
 
     def event(self, n: int) -> dict[str, Any]:
-        """Line ``n`` parsed, with ``seq`` filled in; an unparsable line comes back as its text."""
+        """Line ``n`` parsed, with ``line`` (and ``seq`` where the line has none) filled in; an unparsable line
+        comes back as its text."""
         raw = self.raw(n)
         try:
             obj = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             obj = None
         if not isinstance(obj, dict):
-            return {"seq": n, "event_type": "(unparsable line)", "text": raw.decode("utf-8", "replace")}
-        return {"seq": n, **obj}
+            return {"seq": n, "line": n, "event_type": "(unparsable line)", "text": raw.decode("utf-8", "replace")}
+        return {"seq": n, **obj, "line": n}
 
     def matching(self, where: AuditFilter, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Line numbers that pass ``where``, in order (every line when it is empty: nothing is parsed)."""

@@ -205,7 +205,8 @@ class Store:
         if not rows:
             return 0
         try:
-            audit.append_events(self.layout.audit_path, [json.loads(event) for _, event in rows])
+            audit.append_events(self.layout.audit_path, [json.loads(event) for _, event in rows],
+                                position_hint=self._audit_position_hint())
         except (StoreError, OSError) as exc:
             self.audit_warning = f"change saved, audit event queued: {exc}"
             return len(rows)
@@ -215,6 +216,17 @@ class Store:
                 AuditOutbox.delete().where(AuditOutbox.op_id.in_(batch)).execute()
         self._advance_checkpoint()
         return 0
+
+    def _audit_position_hint(self) -> tuple[int, int] | None:
+        """``(lines, offset)`` of the newest checkpoint, if it is this log's: the writer counts lines from there."""
+        try:
+            checkpoint = self.checkpoints.latest()
+        except StoreError:
+            return None
+        first = audit.first_line(self.layout.audit_path)
+        if checkpoint is None or first is None or audit.line_hash(first) != checkpoint.log_id:
+            return None
+        return checkpoint.size, checkpoint.offset
 
     def _advance_checkpoint(self) -> None:
         try:

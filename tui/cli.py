@@ -250,7 +250,11 @@ def _stats(args: argparse.Namespace) -> int:
 def _audit_verify(args: argparse.Namespace) -> int:
     with Store.open(args.root) as store:
         verdict = verify_log(store)
-    _emit(args, verdict.to_json(), verdict.summary())
+    listed = [f"  line {p.line}: {p.reason}" if p.line else f"  {p.reason}" for p in verdict.problems[:50]]
+    if verdict.problem_count > len(listed):
+        listed.append(f"  ... {verdict.problem_count - len(listed)} more (--json lists {len(verdict.problems)})")
+    _emit(args, verdict.to_json(), "\n".join([verdict.summary(), *listed]) if verdict.problem_count > 1
+          else verdict.summary())
     return {VALID: EXIT_OK, UNREADABLE: EXIT_ERROR}.get(verdict.status, EXIT_FINDING)
 
 
@@ -262,7 +266,7 @@ def _audit_log(args: argparse.Namespace) -> int:
             print(json.dumps(list(found), ensure_ascii=False, indent=2))
             return EXIT_OK
         for e in found:
-            print(f"{e['seq']:>7} {e.get('ts', '')[:19]:<19} {e.get('event_type', '?'):<22} "
+            print(f"{e['line']:>7} {e.get('ts', '')[:19]:<19} {e.get('event_type', '?'):<22} "
                   f"{e.get('scope_hash') or '-':<13} {e.get('target_id') or e.get('tool') or ''}")
     return EXIT_OK
 
