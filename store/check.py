@@ -12,7 +12,7 @@ from typing import Any
 from store import binding
 from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse
-from store.index import AuditOutbox, Memory, Promotion, Rekey
+from store.index import Memory, Promotion, Rekey
 from store.promotions import promoted_slug
 from store.scan import FileEntry, walk
 from store.service import Store
@@ -129,9 +129,8 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         report.add("rekey_interrupted", f"scopes/{rekey.scope_hash}",
                    f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
                    scope_hash=rekey.scope_hash)
-    outbox = AuditOutbox.select() if store.index.has(AuditOutbox) else []
-    for row in outbox:  # a read-only root written by another tool may not have engram's table
-        report.add("audit_pending", None, f"event {row.op_id}", op_id=row.op_id)
+    for op_id, _ in store.queued_events():
+        report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
 
 

@@ -7,18 +7,20 @@ registrations and (for memoryd-written roots) decay state live only here, so not
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from peewee import (
     AutoField, CompositeKey, FloatField, IntegerField, IntegrityError, Model, OperationalError, SqliteDatabase,
     TextField,
 )
 
-from migrations import migration_files
-from store.errors import Conflict, DatabaseLocked, StoreError
+from migrations import ENGRAM_PREFIX, migration_files
+from store.errors import Conflict, DatabaseLocked, ReadOnlyStore, StoreError
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -176,7 +178,14 @@ class ProfileChangeReport(_Base):
         table_name = "profile_change_reports"
 
 
-class AuditOutbox(_Base):
+class _Own(_Base):
+    """engram's own tables: in engram.db, attached to the index connection as ``engram``."""
+
+    class Meta:
+        schema = "engram"
+
+
+class AuditOutbox(_Own):
     op_id = TextField(primary_key=True)
     event = TextField()
     created_at = TextField()
@@ -185,7 +194,38 @@ class AuditOutbox(_Base):
         table_name = "engram_audit_outbox"
 
 
-class PromotionNote(_Base):
+class OutboxGuard(_Base):
+    """The audit outbox's twin inside index.db. SQLite commits a WAL database and an attached one separately, so
+    a crash between the two commits could keep an index change without its queued event; written in the same
+    transaction as the index change, this copy cannot. Recreated whenever missing (see :meth:`Index.writable`)."""
+
+    op_id = TextField(primary_key=True)
+    event = TextField()
+    created_at = TextField()
+
+    class Meta:
+        table_name = "engram_outbox_guard"
+
+
+class IndexIdentity(_Base):
+    """The root's identity as index.db last knew it (engram.db's ``engram_root`` holds the same id)."""
+
+    root_id = TextField(primary_key=True)
+    written_at = TextField()
+
+    class Meta:
+        table_name = "engram_identity"
+
+
+class RootRecord(_Own):
+    root_id = TextField(primary_key=True)
+    created_at = TextField()
+
+    class Meta:
+        table_name = "engram_root"
+
+
+class PromotionNote(_Own):
     promotion_id = IntegerField(primary_key=True)
     deferred_at = TextField(null=True)
     defer_reason = TextField(null=True)
@@ -196,7 +236,7 @@ class PromotionNote(_Base):
         table_name = "engram_promotion_notes"
 
 
-class Binding(_Base):
+class Binding(_Own):
     slug = TextField(primary_key=True)
     scope_hash = TextField()
     version = IntegerField()
@@ -209,7 +249,7 @@ class Binding(_Base):
         table_name = "engram_binding"
 
 
-class Rekey(_Base):
+class Rekey(_Own):
     scope_hash = TextField(primary_key=True)
     started_at = TextField()
     new_source = TextField()
@@ -218,7 +258,7 @@ class Rekey(_Base):
         table_name = "engram_rekey"
 
 
-class ScopeLabel(_Base):
+class ScopeLabel(_Own):
     scope_hash = TextField(primary_key=True)
     label = TextField()
     set_at = TextField()
@@ -227,7 +267,7 @@ class ScopeLabel(_Base):
         table_name = "engram_scope_labels"
 
 
-class Imported(_Base):
+class Imported(_Own):
     """What an importer brought in (migration 105): a second run skips every ``source_key`` found here."""
 
     source_key = TextField(primary_key=True)
@@ -243,81 +283,261 @@ class Imported(_Base):
 
 
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox, PromotionNote, Binding, Rekey, ScopeLabel, Imported)
+          TriggerStat, ProfileChangeReport, AuditOutbox, OutboxGuard, IndexIdentity, RootRecord, PromotionNote,
+          Binding, Rekey, ScopeLabel, Imported)
+
+ENGRAM_DB = "engram.db"
+# memoryd's tables engram keeps copies of in engram.db, with the rows a copy leaves out: promotions of sensitive
+# scopes stay only where memoryd put them, so engram never writes their text anywhere new.
+MIRRORED = {
+    "sensitive_scopes": ("engram_sensitive_scopes", ""),
+    "promotions": ("engram_promotions", "scope_hash NOT IN (SELECT scope_hash FROM main.sensitive_scopes)"),
+}
 
 
 class Index:
-    """An open index.db. Binds the models to it (peewee binds per process: one open root at a time)."""
+    """An open index.db with engram.db attached as ``engram``. Binds the models to it (peewee binds per process:
+    one open root at a time).
 
-    def __init__(self, path: Path, db: SqliteDatabase, read_only_reason: str | None) -> None:
+    Opening writes nothing: engram.db is created, migrations applied, engram's identity written and the copies
+    of memoryd's tables brought in step only by :meth:`writable`, before the first write. Until then a root
+    without engram.db reads engram's tables from an empty in-memory database.
+    """
+
+    def __init__(self, path: Path, db: _Database, read_only_reason: str | None) -> None:
         self.path = path
+        self.engram_path = path.with_name(ENGRAM_DB)
         self.db = db
         self.read_only_reason = read_only_reason
+        self.rebuilt = False  # index.db was rebuilt or replaced since engram last wrote (see :meth:`claim_identity`)
+        self._writable = False
         self._tables: set[str] | None = None
+        self._memory_keeper: sqlite3.Connection | None = None
 
     @property
     def read_only(self) -> bool:
         return self.read_only_reason is not None
 
     @classmethod
-    def open(cls, path: Path, create: bool = True) -> Index:
-        """Open (creating and migrating if allowed) the index; unknown newer migrations mean read-only."""
-        if not path.exists() and not create:
-            raise StoreError(f"{path}: no index.db (run `engram rebuild-index` to create one from the files)")
-        unknown = _unknown_migrations(path) if path.exists() else []
+    def open(cls, path: Path, create: bool = True, read_only: str | None = None) -> Index:
+        """Open the index (creating an empty one if allowed) with engram.db attached (created and migrated on a
+        writable root: it is engram's own file). Unknown newer migrations in either database, or ``read_only``
+        (the reason), open both read-only; engram's tables then come from engram.db if there is one, else from
+        an empty in-memory stand-in."""
+        engram_path = path.with_name(ENGRAM_DB)
+        if not path.exists():
+            if not create:
+                raise StoreError(f"{path}: no index.db (run `engram rebuild-index` to create one from the files)")
+            if read_only is None:
+                _migrate(path, engram=False)
+        unknown = _unknown_migrations(path) + (_unknown_migrations(engram_path) if engram_path.is_file() else [])
         if unknown:
-            db = _connect(f"file:{path}?mode=ro", uri=True)
-            reason = (f"index.db has migrations engram does not know ({', '.join(unknown)}): "
-                      "it was written by a newer memoryd or engram, so engram opened it read-only")
+            read_only = (f"the data root has migrations engram does not know ({', '.join(unknown)}): it was "
+                         "written by a newer memoryd or engram, so engram opened it read-only")
+        ro = "?mode=ro" if read_only else ""
+        db = _connect(f"file:{path}{ro}")
+        index = cls(path, db, read_only)
+        if read_only is None:
+            _migrate(engram_path, engram=True)
+        if engram_path.is_file():
+            _attach(db, f"file:{engram_path}{ro}")
         else:
-            db = _connect(str(path), uri=False)
-            reason = None
-            _apply_migrations(db)
+            index._attach_empty()
+        if _legacy_tables(db):
+            index._copy_legacy_tables()
+            if read_only is None:
+                index._drop_legacy_tables()
         db.bind(MODELS, bind_refs=False, bind_backrefs=False)
-        return cls(path, db, reason)
+        index.rebuilt = index._identity_lost()
+        return index
 
     def close(self) -> None:
         self.db.close()
+        if self._memory_keeper is not None:
+            self._memory_keeper.close()
+
+    def _attach_empty(self) -> None:
+        """engram's tables, empty, in a private in-memory database (kept alive by its own connection)."""
+        name = f"file:engram-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        self._memory_keeper = sqlite3.connect(name, uri=True, check_same_thread=False)
+        _apply_migrations(self._memory_keeper, engram=True)
+        _attach(self.db, name)
+
+    def _copy_legacy_tables(self) -> None:
+        """engram 0.1 kept its tables in index.db: their rows are copied into engram's (rows engram.db has are
+        kept), in a transaction of engram.db's own."""
+        with self.db.atomic():
+            for table in _legacy_tables(self.db):
+                columns = ", ".join(c for c in self.columns(table, "main") if c in self.columns(table, "engram"))
+                self.db.execute_sql(f"INSERT OR IGNORE INTO engram.{table} ({columns}) SELECT {columns} FROM main.{table}")
+
+    def _drop_legacy_tables(self) -> None:
+        """Once copied (committed first: a crash in between leaves both, and the next open copies again)."""
+        with self.db.atomic():
+            for table in _legacy_tables(self.db):
+                self.db.execute_sql(f"DROP TABLE main.{table}")
+            self.db.execute_sql(f"DELETE FROM main._schema_migrations WHERE filename LIKE '%{ENGRAM_PREFIX}%'")
+
+    def writable(self) -> None:
+        """Make the root ready for engram's writes, once: memoryd's migrations where index.db lacks them, the
+        identity and the outbox twin in index.db, and engram's copies of memoryd's tables brought in step and
+        kept so by temporary triggers. Raises :class:`ReadOnlyStore` on a read-only root."""
+        if self.read_only:
+            raise ReadOnlyStore(self.read_only_reason or "store is read-only")
+        if self._writable:
+            return
+        try:
+            _migrate(self.path, engram=False)
+            self.db.execute_sql("CREATE TABLE IF NOT EXISTS main.engram_outbox_guard "
+                                "(op_id TEXT PRIMARY KEY, event TEXT NOT NULL, created_at TEXT NOT NULL)")
+            self.db.execute_sql("CREATE TABLE IF NOT EXISTS main.engram_identity "
+                                "(root_id TEXT PRIMARY KEY, written_at TEXT NOT NULL)")
+        except OperationalError as exc:
+            raise _locked_or(exc, self.path) from None
+        self._tables = None
+        self.rebuilt = self._identity_lost()
+        if not self.rebuilt:
+            self.claim_identity()
+        self._keep_copies()
+        self._writable = True
+
+    def claim_identity(self) -> None:
+        """Record the root's identity in both databases (a new one if engram.db has none): from now on this
+        index.db is the one engram knows, and a rebuilt or replaced one is told apart by its absence."""
+        stamp = datetime.now(timezone.utc).isoformat()
+        with self.transaction(prepare=False):
+            record = RootRecord.select().first()
+            if record is None:
+                known = IndexIdentity.select().first()
+                record = RootRecord.create(root_id=known.root_id if known else uuid.uuid4().hex, created_at=stamp)
+            IndexIdentity.delete().where(IndexIdentity.root_id != record.root_id).execute()
+            IndexIdentity.insert(root_id=record.root_id, written_at=stamp).on_conflict_ignore().execute()
+        self.rebuilt = False
+
+    def _identity_lost(self) -> bool:
+        if not self.has(RootRecord):
+            return False
+        record = RootRecord.select().first()
+        if record is None:
+            return False
+        if not self.has(IndexIdentity):
+            return True
+        return IndexIdentity.get_or_none(IndexIdentity.root_id == record.root_id) is None
+
+    def _keep_copies(self) -> None:
+        """Bring engram's copies of memoryd's tables in step (index.db is the truth while it is the index engram
+        knows), then keep them so with temporary triggers on this connection: every change engram makes is
+        copied in its own transaction. Changes memoryd makes are copied at the next :meth:`writable`. (SQLite
+        allows no schema name on a trigger's target: the copies' names exist only in engram.db.)"""
+        for table, (copy, keep) in MIRRORED.items():
+            columns = [c for c in self.columns(table, "main") if c in self.columns(copy, "engram")]
+            names = ", ".join(columns)
+            where = f"WHERE {keep}" if keep else ""
+            with self.transaction(prepare=False):
+                if not self.rebuilt:
+                    self.db.execute_sql(f"DELETE FROM engram.{copy}")
+                    self.db.execute_sql(f"INSERT INTO engram.{copy} ({names}) SELECT {names} FROM main.{table} {where}")
+            when = f"WHEN NEW.{keep}" if keep else ""
+            new = ", ".join(f"NEW.{c}" for c in columns)
+            key = columns[0]
+            for op in ("INSERT", "UPDATE"):
+                self.db.run_per_connection(
+                    f"CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_{table}_{op.lower()} AFTER {op} ON main.{table} "
+                    f"{when} BEGIN INSERT OR REPLACE INTO {copy} ({names}) VALUES ({new}); END")
+            self.db.run_per_connection(
+                f"CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_{table}_delete AFTER DELETE ON main.{table} "
+                f"BEGIN DELETE FROM {copy} WHERE {key} = OLD.{key}; END")
+        # a scope marked sensitive takes its promotions' text out of engram's copy
+        self.db.run_per_connection(
+            "CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_sensitive_drops_text AFTER INSERT ON main.sensitive_scopes "
+            "BEGIN DELETE FROM engram_promotions WHERE scope_hash = NEW.scope_hash; END")
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, prepare: bool = True) -> Iterator[None]:
         """One write transaction; a lock held past the busy timeout becomes :class:`DatabaseLocked`."""
+        if prepare:
+            self.writable()
+            self.db.setup_connection()
         try:
             with self.db.atomic("IMMEDIATE"):
                 yield
         except IntegrityError as exc:
             raise Conflict(f"index.db refused the change ({exc}); nothing was committed") from None
         except OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise DatabaseLocked(
-                    f"{self.path}: locked by another process for more than {BUSY_TIMEOUT_MS // 1000} s") from None
-            raise
+            raise _locked_or(exc, self.path) from None
 
     def has(self, model: type[Model]) -> bool:
-        """Whether the model's table exists (engram's own are missing from a read-only memoryd root). Asked on
-        every write, so the answer is kept: tables only appear when the index is opened (migrations)."""
+        """Whether the model's table exists (a memoryd root engram never wrote has none of engram's). Asked on
+        every write, so the answer is kept until :meth:`writable` changes what is attached."""
         if self._tables is None:
-            self._tables = set(self.db.get_tables())
-        return model._meta.table_name in self._tables
+            self._tables = {f"{schema}.{name}" for schema in ("main", "engram") for (name,) in self.db.execute_sql(
+                f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
+        return f"{model._meta.schema or 'main'}.{model._meta.table_name}" in self._tables
 
-    def columns(self, table: str) -> list[str]:
-        return [r[1] for r in self.db.execute_sql(f"PRAGMA table_info({table})")]
+    def columns(self, table: str, schema: str = "main") -> list[str]:
+        return [r[1] for r in self.db.execute_sql(f"PRAGMA {schema}.table_info({table})")]
 
     def sensitive_scope_rows(self) -> list[dict[str, str | None]]:
-        """Rows of ``sensitive_scopes`` in whichever of memoryd's two shapes the table has."""
+        """Rows of ``sensitive_scopes`` in whichever of memoryd's two shapes the table has; after memoryd rebuilt
+        index.db (and until ``engram repair`` restores them), engram's copy of the rows it lost as well."""
         cols = self.columns("sensitive_scopes")
         wanted = [c for c in ("scope_hash", "scope_root", "marked_at", "key_source") if c in cols]
-        cursor = self.db.execute_sql(f"SELECT {', '.join(wanted)} FROM sensitive_scopes")
-        return [dict(zip(wanted, row)) for row in cursor]
+        cursor = self.db.execute_sql(f"SELECT {', '.join(wanted)} FROM main.sensitive_scopes")
+        rows = [dict(zip(wanted, row)) for row in cursor]
+        if self.rebuilt:
+            known = {r["scope_hash"] for r in rows}
+            rows += [r for r in self.sensitive_copy() if r["scope_hash"] not in known]
+        return rows
+
+    def sensitive_copy(self) -> list[dict[str, str | None]]:
+        """engram's copy of ``sensitive_scopes`` (see :data:`MIRRORED`)."""
+        if "engram.engram_sensitive_scopes" not in (self._tables or set()) and not self._has_table(
+                "engram", "engram_sensitive_scopes"):
+            return []
+        cursor = self.db.execute_sql(
+            "SELECT scope_hash, scope_root, marked_at, key_source FROM engram.engram_sensitive_scopes")
+        return [dict(zip(("scope_hash", "scope_root", "marked_at", "key_source"), row)) for row in cursor]
+
+    def _has_table(self, schema: str, table: str) -> bool:
+        return self.db.execute_sql(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
+                                   (table,)).fetchone() is not None
 
 
-def _connect(target: str, uri: bool) -> SqliteDatabase:
-    db = SqliteDatabase(target, uri=uri, pragmas={"busy_timeout": BUSY_TIMEOUT_MS, "foreign_keys": 1},
-                        check_same_thread=False)
+def _locked_or(exc: OperationalError, path: Path) -> Exception:
+    if "locked" in str(exc) or "busy" in str(exc):
+        return DatabaseLocked(f"{path}: locked by another process for more than {BUSY_TIMEOUT_MS // 1000} s")
+    return StoreError(f"{path}: {exc}")
+
+
+class _Database(SqliteDatabase):
+    """peewee opens a connection per thread (the console's workers read in threads): each one gets engram.db
+    attached (peewee's ``attach``) and, before it writes, engram's temporary triggers (``per_connection``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.per_connection: list[str] = []  # idempotent statements (CREATE TEMP TRIGGER IF NOT EXISTS)
+
+    def run_per_connection(self, sql: str) -> None:
+        """Run ``sql`` now and on every connection of this database (see :meth:`setup_connection`)."""
+        self.per_connection.append(sql)
+        self.setup_connection()
+
+    def setup_connection(self) -> None:
+        """Run on this thread's connection whatever :meth:`run_per_connection` registered after it was opened."""
+        conn = self.connection()
+        seen, done = getattr(self._state, "engram_setup", (None, 0))  # thread-local, as the connection is
+        if seen is not conn:
+            done = 0
+        for sql in self.per_connection[done:]:
+            conn.execute(sql)
+        self._state.engram_setup = (conn, len(self.per_connection))
+
+
+def _connect(target: str) -> _Database:
+    db = _Database(target, uri=True, pragmas={"busy_timeout": BUSY_TIMEOUT_MS, "foreign_keys": 1},
+                   check_same_thread=False)
     try:
         db.connect()
-        if not uri:
-            db.execute_sql("PRAGMA journal_mode=WAL")
         db.execute_sql("SELECT count(*) FROM sqlite_master").fetchone()
     except OperationalError as exc:
         raise StoreError(f"{target}: cannot open index ({exc})") from None
@@ -326,8 +546,23 @@ def _connect(target: str, uri: bool) -> SqliteDatabase:
     return db
 
 
+def _attach(db: SqliteDatabase, target: str) -> None:
+    try:
+        db.attach(target, "engram")
+        db.execute_sql("SELECT count(*) FROM engram.sqlite_master").fetchone()
+    except Exception as exc:  # sqlite3.DatabaseError: "file is not a database"
+        raise StoreError(f"{target}: engram's database cannot be read ({exc})") from None
+
+
+def _legacy_tables(db: SqliteDatabase) -> list[str]:
+    """engram's tables inside index.db itself, where engram 0.1 kept them."""
+    return [name for (name,) in db.execute_sql(
+        "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'engram\\_%' ESCAPE '\\' "
+        "AND name NOT IN ('engram_outbox_guard', 'engram_identity')")]
+
+
 def _unknown_migrations(path: Path) -> list[str]:
-    known = {name for name, _ in migration_files()}
+    known = {name for name, _ in migration_files(engram=False) + migration_files(engram=True)}
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
@@ -341,12 +576,26 @@ def _unknown_migrations(path: Path) -> list[str]:
     return sorted(r[0] for r in rows if r[0] not in known)
 
 
-def _apply_migrations(db: SqliteDatabase) -> None:
+def _migrate(path: Path, engram: bool) -> None:
+    """Apply the migrations ``path`` lacks (creating it, 0600 for engram.db), in WAL mode as memoryd runs."""
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        if engram:
+            path.chmod(0o600)
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            con.execute("PRAGMA journal_mode=WAL")
+        _apply_migrations(con, engram)
+    except sqlite3.OperationalError as exc:
+        raise _locked_or(OperationalError(str(exc)), path) from None
+    finally:
+        con.close()
+
+
+def _apply_migrations(con: sqlite3.Connection, engram: bool) -> None:
     """Apply every shipped migration not yet recorded, each in its own transaction with its record."""
-    db.execute_sql("CREATE TABLE IF NOT EXISTS _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    done = {r[0] for r in db.execute_sql("SELECT filename FROM _schema_migrations")}
-    con: sqlite3.Connection = db.connection()
-    for name, sql in migration_files():
+    con.execute("CREATE TABLE IF NOT EXISTS _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {r[0] for r in con.execute("SELECT filename FROM _schema_migrations")}
+    for name, sql in migration_files(engram):
         if name in done:
             continue
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
@@ -358,5 +607,5 @@ def _apply_migrations(db: SqliteDatabase) -> None:
             if con.in_transaction:
                 con.execute("ROLLBACK")
             if "locked" in str(exc):
-                raise DatabaseLocked(f"cannot apply migration {name}: index.db is locked by another process") from None
+                raise DatabaseLocked(f"cannot apply migration {name}: {exc}") from None
             raise StoreError(f"migration {name} failed: {exc}") from None

@@ -24,9 +24,9 @@ from store.atomic import remove_durably, scrub, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
-from store.errors import NotFound, ReadOnlyStore, StoreError, UnsafePath
+from store.errors import NotFound, StoreError, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
-from store.index import AuditOutbox, Binding, Index, Memory, Trigger
+from store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger
 from store.paths import RootLayout, load_memoryd_config, resolve_data_root
 
 
@@ -152,8 +152,7 @@ class Store:
         item). ``durable=False`` skips the per-file fsync and flushes once before the index commits;
         ``index_update`` writes index rows for the whole batch at once, before the changes' own (which may refer
         to them)."""
-        if self.read_only:
-            raise ReadOnlyStore(self.index.read_only_reason or "store is read-only")
+        self.index.writable()
         queued = []
         for change in changes:
             op_id = uuid.uuid4().hex
@@ -179,8 +178,11 @@ class Store:
                 if change.index_update is not None:
                     change.index_update()
             stamp = utcnow().isoformat()
-            AuditOutbox.insert_many([{"op_id": op_id, "event": json.dumps(event, ensure_ascii=False),
-                                      "created_at": stamp} for op_id, event in queued]).execute()
+            rows = [{"op_id": op_id, "event": json.dumps(event, ensure_ascii=False), "created_at": stamp}
+                    for op_id, event in queued]
+            for outbox in (AuditOutbox, OutboxGuard):  # see OutboxGuard: both, or neither after a crash
+                for batch in chunked(rows, _BATCH):
+                    outbox.insert_many(batch).execute()
         faults.reach("index_committed")
         written = {write.relpath for write in writes}
         for change in changes:
@@ -200,8 +202,7 @@ class Store:
         Events a crashed writer already appended are not written twice (see :func:`audit.append_events`).
         """
         self.audit_warning = None
-        rows = list(AuditOutbox.select(AuditOutbox.op_id, AuditOutbox.event)
-                    .order_by(AuditOutbox.created_at, SQL("rowid")).tuples())
+        rows = self.queued_events()
         if not rows:
             return 0
         try:
@@ -213,9 +214,22 @@ class Store:
         faults.reach("audit_appended")
         with self.index.transaction():
             for batch in chunked([op_id for op_id, _ in rows], _BATCH):
-                AuditOutbox.delete().where(AuditOutbox.op_id.in_(batch)).execute()
+                for outbox in (AuditOutbox, OutboxGuard):
+                    outbox.delete().where(outbox.op_id.in_(batch)).execute()
         self._advance_checkpoint()
         return 0
+
+    def queued_events(self) -> list[tuple[str, str]]:
+        """``(op_id, event)`` of every committed event not yet appended, oldest first: engram.db's outbox and its
+        twin in index.db together (either may have lost its copy: a crash between commits, a rebuilt index)."""
+        rows: dict[str, tuple[str, str]] = {}
+        for outbox in (AuditOutbox, OutboxGuard):
+            if self.index.has(outbox):
+                for op_id, event, created in outbox.select(outbox.op_id, outbox.event, outbox.created_at).order_by(
+                        outbox.created_at, SQL("rowid")).tuples():
+                    rows.setdefault(op_id, (created, event))
+        ordered = sorted(rows.items(), key=lambda item: item[1][0])  # stable: insertion order within a stamp
+        return [(op_id, event) for op_id, (_, event) in ordered]
 
     def _audit_position_hint(self) -> tuple[int, int] | None:
         """``(lines, offset)`` of the newest checkpoint, if it is this log's: the writer counts lines from there."""

@@ -30,15 +30,42 @@ def schema(path: Path) -> dict[str, list[tuple]]:
     return out
 
 
-def test_memoryd_root_is_not_migrated_twice(fixture_root):
-    before = dict(sqlite3.connect(fixture_root / "index.db").execute("SELECT * FROM _schema_migrations"))
-    Store.open(fixture_root).close()
-    after = dict(sqlite3.connect(fixture_root / "index.db").execute("SELECT * FROM _schema_migrations"))
-    assert {k: after[k] for k in before} == before
-    assert sorted(after) == MEMORYD_MIGRATIONS + ["100_engram_audit_outbox.sql", "101_engram_promotion_notes.sql",
-                                                  "102_engram_binding.sql", "103_engram_rekey.sql",
-                                                  "104_engram_scope_labels.sql",
-                                                  "105_engram_imports.sql"]
+ENGRAM_MIGRATIONS = ["100_engram_audit_outbox.sql", "101_engram_promotion_notes.sql", "102_engram_binding.sql",
+                     "103_engram_rekey.sql", "104_engram_scope_labels.sql", "105_engram_imports.sql",
+                     "106_engram_own_records.sql"]
+
+
+def migrations(path: Path) -> dict[str, str]:
+    return dict(sqlite3.connect(path).execute("SELECT * FROM _schema_migrations"))
+
+
+def first_write(store: Store) -> None:
+    slug = Memory.select().where(Memory.body_path.endswith(".md")).first().slug
+    set_decay(store, slug, DecayState.DIM)
+
+
+def test_opening_and_reading_a_memoryd_root_writes_nothing(fixture_root):
+    before = (fixture_root / "index.db").read_bytes()
+    with Store.open(fixture_root) as store:
+        assert Memory.select().count() == 198 and not store.read_only
+        assert store.queued_events() == []
+    assert (fixture_root / "index.db").read_bytes() == before
+    wal = fixture_root / "index.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_memoryd_root_is_not_migrated_twice_and_engram_keeps_its_tables_apart(fixture_root, unlocked_keys):
+    before = migrations(fixture_root / "index.db")
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        first_write(store)
+    after = migrations(fixture_root / "index.db")
+    assert after == before and sorted(after) == MEMORYD_MIGRATIONS
+    assert sorted(migrations(fixture_root / "engram.db")) == ENGRAM_MIGRATIONS
+    tables = {n for (n,) in sqlite3.connect(fixture_root / "index.db").execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    # only the identity and the outbox's crash-window twin live in index.db; they are rebuilt when missing
+    assert {t for t in tables if t.startswith("engram_")} == {"engram_identity", "engram_outbox_guard"}
+    assert (fixture_root / "engram.db").stat().st_mode & 0o077 == 0
 
 
 def test_engram_root_has_memoryds_schema(tmp_path, fixture_root):
@@ -48,7 +75,26 @@ def test_engram_root_has_memoryds_schema(tmp_path, fixture_root):
     assert {k: v for k, v in ours.items() if not k.startswith("engram_")} == theirs
     names = [r[0] for r in sqlite3.connect(tmp_path / "new" / "index.db").execute(
         "SELECT filename FROM _schema_migrations ORDER BY filename")]
-    assert names[:5] == MEMORYD_MIGRATIONS
+    assert names == MEMORYD_MIGRATIONS
+
+
+def test_engram_01_tables_inside_index_db_are_read_then_moved_out(fixture_root, unlocked_keys):
+    """engram 0.1 kept its tables in index.db: they are read there until the first write moves them."""
+    con = sqlite3.connect(fixture_root / "index.db")
+    con.executescript("""
+        CREATE TABLE engram_scope_labels (scope_hash TEXT PRIMARY KEY, label TEXT NOT NULL, set_at TEXT NOT NULL);
+        INSERT INTO engram_scope_labels VALUES ('a8a1b588e66d', 'ledger', '2026-11-01');
+        INSERT INTO _schema_migrations VALUES ('104_engram_scope_labels.sql', '2026-11-01 00:00:00');""")
+    con.commit()
+    con.close()
+    from store.index import ScopeLabel
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        assert [r.label for r in ScopeLabel.select()] == ["ledger"]
+        first_write(store)
+        assert [r.label for r in ScopeLabel.select()] == ["ledger"]
+    assert "104_engram_scope_labels.sql" not in migrations(fixture_root / "index.db")
+    own = sqlite3.connect(fixture_root / "engram.db")
+    assert own.execute("SELECT label FROM engram_scope_labels").fetchall() == [("ledger",)]
 
 
 def test_wal_and_busy_timeout(fixture_root):
