@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from store import binding
+from store import binding, coexist
+from store.audit_verify import events
 from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse
 from store.index import Memory, Promotion, Rekey
@@ -40,6 +41,12 @@ KINDS: dict[str, tuple[str, bool]] = {
     "binding_mismatch": ("encrypted file swapped with another or rolled back to an older version", False),
     "changed_outside": ("encrypted file rewritten outside engram since it was bound (memoryd?)", True),
     "rekey_interrupted": ("rekey under way: files under two keys; run `engram scope rekey` again", False),
+    "sensitive_unregistered": ("sensitive scope (known to engram, or holding encrypted files) missing from "
+                               "index.db's sensitive_scopes: memoryd would save plaintext there", True),
+    "promotion_lost": ("promotion memoryd's rebuild-index removed from index.db (engram kept a copy)", True),
+    "decision_overwritten": ("promotion engram rejected that another writer approved afterwards (memoryd approves "
+                             "without checking status): decide again", False),
+    "index_rebuilt": ("index.db was rebuilt or replaced since engram last wrote (memoryd's rebuild-index?)", True),
 }
 
 
@@ -129,9 +136,39 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         report.add("rekey_interrupted", f"scopes/{rekey.scope_hash}",
                    f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
                    scope_hash=rekey.scope_hash)
+    _check_rebuild(store, files, report)
+    _check_overwritten(store, report)
     for op_id, _ in store.queued_events():
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
+
+
+def _check_overwritten(store: Store, report: Report) -> None:
+    """engram's last word on a promotion was a rejection, and the table says approved: someone overwrote it."""
+    last: dict[str, tuple[str, int]] = {}  # promotion id -> (engram's last event type about it, line)
+    for event in events(store.layout.audit_path):
+        if "this_hash" not in event:
+            continue
+        target = str(event.get("target_id"))
+        if event.get("event_type") in ("promotion_rejected", "undo_applied") and target.isdigit():
+            last[target] = (str(event["event_type"]), event["line"])
+    rejected = [int(pid) for pid, (kind, _) in last.items() if kind == "promotion_rejected"]
+    for batch in range(0, len(rejected), 500):
+        for row in Promotion.select(Promotion.id, Promotion.status).where(
+                Promotion.id.in_(rejected[batch:batch + 500]), Promotion.status == "approved"):
+            report.add("decision_overwritten", None, f"#{row.id}: rejected by engram (audit line "
+                       f"{last[str(row.id)][1]}), approved now", promotion_id=row.id)
+
+
+def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None:
+    for scope in coexist.unregistered_scopes(store, files):
+        report.add("sensitive_unregistered", f"scopes/{scope.scope_hash}", scope.why, scope_hash=scope.scope_hash,
+                   scope_root=scope.scope_root)
+    for row in coexist.lost_promotions(store):
+        report.add("promotion_lost", None, f"#{row['id']} ({row['proposed_title']})", promotion_id=row["id"])
+    if store.index.rebuilt:
+        report.add("index_rebuilt", "index.db", "engram's identity is missing from it: what memoryd's rebuild "
+                   "removed is listed above, and `engram repair` restores it")
 
 
 def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory],

@@ -404,14 +404,18 @@ class Index:
     def claim_identity(self) -> None:
         """Record the root's identity in both databases (a new one if engram.db has none): from now on this
         index.db is the one engram knows, and a rebuilt or replaced one is told apart by its absence."""
-        stamp = datetime.now(timezone.utc).isoformat()
         with self.transaction(prepare=False):
-            record = RootRecord.select().first()
-            if record is None:
-                known = IndexIdentity.select().first()
-                record = RootRecord.create(root_id=known.root_id if known else uuid.uuid4().hex, created_at=stamp)
-            IndexIdentity.delete().where(IndexIdentity.root_id != record.root_id).execute()
-            IndexIdentity.insert(root_id=record.root_id, written_at=stamp).on_conflict_ignore().execute()
+            self.write_identity()
+
+    def write_identity(self) -> None:
+        """:meth:`claim_identity`'s writes, inside a transaction the caller holds."""
+        stamp = datetime.now(timezone.utc).isoformat()
+        record = RootRecord.select().first()
+        if record is None:
+            known = IndexIdentity.select().first()
+            record = RootRecord.create(root_id=known.root_id if known else uuid.uuid4().hex, created_at=stamp)
+        IndexIdentity.delete().where(IndexIdentity.root_id != record.root_id).execute()
+        IndexIdentity.insert(root_id=record.root_id, written_at=stamp).on_conflict_ignore().execute()
         self.rebuilt = False
 
     def _identity_lost(self) -> bool:

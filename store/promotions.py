@@ -118,6 +118,22 @@ def promotion_values(proposal: Proposal, created_at: str) -> dict[str, Any]:
     )
 
 
+def _still_pending(promotion_id: int) -> Callable[[], None]:
+    """A :class:`Change` precondition: the promotion is pending when the write transaction starts (memoryd
+    decides promotions without looking at their status, so it may have decided this one meanwhile)."""
+    return _still_status(promotion_id, PromotionStatus.PENDING.value)
+
+
+def _still_status(promotion_id: int, status: str) -> Callable[[], None]:
+    def check() -> None:
+        row = Promotion.get_or_none(Promotion.id == promotion_id)
+        if row is None or row.status != status:
+            now = "gone" if row is None else row.status
+            raise Conflict(f"promotion #{promotion_id} was decided meanwhile by another writer (memoryd?): it is "
+                           f"{now} now; nothing was changed")
+    return check
+
+
 def _pending(promotion_id: int) -> Promotion:
     promotion = Promotion.get_or_none(Promotion.id == promotion_id)
     if promotion is None:
@@ -202,7 +218,9 @@ def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: E
     details: dict[str, Any] = {"promotion_id": promotion.id, "supersedes": [r.slug for r in older], "dimmed": dimmed}
     if edits != Edits():
         details["edited"] = [k for k, v in vars(edits).items() if v is not None]
-    store.apply(Change(event_type, slug, promotion.scope_hash, details, writes=writes, index_update=index_update))
+    # repair writes the memory of a promotion already approved: the status it was planned on is checked again
+    store.apply(Change(event_type, slug, promotion.scope_hash, details, writes=writes, index_update=index_update,
+                       precondition=_still_status(promotion.id, promotion.status)))
     return Approved(promotion.id, slug, write.relpath, doc.fingerprint, dimmed)
 
 
@@ -218,7 +236,7 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
 
     store.apply(Change("promotion_rejected", str(promotion_id), promotion.scope_hash,
                        {"source_session_slug": promotion.source_session_slug, "reason": reason},
-                       index_update=index_update))
+                       index_update=index_update, precondition=_still_pending(promotion_id)))
     return Rejected(promotion_id)
 
 
@@ -229,7 +247,8 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
     before = (note.deferred_at, note.defer_reason) if note else (None, None)
     store.apply(Change("promotion_deferred", str(promotion_id), promotion.scope_hash, {"reason": reason},
                        index_update=lambda: _note(promotion_id, deferred_at=store.now().isoformat(),
-                                                  defer_reason=reason)))
+                                                  defer_reason=reason),
+                       precondition=_still_pending(promotion_id)))
     return Deferred(promotion_id, before)
 
 
@@ -257,7 +276,8 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
         _note(promotion_id, merged_into=into_slug)
 
     store.apply(Change("memories_merged", into_slug, promotion.scope_hash, {"promotion_id": promotion_id},
-                       writes=[write], index_update=index_update, removals=[rel]))
+                       writes=[write], index_update=index_update, removals=[rel],
+                       precondition=_still_pending(promotion_id)))
     return Merged(promotion_id, into_slug, before, after.fingerprint)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from store import binding
+from store import binding, coexist
 from store.atomic import remove_durably
 from store.check import Finding, Report, check
 from store.domain import PromotionStatus
@@ -217,7 +217,13 @@ def _finish_approval(store: Store, finding: Finding) -> str:
     return f"finished the interrupted approval of promotion #{promotion.id} ({slug})"
 
 
+def _register_again(store: Store, finding: Finding) -> str:
+    return coexist.register_again(store, coexist.Unregistered(finding.data["scope_hash"],
+                                                              finding.data.get("scope_root"), finding.detail))
+
+
 FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
+    "sensitive_unregistered": _register_again,  # first: nothing may be written in plaintext into such a scope
     "temp_file": _remove_temp,
     "audit_pending": _flush_audit,
     "file_without_row": _index_file,
@@ -230,5 +236,7 @@ FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "approved_without_memory": _write_approved,
     "pending_already_written": _finish_approval,
     "changed_outside": _rebind,
+    "promotion_lost": lambda store, _: coexist.restore_promotions(store),  # after enc_without_row: sessions first
+    "index_rebuilt": lambda store, _: coexist.claim_index(store),  # last: only once nothing else is missing
 }
 ORDER = list(FIXES)

@@ -87,9 +87,9 @@ def mark_sensitive(store: Store, scope: str, scope_root: str | None = None,
     scope_root = scope_root or found_root
     check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
     if scope_hash not in store.sensitive_scopes():
-        _write_marker(scope_root)
+        write_marker(scope_root)
         store.apply(Change("scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root},
-                           index_update=lambda: _register(store, scope_hash, scope_root)))
+                           index_update=lambda: register(store, scope_hash, scope_root)))
     for folder in _scope_dirs(store, scope_hash):
         folder.chmod(0o700)
     _adopt_unindexed(store, scope_hash)
@@ -180,7 +180,7 @@ def check_key(store: Store, scope_hash: str) -> bool:
     return True
 
 
-def _register(store: Store, scope_hash: str, scope_root: str | None) -> None:
+def register(store: Store, scope_hash: str, scope_root: str | None) -> None:
     """The ``sensitive_scopes`` row, in whichever of memoryd's two table shapes this index has."""
     columns = store.index.columns("sensitive_scopes")
     values = {"scope_hash": scope_hash, "marked_at": store.now().isoformat()}
@@ -198,7 +198,7 @@ def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:
     return [base, *(p for p in base.iterdir() if p.is_dir())] if base.is_dir() else []
 
 
-def _write_marker(scope_root: str | None) -> None:
+def write_marker(scope_root: str | None) -> None:
     """memoryd's marker in the project itself, so its capture path knows without the index."""
     if scope_root and Path(scope_root).is_dir():
         write_atomic(Path(scope_root) / MARKER, f"scope_root: {scope_root}\n".encode("utf-8"))

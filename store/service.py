@@ -64,6 +64,10 @@ class Change:
     index_update: Callable[[], None] | None = None
     removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
     scrubs: list[str] = field(default_factory=list)  # plaintext files it retires: zeroed before they are unlinked
+    # Checked first inside the write transaction, before any file moves: raises if the state the change was
+    # planned on is gone (memoryd decided the promotion meanwhile). The transaction holds the write lock, so
+    # what it saw cannot change until the change commits.
+    precondition: Callable[[], None] | None = None
 
 
 class Store:
@@ -168,6 +172,9 @@ class Store:
             self.keys.key_for(scope)
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
         with self.index.transaction():
+            for change in changes:
+                if change.precondition is not None:
+                    change.precondition()
             for path, write in targets:
                 self._write_file(path, write, durable)
             if not durable and targets:

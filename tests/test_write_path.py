@@ -99,6 +99,12 @@ MUTATIONS = {
 }
 # Store functions that are not one mutation, and why.
 NOT_ONE_EVENT = {
+    "coexist.unregistered_scopes": "reads only",
+    "coexist.lost_promotions": "reads only",
+    "coexist.register_again": "one sensitive_scope_restored event (needs a rebuilt index: test_coexist_rebuild)",
+    "coexist.restore_promotions": "one promotions_restored event when anything is restored (test_coexist_rebuild)",
+    "coexist.claim_index": "one index_rebuild_reconciled event once nothing is missing (test_coexist_rebuild)",
+    "sensitive.register": "the index step inside mark's and repair's changes, which carry the event",
     "repair.repair": "runs many fixes, each its own mutation with its own event",
     "demo.build_demo": "one import event, then the approvals and rejections a person would have made",
     "promotions.write_promoted": "the shared step of approve and repair, which name its event",

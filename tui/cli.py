@@ -318,7 +318,8 @@ def _promotions_decide(args: argparse.Namespace) -> int:
                     done.append({"id": pid})
             except StoreError as exc:
                 failed.append({"id": pid, "error": str(exc)})
-    text = "\n".join([*(f"{verb}d #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
+    past = {"approve": "approved", "reject": "rejected", "defer": "deferred"}[verb]
+    text = "\n".join([*(f"{past} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
                       *(f"engram: #{f['id']}: {f['error']}" for f in failed)])
     _emit(args, {"done": done, "failed": failed}, text)
     return EXIT_FINDING if failed else EXIT_OK

@@ -1,0 +1,116 @@
+"""What memoryd's ``rebuild-index`` takes away, found and given back.
+
+memoryd's rebuild deletes index.db and builds it again from the ``.md`` files only: ``.md.enc`` rows, promotions
+and ``sensitive_scopes`` are gone (memoryd's next save into a scope it no longer knows is sensitive would be
+plaintext). engram notices (its identity is missing from the new index.db, see :class:`store.index.Index`),
+keeps treating the scopes it knew as sensitive, and ``engram repair`` restores, from engram.db's copies, the
+registrations (and their markers), the promotions (ids kept where free), and finally the identity; the
+encrypted files are indexed again by the ordinary ``enc_without_row`` repair, which needs their keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from store.index import Imported, Memory, Promotion, PromotionNote
+from store.scan import FileEntry
+from store.service import Change, Store
+
+PROMOTION_COLUMNS = ("id", "source_session_slug", "proposed_type", "proposed_title", "proposed_body",
+                     "proposed_triggers", "dura_score", "reasoning", "proposed_supersedes", "scope_hash", "status",
+                     "created_at", "decided_at")
+
+
+@dataclass(frozen=True)
+class Unregistered:
+    scope_hash: str
+    scope_root: str | None
+    why: str
+
+
+def unregistered_scopes(store: Store, files: Iterable[FileEntry]) -> list[Unregistered]:
+    """Scopes that are sensitive but missing from index.db's ``sensitive_scopes``: those engram's copy names
+    (after a rebuild), and any scope holding encrypted files."""
+    registered = {r["scope_hash"] for r in _index_rows(store)}
+    found: dict[str, Unregistered] = {}
+    if store.index.rebuilt:
+        for row in store.index.sensitive_copy():
+            if row["scope_hash"] not in registered:
+                found[str(row["scope_hash"])] = Unregistered(str(row["scope_hash"]), row.get("scope_root"),
+                                                             "sensitive before memoryd rebuilt index.db")
+    for entry in files:
+        if entry.encrypted and entry.scope_hash not in registered and entry.scope_hash not in found:
+            found[entry.scope_hash] = Unregistered(entry.scope_hash, None, f"holds encrypted files ({entry.relpath})")
+    return list(found.values())
+
+
+def _index_rows(store: Store) -> list[dict[str, Any]]:
+    cols = store.index.columns("sensitive_scopes")
+    return [dict(zip(cols, row)) for row in store.index.db.execute_sql("SELECT * FROM main.sensitive_scopes")]
+
+
+def register_again(store: Store, scope: Unregistered) -> str:
+    """The scope's ``sensitive_scopes`` row (and memoryd's marker in the project, where engram knows it)."""
+    from store.sensitive import register, write_marker  # sensitive builds on the store, as repair does
+
+    write_marker(scope.scope_root)
+    store.apply(Change("sensitive_scope_restored", scope.scope_hash, scope.scope_hash,
+                       {"scope_root": scope.scope_root, "why": scope.why},
+                       index_update=lambda: register(store, scope.scope_hash, scope.scope_root)))
+    return f"registered scope {scope.scope_hash} as sensitive again ({scope.why})"
+
+
+def lost_promotions(store: Store) -> list[dict[str, Any]]:
+    """Promotions engram's copy holds that index.db lost (only asked after a rebuild: otherwise index.db is the
+    truth and the copy follows it)."""
+    if not store.index.rebuilt:
+        return []
+    present = {(p.source_session_slug, p.created_at, p.proposed_title)
+               for p in Promotion.select(Promotion.source_session_slug, Promotion.created_at, Promotion.proposed_title)}
+    names = ", ".join(PROMOTION_COLUMNS)
+    rows = [dict(zip(PROMOTION_COLUMNS, r)) for r in
+            store.index.db.execute_sql(f"SELECT {names} FROM engram.engram_promotions ORDER BY id")]
+    return [r for r in rows if (r["source_session_slug"], r["created_at"], r["proposed_title"]) not in present]
+
+
+def restore_promotions(store: Store) -> str | None:
+    """Put lost promotions back, with their ids where those are free (engram's notes and import records point
+    at them) and new ids where memoryd has meanwhile used them. A promotion whose source session has no row yet
+    (an encrypted session, not indexed until its scope is unlocked) waits for a later repair."""
+    lost = lost_promotions(store)
+    sessions = {m.slug for m in Memory.select(Memory.slug).where(
+        Memory.slug.in_([r["source_session_slug"] for r in lost]))} if lost else set()
+    ready = [r for r in lost if r["source_session_slug"] in sessions]
+    if not ready:
+        return None
+    moved: dict[int, int] = {}
+
+    def index_update() -> None:
+        taken = {p.id for p in Promotion.select(Promotion.id).where(Promotion.id.in_([r["id"] for r in ready]))}
+        for row in ready:
+            if row["id"] not in taken:
+                Promotion.insert(**row).execute()
+                continue
+            new_id = Promotion.insert(**{k: v for k, v in row.items() if k != "id"}).execute()
+            moved[row["id"]] = new_id
+            store.index.db.execute_sql("DELETE FROM engram.engram_promotions WHERE id = ?", (row["id"],))
+            PromotionNote.update(promotion_id=new_id).where(PromotionNote.promotion_id == row["id"]).execute()
+            Imported.update(promotion_id=new_id).where(Imported.promotion_id == row["id"]).execute()
+
+    store.apply(Change("promotions_restored", None, None,
+                       {"count": len(ready), "waiting": len(lost) - len(ready),
+                        "renumbered": {str(k): v for k, v in moved.items()}}, index_update=index_update))
+    waiting = f"; {len(lost) - len(ready)} wait for their session's row" if len(lost) > len(ready) else ""
+    return f"restored {len(ready)} promotions memoryd's rebuild-index removed{waiting}"
+
+
+def claim_index(store: Store) -> str | None:
+    """Once nothing the rebuild took is missing (registrations, promotions): this index.db is the one engram
+    knows from now on, and its copies follow it again."""
+    if lost_promotions(store) or any(s.why.startswith("sensitive before") for s in unregistered_scopes(store, [])):
+        return None
+    store.apply(Change("index_rebuild_reconciled", None, None, {},
+                       index_update=store.index.write_identity))
+    return "index.db rebuilt by memoryd: everything engram keeps is restored, and it is recorded as known"

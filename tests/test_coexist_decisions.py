@@ -1,0 +1,61 @@
+"""Decisions against a concurrent writer: memoryd decides promotions without looking at their status, so engram
+checks inside its write transaction, changes nothing when it lost the race, and ``check`` names a rejection
+memoryd overwrote afterwards."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from store.check import check
+from store.errors import Conflict
+from store.index import Promotion
+from store.promotions import approve, defer, reject
+from store.service import Store
+
+
+def memoryd_decides(root, pid: int, status: str) -> None:
+    """memoryd's approve/reject: flips the status, no questions asked."""
+    con = sqlite3.connect(root / "index.db")
+    con.execute("UPDATE promotions SET status = ? WHERE id = ?", (status, pid))
+    con.commit()
+    con.close()
+
+
+def memory_files(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in (root / "scopes").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("decide", [approve, reject, defer])
+def test_a_promotion_memoryd_decided_meanwhile_is_refused_and_nothing_changes(fixture_root, unlocked_keys,
+                                                                               monkeypatch, decide):
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        store.index.writable()
+        pid = Promotion.select().where(Promotion.status == "pending",
+                                       Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).first().id
+        files = memory_files(fixture_root)
+        log = (fixture_root / "audit" / "audit.jsonl").read_bytes()
+        real_apply = store.apply_many
+
+        def memoryd_first(*args, **kwargs):  # memoryd decides after engram read the row, before it writes
+            memoryd_decides(fixture_root, pid, "rejected")
+            return real_apply(*args, **kwargs)
+
+        monkeypatch.setattr(store, "apply_many", memoryd_first)
+        with pytest.raises(Conflict, match="decided meanwhile"):
+            decide(store, pid)
+        assert Promotion.get_by_id(pid).status == "rejected"
+    assert (fixture_root / "audit" / "audit.jsonl").read_bytes() == log
+    assert memory_files(fixture_root) == files
+
+
+def test_check_names_a_rejection_memoryd_overwrote(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        pid = Promotion.select().where(Promotion.status == "pending").first().id
+        reject(store, pid, "not true")
+        assert not check(store).of("decision_overwritten")
+    memoryd_decides(fixture_root, pid, "approved")
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        found = check(store).of("decision_overwritten")
+    assert [f.data["promotion_id"] for f in found] == [pid]

@@ -1,0 +1,117 @@
+"""memoryd's ``rebuild-index`` beside engram: it deletes index.db and builds it again from the ``.md`` files only.
+engram's own state is in engram.db and survives; what memoryd lost (encrypted rows, promotions, sensitive
+registrations) is found by ``check`` and given back by ``repair``; until then no plaintext is written into a
+scope engram knows is sensitive."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from migrations import migration_files
+from store.check import check
+from store.frontmatter import parse
+from store.index import Memory, Promotion, PromotionNote, ScopeLabel
+from store.promotions import approve, reject
+from store.repair import repair
+from store.scopes import set_label
+from store.service import Store, memory_row
+
+
+def memoryd_rebuild_index(root: Path) -> None:
+    """memoryd's ``rebuild_index``: unlink index.db, open a new one with its migrations, index every ``*.md``."""
+    (root / "index.db").unlink()
+    con = sqlite3.connect(root / "index.db")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, sql in migration_files(engram=False):
+        con.executescript(sql)
+        con.execute("INSERT INTO _schema_migrations VALUES (?, '2026-11-23 00:00:00')", (name,))
+    for md in sorted((root / "scopes").rglob("*.md")):
+        rel = str(md.relative_to(root))
+        try:
+            doc = parse(md.read_bytes(), rel)
+        except Exception:  # memoryd counts it as an error and goes on
+            continue
+        row = memory_row(doc, rel)
+        row["scope_sensitive"] = 0
+        con.execute(f"INSERT OR REPLACE INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    list(row.values()))
+        for trigger in doc.frontmatter.triggers:
+            con.execute("INSERT OR IGNORE INTO triggers VALUES (?, ?)", (doc.frontmatter.slug, trigger))
+    con.commit()
+    con.close()
+
+
+def sensitive_rows(root: Path) -> set[str]:
+    return {r[0] for r in sqlite3.connect(root / "index.db").execute("SELECT scope_hash FROM sensitive_scopes")}
+
+
+def test_rebuild_index_loses_nothing_engram_keeps_and_repair_gives_back_what_memoryd_lost(
+        fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        sensitive = store.sensitive_scopes()
+        assert sensitive
+        pending = [p.id for p in Promotion.select().where(Promotion.status == "pending").order_by(Promotion.id)]
+        reject(store, pending[0], "duplicate of an older memory")
+        set_label(store, next(iter(sensitive)), "health notes")
+        promotions = {p.id: (p.status, p.proposed_title) for p in Promotion.select()
+                      if p.scope_hash not in sensitive}
+        encrypted = Memory.select().where(Memory.body_path.endswith(".md.enc")).count()
+    assert encrypted
+
+    memoryd_rebuild_index(fixture_root)
+    assert sensitive_rows(fixture_root) == set()
+
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        assert store.index.rebuilt
+        assert store.sensitive_scopes() == sensitive  # engram still knows: nothing goes in as plaintext
+        assert [r.label for r in ScopeLabel.select()] == ["health notes"]
+        assert PromotionNote.get(PromotionNote.promotion_id == pending[0]).reject_reason
+        counts = check(store).counts()
+        assert counts["sensitive_unregistered"] == len(sensitive)
+        assert counts["promotion_lost"] == len(promotions)
+        assert counts["enc_without_row"] == encrypted and counts["index_rebuilt"] == 1
+        result = repair(store)
+        assert not result.remaining.drift, result.remaining.counts()
+        assert not store.index.rebuilt
+        assert {p.id: (p.status, p.proposed_title) for p in Promotion.select()
+                if p.scope_hash not in sensitive} == promotions
+        assert Memory.select().where(Memory.body_path.endswith(".md.enc")).count() == encrypted
+    assert sensitive_rows(fixture_root) == sensitive
+    events = [json.loads(line)["event_type"] for line in (fixture_root / "audit" / "audit.jsonl").open()]
+    assert {"sensitive_scope_restored", "promotions_restored", "index_rebuild_reconciled"} <= set(events)
+
+
+def test_after_a_rebuild_an_approval_into_a_sensitive_scope_is_still_encrypted(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        scope = sorted(store.sensitive_scopes())[0]
+        set_label(store, scope, "x")  # engram has written: it knows this root
+    memoryd_rebuild_index(fixture_root)
+    con = sqlite3.connect(fixture_root / "index.db")  # memoryd's analyze proposes into that scope
+    session = con.execute("SELECT slug FROM memories WHERE type = 'session' LIMIT 1").fetchone()[0]
+    pid = con.execute(
+        "INSERT INTO promotions (source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers,"
+        " dura_score, reasoning, scope_hash, status, created_at) VALUES (?, 'fact', 'Blood pressure routine', "
+        "'Measure at 8am.', '[]', '{}', 'r', ?, 'pending', '2026-11-23T00:00:00Z')", (session, scope)).lastrowid
+    con.commit()
+    con.close()
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        assert store.index.rebuilt
+        done = approve(store, pid)
+    assert done.relpath.endswith(".md.enc") and not (fixture_root / done.relpath[:-4]).exists()
+    assert b"Measure at 8am" not in (fixture_root / done.relpath).read_bytes()
+
+
+def test_import_records_survive_a_rebuild(fixture_root, unlocked_keys):
+    from store.index import Imported
+
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        store.index.writable()
+        with store.index.transaction():
+            Imported.insert(source_key="codex:t-1", system="codex", kind="session", memory_slug="s",
+                            origin="x.jsonl:1", imported_at="2026-11-23").execute()
+    memoryd_rebuild_index(fixture_root)
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        assert [r.source_key for r in Imported.select()] == ["codex:t-1"]
