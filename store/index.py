@@ -194,16 +194,14 @@ class AuditOutbox(_Own):
         table_name = "engram_audit_outbox"
 
 
-class OutboxGuard(_Base):
-    """The audit outbox's twin inside index.db. SQLite commits a WAL database and an attached one separately, so
-    a crash between the two commits could keep an index change without its queued event; written in the same
-    transaction as the index change, this copy cannot. Recreated whenever missing (see :meth:`Index.writable`)."""
-
-    op_id = TextField(primary_key=True)
-    event = TextField()
-    created_at = TextField()
+class OutboxGuard(AuditOutbox):
+    """The audit outbox's twin inside index.db (same columns). SQLite commits a WAL database and an attached one
+    separately, so a crash between the two commits could keep an index change without its queued event; written
+    in the same transaction as the index change, this copy cannot. Recreated whenever missing (see
+    :meth:`Index.writable`)."""
 
     class Meta:
+        schema = None  # main: index.db
         table_name = "engram_outbox_guard"
 
 
