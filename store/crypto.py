@@ -153,21 +153,42 @@ def keyring_password(service: str, user: str) -> str | None:
         raise KeyUnavailable(f"no usable OS keyring on this machine ({exc}); {KEYRING_HELP}") from None
 
 
-def new_random_scope_key(scope_hash: str) -> bytes:
-    """A random key for the scope, saved in the OS keyring before anything is encrypted with it (so no file
-    can end up under a key that exists nowhere). A key already there (an interrupted rekey) is reused."""
+NEXT_KEY_SERVICE = "engram-next-scope-key"  # user = scope hash; a rekey's new key until every file is under it
+
+
+def next_random_scope_key(scope_hash: str) -> bytes:
+    """The new random key a rekey moves the scope to, saved in the OS keyring before anything is encrypted with
+    it, beside (not over) memoryd's entry, which keeps opening the files not yet done. A key already saved there
+    (an interrupted rekey) is reused, so a rerun finishes under the same key."""
     import keyring
     from keyring.errors import KeyringError
 
-    existing = keyring_password(RANDOM_KEY_SERVICE, scope_hash)
-    if existing:
-        return _keyring_scope_key(scope_hash)
-    key = os.urandom(32)
+    saved = keyring_password(NEXT_KEY_SERVICE, scope_hash)
+    if not saved:
+        saved = base64.b64encode(os.urandom(32)).decode("ascii")
+        try:
+            keyring.set_password(NEXT_KEY_SERVICE, scope_hash, saved)
+        except (KeyringError, RuntimeError) as exc:
+            raise KeyUnavailable(f"could not save the new key in the OS keyring ({exc}); {KEYRING_HELP}") from None
+    return _decode_key(keyring_password(NEXT_KEY_SERVICE, scope_hash), scope_hash)  # read back: what is kept
+
+
+def install_random_scope_key(scope_hash: str, key: bytes) -> None:
+    """Make ``key`` the one memoryd reads for the scope (every file is under it now), then drop the rekey's
+    own entry; in that order, so a crash between them leaves the key in both places, never in neither."""
+    import keyring
+    from keyring.errors import KeyringError, PasswordDeleteError
+
     try:
         keyring.set_password(RANDOM_KEY_SERVICE, scope_hash, base64.b64encode(key).decode("ascii"))
+        if _keyring_scope_key(scope_hash) != key:
+            raise KeyUnavailable(f"the OS keyring did not keep the new key for scope {scope_hash}")
+        try:
+            keyring.delete_password(NEXT_KEY_SERVICE, scope_hash)
+        except PasswordDeleteError:
+            pass  # already gone: an earlier run got this far
     except (KeyringError, RuntimeError) as exc:
         raise KeyUnavailable(f"could not save the new key in the OS keyring ({exc}); {KEYRING_HELP}") from None
-    return _keyring_scope_key(scope_hash)  # read back: what memoryd will read
 
 
 def _keyring_scope_key(scope_hash: str) -> bytes:
@@ -175,8 +196,12 @@ def _keyring_scope_key(scope_hash: str) -> bytes:
     value = keyring_password(RANDOM_KEY_SERVICE, scope_hash)
     if not value:
         raise KeyUnavailable(f"no key for scope {scope_hash} in the OS keyring (service {RANDOM_KEY_SERVICE!r})")
+    return _decode_key(value, scope_hash)
+
+
+def _decode_key(value: str | None, scope_hash: str) -> bytes:
     try:
-        key = base64.b64decode(value, validate=True)
+        key = base64.b64decode(value or "", validate=True)
     except (binascii.Error, ValueError):
         key = b""
     if len(key) != 32:

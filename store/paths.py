@@ -62,11 +62,15 @@ def engram_state_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 
-def scope_hash_for(path: str | os.PathLike[str]) -> str:
-    """memoryd's scope hash: sha1 of the resolved scope root (nearest ancestor with ``.git``)[:12]."""
+def scope_root_for(path: str | os.PathLike[str]) -> Path:
+    """memoryd's scope root of ``path``: the nearest ancestor (itself included) holding ``.git``, else the path."""
     resolved = Path(path).expanduser().resolve()
-    root = next((p for p in (resolved, *resolved.parents) if (p / ".git").exists()), resolved)
-    return hashlib.sha1(str(root).encode("utf-8")).hexdigest()[:12]
+    return next((p for p in (resolved, *resolved.parents) if (p / ".git").exists()), resolved)
+
+
+def scope_hash_for(path: str | os.PathLike[str]) -> str:
+    """memoryd's scope hash: sha1 of the resolved scope root (:func:`scope_root_for`)[:12]."""
+    return hashlib.sha1(str(scope_root_for(path)).encode("utf-8")).hexdigest()[:12]
 
 
 def check_scope_name(scope_hash: str) -> None:

@@ -1,46 +1,134 @@
-"""Rekeying a sensitive scope: every ``.md.enc`` re-encrypted from the current key to a new one (a new
-passphrase, or a move between memoryd's passphrase and random-key sources), crash-safe and resumable.
+"""Rekeying sensitive scopes: every ``.md.enc`` re-encrypted from the current key to a new one, crash-safe and
+resumable, in the key source memoryd's config names.
+
+memoryd's passphrase mode derives every scope's key from one master passphrase, so a new passphrase re-encrypts
+every sensitive scope together (:func:`rekey_passphrase`): one scope under another passphrase would be lost to
+memoryd. Its random mode keeps one key per scope in the OS keyring, so there a scope gets a new key of its own
+(:func:`rekey_random`). A move between the two sources is memoryd's config change, not a rekey.
 
 Every file is read before anything changes, so a wrong current key, or a file neither key opens, stops the
-rekey while the scope is untouched. A row in ``engram_rekey`` says a rekey is under way; then, a batch at a
-time, each file is re-encrypted under the new key to a temp file, read back and checked, and renamed over the
-old one (the write path), with one ``memory_rekeyed`` event per batch. A crash leaves each file whole under one
-key or the other; running the rekey again with both keys finds which files are done and finishes the rest.
+rekey while everything is untouched. A row in ``engram_rekey`` per scope says a rekey is under way; then, a batch
+at a time, each file is re-encrypted under the new key to a temp file, read back and checked, and renamed over
+the old one (the write path), with one ``memory_rekeyed`` event per batch. A crash leaves each file whole under
+one key or the other; running the rekey again with both keys finds which files are done and finishes the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from store.crypto import KeyRing, decrypt, new_random_scope_key
+from store.crypto import (
+    PASSPHRASE_SERVICE,
+    PASSPHRASE_USER,
+    decrypt,
+    derive_passphrase_key,
+    install_random_scope_key,
+    keyring_password,
+    next_random_scope_key,
+)
 from store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
 from store.frontmatter import MemoryDoc, parse
 from store.index import Memory, Rekey
-from store.sensitive import BATCH, Progress, resolve_scope
+from store.scopes import resolve_scope
+from store.sensitive import BATCH, Progress
 from store.service import Change, FileWrite, Store
 
 
-def new_key_for(scope_hash: str, source: str, passphrase: str | None, kdf_iters: int) -> bytes:
-    """The scope's key under the new source: derived from ``passphrase``, or a random key kept in the keyring."""
-    if source == "random":
-        return new_random_scope_key(scope_hash)
-    if not passphrase:
+@dataclass
+class RekeyResult:
+    """What a rekey did, per scope."""
+
+    scopes: list[Progress] = field(default_factory=list)
+    keyring_updated: bool = False  # the OS keyring held memoryd's old passphrase, and now holds the new one
+
+    @property
+    def done(self) -> int:
+        return sum(p.done for p in self.scopes)
+
+
+def plan_passphrase_rekey(store: Store) -> dict[str, int]:
+    """Every sensitive scope and its encrypted files: what a new master passphrase re-encrypts, to announce
+    before it starts."""
+    _check_source(store, "passphrase")
+    return {scope: Memory.select().where((Memory.scope_hash == scope) & Memory.body_path.endswith(".md.enc")).count()
+            for scope in sorted(store.sensitive_scopes())}
+
+
+def rekey_passphrase(store: Store, new_passphrase: str,
+                     progress: Callable[[str, int, int], None] | None = None) -> RekeyResult:
+    """Re-encrypt every sensitive scope under keys derived from ``new_passphrase``, as memoryd derives them.
+
+    Every file of every scope is proven to open under the current or the new passphrase before anything changes;
+    then one change records a rekey under way for all of them (``check`` reports any not finished), and the
+    scopes are done one after the other. Run again after a crash with both passphrases, it skips what is done.
+    When memoryd's passphrase sits in the OS keyring, the keyring gets the new one last."""
+    plan = plan_passphrase_rekey(store)
+    if not new_passphrase:
         raise KeyUnavailable("a rekey to a new passphrase needs the new passphrase")
-    return KeyRing(kdf_iters=kdf_iters, passphrase=passphrase).key_for(scope_hash)
+    new_keys = {scope: derive_passphrase_key(new_passphrase, scope, store.keys.kdf_iters) for scope in plan}
+    for scope, key in new_keys.items():
+        _still_under_old_key(store, scope, key, keep=False)
+    _record_start(store, list(plan), sum(plan.values()), "passphrase")
+    old = store.keys.passphrase
+    result = RekeyResult()
+    for scope, key in new_keys.items():
+        step = None if progress is None else (lambda n, total, scope=scope: progress(scope, n, total))
+        result.scopes.append(_rekey_scope(store, scope, key, "passphrase", step))
+    store.keys.set_passphrase(new_passphrase)
+    result.keyring_updated = _update_stored_passphrase(old, new_passphrase)
+    return result
 
 
-def rekey(store: Store, scope: str, new_key: bytes, source: str = "passphrase",
-          progress: Callable[[int, int], None] | None = None) -> Progress:
-    """Re-encrypt every memory of the sensitive ``scope`` under ``new_key``; see the module's notes."""
+def rekey_random(store: Store, scope: str, progress: Callable[[int, int], None] | None = None) -> RekeyResult:
+    """memoryd's random mode: the scope moves to a new random key, saved in the OS keyring beside memoryd's entry
+    before any file is under it, and put in memoryd's entry only once every file is."""
+    _check_source(store, "random")
+    scope_hash = _sensitive(store, scope)
+    new_key = next_random_scope_key(scope_hash)
+    todo = _still_under_old_key(store, scope_hash, new_key)
+    _record_start(store, [scope_hash], len(todo), "random")
+    done = _rekey_scope(store, scope_hash, new_key, "random", progress, todo,
+                        before_finish=lambda: install_random_scope_key(scope_hash, new_key))
+    return RekeyResult([done])
+
+
+def _check_source(store: Store, source: str) -> None:
+    """Refuse a rekey memoryd could not follow: its config names one key source for every scope."""
+    if source != store.keys.key_source:
+        raise Conflict(f"memoryd's config uses key_source = {store.keys.key_source!r}: a {source} rekey would "
+                       "leave files memoryd cannot read (change memoryd's config first)")
+
+
+def _sensitive(store: Store, scope: str) -> str:
     scope_hash, _ = resolve_scope(store, scope)
     if scope_hash not in store.sensitive_scopes():
         raise Conflict(f"scope {scope_hash} is not sensitive: it has no key to change")
-    todo = _still_under_old_key(store, scope_hash, new_key)
+    return scope_hash
+
+
+def _record_start(store: Store, scopes: list[str], files: int, source: str) -> None:
+    """One ``rekey_started`` change for the scopes not already recorded (a rerun records nothing new)."""
+    missing = [scope for scope in scopes if Rekey.get_or_none(Rekey.scope_hash == scope) is None]
+    if not missing:
+        return
+    target = missing[0] if len(missing) == 1 else None
+
+    def insert() -> None:
+        Rekey.insert_many([{"scope_hash": s, "started_at": store.now().isoformat(), "new_source": source}
+                           for s in missing]).execute()
+    store.apply(Change("rekey_started", target, target, {"scopes": missing, "files": files, "new_source": source},
+                       index_update=insert))
+
+
+def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
+                 progress: Callable[[int, int], None] | None,
+                 todo: list[tuple[str, MemoryDoc]] | None = None,
+                 before_finish: Callable[[], None] | None = None) -> Progress:
+    """Re-encrypt the scope's files still under the old key, a batch per change; then ``before_finish`` (the
+    keyring step of random mode) and the ``scope_rekeyed`` change that closes the scope's rekey."""
+    todo = _still_under_old_key(store, scope_hash, new_key) if todo is None else todo
     result = Progress(scope_hash, files=len(todo))
-    if Rekey.get_or_none(Rekey.scope_hash == scope_hash) is None:
-        store.apply(Change("rekey_started", scope_hash, scope_hash, {"files": len(todo), "new_source": source},
-                           index_update=lambda: Rekey.insert(scope_hash=scope_hash, started_at=store.now().isoformat(),
-                                                             new_source=source).execute()))
     old_key = store.keys.key_for(scope_hash) if todo else None
     for start in range(0, len(todo), BATCH):
         batch = todo[start:start + BATCH]
@@ -58,15 +146,35 @@ def rekey(store: Store, scope: str, new_key: bytes, source: str = "passphrase",
         if progress is not None:
             progress(result.done, result.files)
     store.keys.adopt(scope_hash, new_key)
+    if before_finish is not None:
+        before_finish()
     store.apply(Change("scope_rekeyed", scope_hash, scope_hash, {"files": result.done, "new_source": source},
                        index_update=lambda: _finish(store, scope_hash, source)))
     return result
 
 
-def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes) -> list[tuple[str, MemoryDoc]]:
-    """The files the new key does not open yet, decrypted with the current key; raises before any change when
-    the current key opens none of them (wrong key) or a file opens under neither key (damage)."""
+def _update_stored_passphrase(old: str | None, new: str) -> bool:
+    """memoryd reads its passphrase from the environment, else the OS keyring: a keyring entry holding the old
+    passphrase is replaced (where memoryd's own ``set-passphrase`` keeps it), anything else is left alone."""
+    import keyring
+    from keyring.errors import KeyringError
+
+    try:
+        if old is None or keyring_password(PASSPHRASE_SERVICE, PASSPHRASE_USER) != old:
+            return False
+        keyring.set_password(PASSPHRASE_SERVICE, PASSPHRASE_USER, new)
+    except (KeyUnavailable, KeyringError, RuntimeError):
+        return False
+    return True
+
+
+def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes,
+                         keep: bool = True) -> list[tuple[str, MemoryDoc]]:
+    """The files the new key does not open yet, decrypted with the current key (only checked, not kept, when
+    ``keep`` is false); raises before any change when the current key opens none of them (wrong key) or a file
+    opens under neither key (damage)."""
     todo: list[tuple[str, MemoryDoc]] = []
+    opened = 0
     rows = Memory.select(Memory.body_path).where(
         (Memory.scope_hash == scope_hash) & Memory.body_path.endswith(".md.enc")).order_by(Memory.slug)
     for (path,) in rows.tuples():
@@ -78,9 +186,12 @@ def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes) -> list[
         except DecryptionFailed:
             pass
         try:
-            todo.append((rel, parse(decrypt(data, store.keys.key_for(scope_hash), scope_hash, rel), rel)))
+            plain = decrypt(data, store.keys.key_for(scope_hash), scope_hash, rel)
+            opened += 1
+            if keep:
+                todo.append((rel, parse(plain, rel)))
         except DecryptionFailed:
-            if not todo:
+            if not opened:
                 raise WrongKey(f"the current key does not open {rel} (wrong passphrase, or damaged)") from None
             raise
     return todo

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store.errors import StoreError
-from store.grants import Grant, grants
 from peewee import fn
 
+from store.errors import BadInput, NotFound, StoreError, UnsafePath
+from store.grants import Grant, grants
 from store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger
-from store.paths import scope_hash_for
+from store.paths import check_scope_name, scope_hash_for, scope_root_for
 from store.service import Change, Store
 
 UNSCOPED = "_unscoped"
@@ -121,6 +121,54 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
     return sorted(infos.values(), key=lambda s: (-s.memories, s.scope_hash))
 
 
+def resolve_scope(store: Store, scope: str) -> tuple[str, str | None]:
+    """What a SCOPE argument names: a scope the root knows, by its hash, or a project directory, by memoryd's
+    rule (the nearest ancestor with ``.git``, else the directory itself). Returns (hash, project directory or
+    None). Anything else is an error before anything changes: a path that does not exist, a file, or a
+    directory inside the data root is no project, and a path is never taken for a hash."""
+    if _known_scope(store, scope):
+        return scope, None
+    path = Path(scope).expanduser()
+    if not path.exists():
+        raise NotFound(f"no scope {scope!r}: give a scope hash from `engram scopes`, or a project directory")
+    if not path.is_dir():
+        raise BadInput(f"{scope}: not a project directory (give the project's folder, or a scope hash)")
+    root = scope_root_for(path)
+    data_root = store.layout.root.resolve()
+    if root == data_root or data_root in root.parents:
+        raise BadInput(f"{scope}: inside the data root, not a project directory")
+    return scope_hash_for(root), str(root)
+
+
+def _known_scope(store: Store, scope: str) -> bool:
+    try:
+        check_scope_name(scope)
+    except UnsafePath:
+        return False
+    return ((store.layout.scopes_dir / scope).is_dir() or scope in store.sensitive_scopes()
+            or Memory.select().where(Memory.scope_hash == scope).exists()
+            or (store.layout.grants_dir / f"{scope}.json").is_file())
+
+
+def project_dir(store: Store, scope_hash: str, discover_in: Iterable[Path] | None = None) -> str | None:
+    """The project directory of a scope known by its hash, as memoryd records it when marking by path: from the
+    sensitive registration, the grant, the person's label, a Codex session's cwd, else by looking for it on
+    this machine. Every candidate must hash to the scope; None when nothing does."""
+    candidates = [row.get("scope_root") for row in store.index.sensitive_scope_rows()
+                  if row.get("scope_hash") == scope_hash]
+    grant = grants(store).get(scope_hash)
+    candidates.append(grant.scope_root if isinstance(grant, Grant) else None)
+    if store.index.has(ScopeLabel):
+        candidates += [label for (label,) in ScopeLabel.select(ScopeLabel.label)
+                       .where(ScopeLabel.scope_hash == scope_hash).tuples()]
+    candidates.append(_codex_cwd(store, scope_hash))
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir() and scope_hash_for(candidate) == scope_hash:
+            return str(scope_root_for(candidate))
+    bases = default_discovery_dirs() if discover_in is None else discover_in
+    return discover_roots(bases, {scope_hash}).get(scope_hash)
+
+
 def set_label(store: Store, scope_hash: str, label: str) -> None:
     """Name a scope (an empty label removes the name); audited as ``scope_labeled``."""
     label = " ".join(label.split())
@@ -145,7 +193,7 @@ def discover_roots(bases: Iterable[Path], wanted: set[str], depth: int = 2) -> d
             except OSError:
                 continue
             if scope in wanted and scope not in found:
-                found[scope] = str(folder.resolve())
+                found[scope] = str(scope_root_for(folder))
             if level < depth:
                 try:
                     children = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)

@@ -4,16 +4,17 @@ memory in it) crash-safe and resumable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from store.atomic import remove_durably, write_atomic
 from store.crypto import PASSPHRASE_ENV, decrypt
-from store.errors import Conflict, KeyUnavailable, NotFound, WrongKey
+from store.errors import Conflict, KeyUnavailable, WrongKey
 from store.index import Memory, SensitiveScope
-from store.paths import scope_hash_for
+from store.paths import check_scope_name
 from store.repair import adopt_file
+from store.scopes import project_dir, resolve_scope
 from store.service import Change, FileWrite, Store
 
 
@@ -63,18 +64,8 @@ class Progress:
     batches: int = 0
 
 
-def resolve_scope(store: Store, scope: str) -> tuple[str, str | None]:
-    """``scope`` is a 12-hex hash (or another scope dir name) or a project path: returns (hash, root or None)."""
-    if (store.layout.scopes_dir / scope).is_dir() or Memory.get_or_none(Memory.scope_hash == scope):
-        return scope, None
-    path = Path(scope).expanduser()
-    if path.exists():
-        return scope_hash_for(path), str(path.resolve())
-    raise NotFound(f"no scope {scope!r}: give a scope hash from `engram stats`, or a project path")
-
-
-def mark_sensitive(store: Store, scope: str, scope_root: str | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> Progress:
+def mark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None] | None = None,
+                   discover_in: Iterable[Path] | None = None) -> Progress:
     """Register the scope as sensitive and encrypt every memory in it, crash-safe and resumable.
 
     Registration first (the index row; the ``.memoryd-sensitive`` marker where the project exists), so a crash
@@ -82,11 +73,15 @@ def mark_sensitive(store: Store, scope: str, scope_root: str | None = None,
     temp file, read back and checked, renamed to ``<slug>.md.enc``; the index rows follow in one transaction
     with one ``memory_encrypted`` event; only then is the plaintext zeroed and unlinked. Running it again after
     a crash finishes the job: a plaintext file still there is simply encrypted again.
+
+    ``scope`` is a hash or a project directory (:func:`resolve_scope`); marked by hash, the registration and
+    the marker still get the project directory wherever engram can find it (``discover_in``), as memoryd's
+    mark-by-path records it.
     """
-    scope_hash, found_root = resolve_scope(store, scope)
-    scope_root = scope_root or found_root
+    scope_hash, scope_root = resolve_scope(store, scope)
     check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
     if scope_hash not in store.sensitive_scopes():
+        scope_root = scope_root or project_dir(store, scope_hash, discover_in)
         write_marker(scope_root)
         store.apply(Change("scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root},
                            index_update=lambda: register(store, scope_hash, scope_root)))
@@ -194,8 +189,13 @@ def register(store: Store, scope_hash: str, scope_root: str | None) -> None:
 
 
 def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:
+    """The scope's folders to close to the owner: real directories inside ``scopes/`` only, so a symlinked
+    folder never carries a chmod out of the data root."""
+    check_scope_name(scope_hash)
     base = store.layout.scopes_dir / scope_hash
-    return [base, *(p for p in base.iterdir() if p.is_dir())] if base.is_dir() else []
+    if base.is_symlink() or not base.is_dir():
+        return []
+    return [base, *(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())]
 
 
 def write_marker(scope_root: str | None) -> None:

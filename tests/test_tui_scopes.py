@@ -172,10 +172,11 @@ async def test_name_a_scope_and_rekey_it(store, fixture_root):
         await to_scope(app, pilot, FINANCE)
         await pilot.press("K", "y", *"new-pass-1", "enter", *"new-pass-1", "enter")
         await settle(app, pilot)
-    key = derive_passphrase_key("new-pass-1", FINANCE)
-    for path in (fixture_root / "scopes" / FINANCE).rglob("*.md.enc"):
-        raw = base64.b64decode(path.read_bytes())
-        assert AESGCM(key).decrypt(raw[:12], raw[12:], FINANCE.encode()).startswith(b"---")
+    for scope in store.sensitive_scopes():  # memoryd keeps one passphrase: every sensitive scope moved to it
+        key = derive_passphrase_key("new-pass-1", scope)
+        for path in (fixture_root / "scopes" / scope).rglob("*.md.enc"):
+            raw = base64.b64decode(path.read_bytes())
+            assert AESGCM(key).decrypt(raw[:12], raw[12:], scope.encode()).startswith(b"---")
     kinds = [e["event_type"] for e in events(fixture_root)]
     assert "scope_labeled" in kinds and kinds[-1] == "scope_rekeyed"
 

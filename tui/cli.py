@@ -8,36 +8,36 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
 import json
+import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from store import promotions
 from store.audit_ops import check_printed, current_checkpoint, repair_log, verify_log
 from store.audit_verify import UNREADABLE, VALID, EventFilter, events
-from store import promotions
 from store.check import KINDS, check
-from store.query import QuerySyntaxError
-from store.query import parse as parse_query
-from store.queue import pending_queue
 from store.crypto import PASSPHRASE_ENV
+from store.demo import DEMO_PASSPHRASE, build_demo
+from store.errors import BadInput, KeyUnavailable, StoreError, WrongKey
 from store.grants import issue_grant, revoke_grant
 from store.importers import IMPORTERS, importer
 from store.importers.base import Options
 from store.importers.run import Preview, apply_import, preview
-from store.scopes import default_discovery_dirs, scopes
-from store.sensitive import check_key, mark_sensitive, resolve_scope, unmark_sensitive
-from store.settings import load_settings
-from store.demo import DEMO_PASSPHRASE, build_demo
-from store.errors import KeyUnavailable, StoreError, WrongKey
-from store.rekey import new_key_for, rekey
 from store.paths import engram_state_dir
+from store.query import QuerySyntaxError
+from store.query import parse as parse_query
+from store.queue import pending_queue
 from store.rebuild import open_for_rebuild, rebuild_index
+from store.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
 from store.repair import repair
+from store.scopes import default_discovery_dirs, project_dir, resolve_scope, scopes
+from store.sensitive import check_key, mark_sensitive, unmark_sensitive
 from store.service import Store
+from store.settings import load_settings
 from store.stats import counts, list_memories
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
@@ -85,10 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         p = scope.add_parser(verb, parents=[common, report], help=what)
         p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
     p = scope.add_parser("rekey", parents=[common, report],
-                         help="re-encrypt every memory under a new key (resumable: rerun after a crash)")
-    p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
-    p.add_argument("--to", choices=["passphrase", "random"], default="passphrase",
-                   help="the new key source (default: a new passphrase, from ENGRAM_NEW_PASSPHRASE or a prompt)")
+                         help="re-encrypt under a new key: every sensitive scope to a new passphrase (passphrase "
+                              "mode), or one scope to a new random key (keyring mode); resumable")
+    p.add_argument("scope", metavar="SCOPE", nargs="?",
+                   help="scope hash, or the project's path (needed in keyring mode only)")
+    p.add_argument("--to", choices=["passphrase", "random"], default=None,
+                   help="the key source memoryd's config uses (the default); the other one is refused")
     scopes_cmd = sub.add_parser("scopes", parents=[common, report],
                                 help="every scope: label, memories, sensitive and lock state, grant, findings")
     scopes_cmd.add_argument("--discover", action="append", type=Path, metavar="DIR", default=None,
@@ -343,13 +345,25 @@ def _scope_convert(args: argparse.Namespace) -> int:
 
 
 def _rekey(args: argparse.Namespace) -> int:
+    """Passphrase mode: every sensitive scope to one new passphrase, announced first. Random mode: one scope."""
     with _open_with_key(args) as store:
-        scope, _ = resolve_scope(store, args.scope)
-        passphrase = None if args.to == "random" else _new_passphrase()
-        key = new_key_for(scope, args.to, passphrase, store.keys.kdf_iters)
-        done = rekey(store, scope, key, args.to)
-    _emit(args, vars(done), f"scope {scope}: re-encrypted {done.done} memories under the new key "
-                            f"({done.batches} batches)")
+        if (args.to or store.keys.key_source) == "random":
+            if not args.scope:
+                raise BadInput("memoryd's random-key mode rekeys one scope at a time: give SCOPE")
+            result = rekey_random(store, args.scope)
+            text = f"scope {result.scopes[0].scope_hash}: {result.done} memories under a new key in the OS keyring"
+        else:
+            if args.scope:
+                resolve_scope(store, args.scope)  # a typo is still an error, though every scope changes
+            plan = plan_passphrase_rekey(store)
+            print(f"memoryd keeps one passphrase for every sensitive scope: this re-encrypts all {len(plan)} of them "
+                  f"({sum(plan.values()):,} memories) under the new passphrase", file=sys.stderr)
+            result = rekey_passphrase(store, _new_passphrase())
+            text = (f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; memoryd needs it "
+                    "from now on: " + ("the OS keyring holds it" if result.keyring_updated
+                                       else f"set {PASSPHRASE_ENV} to it, or run `memoryd set-passphrase`"))
+    _emit(args, {"scopes": [vars(p) for p in result.scopes], "done": result.done,
+                 "keyring_updated": result.keyring_updated}, text)
     return EXIT_OK
 
 
@@ -399,7 +413,7 @@ def _scopes(args: argparse.Namespace) -> int:
 def _grant(args: argparse.Namespace) -> int:
     with Store.open(args.root) as store:
         scope, root = resolve_scope(store, args.scope)
-        grant = issue_grant(store, scope, args.duration, args.task, root)
+        grant = issue_grant(store, scope, args.duration, args.task, root or project_dir(store, scope))
         _emit(args, grant.to_json(store.now()), f"scope {scope}: grant {grant.describe(store.now())}")
     return EXIT_OK
 

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, ProgressBar, Static
 from store.check import KINDS, Report, check
 from store.errors import StoreError
 from store.grants import Grant, issue_grant, revoke_grant
-from store.rekey import new_key_for, rekey
+from store.rekey import rekey_passphrase, rekey_random
 from store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
 from store.sensitive import Progress, mark_sensitive, unmark_sensitive
 from store.service import Store
@@ -146,7 +146,7 @@ class ScopesPane(Vertical):
         todo = info.plaintext_files if info.sensitive else info.memories
         question = (f"Mark {info.name} sensitive and encrypt its {todo:,} memories? Each plaintext file is zeroed "
                     "and removed once its encrypted copy has been read back. (y/n)")
-        self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, info.label, True))
+        self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, True))
 
     def action_unmark(self) -> None:
         info = self.current
@@ -155,7 +155,7 @@ class ScopesPane(Vertical):
             return
         question = (f"Unmark {info.name}: decrypt its {info.encrypted:,} memories back to plaintext files and "
                     "stop treating it as sensitive? (y/n)")
-        self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, None, False))
+        self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, False))
 
     def _confirmed_with_key(self, info: ScopeInfo, question: str, then: Callable[[], None]) -> None:
         """Ask first; then make sure the key is at hand (unlocking if needed) before any work starts."""
@@ -189,7 +189,7 @@ class ScopesPane(Vertical):
                                         password=True), second)
 
     @work(thread=True, exclusive=True, group="scopes-convert")
-    def convert(self, scope_hash: str, scope_root: str | None, encrypt: bool) -> None:
+    def convert(self, scope_hash: str, encrypt: bool) -> None:
         bar = self.query_one("#scope-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)
         self.app.call_from_thread(bar.update, total=None, progress=0)
@@ -199,7 +199,7 @@ class ScopesPane(Vertical):
 
         try:
             if encrypt:
-                done: Progress = mark_sensitive(self.store, scope_hash, scope_root, progress)
+                done: Progress = mark_sensitive(self.store, scope_hash, progress)
             else:
                 done = unmark_sensitive(self.store, scope_hash, progress)
         except StoreError as exc:
@@ -229,44 +229,55 @@ class ScopesPane(Vertical):
                                         value=info.label if info.label_from == "you" else ""), named)
 
     def action_rekey(self) -> None:
-        """A new passphrase for the scope, typed twice; every file is re-encrypted in a worker."""
+        """A new key. Passphrase mode: one new passphrase for every sensitive scope (memoryd keeps one), typed
+        twice. Keyring mode: a new random key for this scope. Every file is re-encrypted in a worker."""
         info = self.current
         if info is None or not info.sensitive:
             self.notify("only a sensitive scope has a key to change", timeout=3)
             return
-        if self.store.keys.key_source != "passphrase":
-            self.notify("random-key mode: run `engram scope rekey SCOPE --to random`", timeout=6)
+        if self.store.keys.key_source == "random":
+            self._confirmed_with_key(info, f"Re-encrypt the {info.encrypted:,} memories of {info.name} under a new "
+                                           "random key, kept in the OS keyring for memoryd? (y/n)",
+                                     lambda: self.run_rekey(info.scope_hash, None))
             return
+        sensitive = [i for i in self.infos if i.sensitive]
 
         def second(first: str | None) -> None:
             if first:
                 self.app.push_screen(TextPrompt("The new passphrase again", password=True),
-                                     lambda again: self.start_rekey(info, first, again))
+                                     lambda again: self.start_rekey(first, again))
 
         def go() -> None:
-            self.app.push_screen(TextPrompt(f"New passphrase for {info.name}", password=True), second)
-        self._confirmed_with_key(info, f"Re-encrypt the {info.encrypted:,} memories of {info.name} under a new "
-                                       "passphrase? memoryd then needs that passphrase for this scope. (y/n)", go)
+            self.app.push_screen(TextPrompt("New master passphrase", password=True), second)
+        self._confirmed_with_key(
+            info, f"memoryd keeps one passphrase for every sensitive scope: re-encrypt all {len(sensitive)} of them "
+                  f"({sum(i.encrypted for i in sensitive):,} memories) under a new passphrase? memoryd then needs "
+                  "it for every scope. (y/n)", go)
 
-    def start_rekey(self, info: ScopeInfo, first: str, again: str | None) -> None:
+    def start_rekey(self, first: str, again: str | None) -> None:
         if again != first:
             self.notify("the two passphrases differ: nothing changed", severity="error")
             return
-        self.run_rekey(info.scope_hash, first)
+        self.run_rekey(None, first)
 
     @work(thread=True, exclusive=True, group="scopes-convert")
-    def run_rekey(self, scope_hash: str, passphrase: str) -> None:
+    def run_rekey(self, scope_hash: str | None, passphrase: str | None) -> None:
+        """``passphrase``: every sensitive scope to it; else ``scope_hash`` to a new random key."""
         bar = self.query_one("#scope-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)
+
+        def progress(done: int, total: int) -> None:
+            self.app.call_from_thread(bar.update, total=total, progress=done)
         try:
-            key = new_key_for(scope_hash, "passphrase", passphrase, self.store.keys.kdf_iters)
-            done = rekey(self.store, scope_hash, key, progress=lambda n, total: self.app.call_from_thread(
-                bar.update, total=total, progress=n))
+            if passphrase is not None:
+                done = rekey_passphrase(self.store, passphrase, lambda _scope, n, total: progress(n, total))
+            else:
+                done = rekey_random(self.store, scope_hash or "", progress)
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
         else:
-            self.app.call_from_thread(self.notify, f"scope {scope_hash}: {done.done:,} memories under the new key",
-                                      timeout=5)
+            where = f"{len(done.scopes)} scopes" if passphrase is not None else f"scope {scope_hash}"
+            self.app.call_from_thread(self.notify, f"{where}: {done.done:,} memories under the new key", timeout=5)
         self.app.call_from_thread(setattr, bar, "display", False)
         self.app.call_from_thread(self.after_change, True)
 
