@@ -39,7 +39,6 @@ KINDS: dict[str, tuple[str, bool]] = {
     "temp_file": ("temp file left by an interrupted write", True),
     "audit_pending": ("audit event committed but not yet appended to the log", True),
     "binding_mismatch": ("encrypted file swapped with another or rolled back to an older version", False),
-    "changed_outside": ("encrypted file rewritten outside engram since it was bound (memoryd?)", True),
     "rekey_interrupted": ("rekey under way: files under two keys; run `engram scope rekey` again", False),
     "sensitive_unregistered": ("sensitive scope (known to engram, or holding encrypted files) missing from "
                                "index.db's sensitive_scopes: memoryd would save plaintext there", True),
@@ -69,7 +68,9 @@ class Report:
     files: int = 0
     rows: int = 0
     findings: list[Finding] = field(default_factory=list)
-    unbound: dict[str, list[str]] = field(default_factory=dict)  # encrypted files not yet bound, by scope
+    # encrypted files to bind, by scope: written by memoryd, or edited by it since engram bound them (its
+    # mem_update: a newer version of the same memory), which is memoryd's normal work and no drift
+    unbound: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, kind: str, path: str | None, detail: str, **data: Any) -> None:
         self.findings.append(Finding(kind, path, detail, data))
@@ -213,13 +214,11 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
 def _check_binding(store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, plaintext: bytes,
                    report: Report) -> None:
     state = binding.verify(store, entry.relpath, data, doc, plaintext)
-    if state.state == binding.UNBOUND:
+    if state.state in (binding.UNBOUND, binding.CHANGED):
         report.unbound.setdefault(entry.scope_hash, []).append(entry.relpath)
     elif state.state in (binding.SWAPPED, binding.ROLLED_BACK):
         report.add("binding_mismatch", entry.relpath, f"{state.state.replace('_', ' ')}: {state.detail}",
                    scope_hash=entry.scope_hash)
-    elif state.state == binding.CHANGED:
-        report.add("changed_outside", entry.relpath, state.detail, scope_hash=entry.scope_hash)
 
 
 def _wrong_keys(files: list[FileEntry], report: Report) -> None:

@@ -121,10 +121,14 @@ class Frontmatter(BaseModel):
 
 
 class MemoryDoc(BaseModel):
-    """One memory file's content: frontmatter plus Markdown body (without the blank separator line)."""
+    """One memory file's content: frontmatter plus Markdown body, as memoryd reads it: without the blank
+    separator line or any further blank lines before the text (memoryd's ``body.lstrip("\n")``), so the body
+    and its fingerprint agree with memoryd's index. ``lead`` keeps those further blank lines, only so that an
+    unchanged memory re-saves to the bytes it was read from."""
 
     frontmatter: Frontmatter
     body: str
+    lead: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -135,7 +139,7 @@ class MemoryDoc(BaseModel):
 def serialize(doc: MemoryDoc) -> bytes:
     """The exact bytes memoryd writes for ``doc``."""
     dumped = yaml.safe_dump(doc.frontmatter.to_yaml_dict(), sort_keys=False, allow_unicode=True)
-    return (_FENCE + dumped + _FENCE + "\n" + doc.body).encode("utf-8")
+    return (_FENCE + dumped + _FENCE + "\n" + doc.lead + doc.body).encode("utf-8")
 
 
 def parse(data: bytes, path: str) -> MemoryDoc:
@@ -152,9 +156,9 @@ def parse(data: bytes, path: str) -> MemoryDoc:
     if end < 0:
         raise BadMemoryFile(path, "frontmatter is not closed by a '---' line")
     header = text[len(_FENCE):end + 1]
-    body = text[end + 1 + len(_FENCE):]
-    if body.startswith("\n"):
-        body = body[1:]
+    rest = text[end + 1 + len(_FENCE):]
+    rest = rest[1:] if rest.startswith("\n") else rest
+    body = rest.lstrip("\n")
     try:
         loaded = yaml.load(header, Loader=_Loader)
     except yaml.YAMLError as exc:
@@ -169,4 +173,4 @@ def parse(data: bytes, path: str) -> MemoryDoc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "frontmatter"
         raise BadMemoryFile(path, f"bad frontmatter field {field}: {first['msg']}") from None
-    return MemoryDoc(frontmatter=fm, body=body)
+    return MemoryDoc(frontmatter=fm, body=body, lead=rest[:len(rest) - len(body)])

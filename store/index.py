@@ -6,6 +6,7 @@ registrations and (for memoryd-written roots) decay state live only here, so not
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -311,6 +312,7 @@ class Index:
         self._writable = False
         self._tables: set[str] | None = None
         self._memory_keeper: sqlite3.Connection | None = None
+        db.watch(path)
 
     @property
     def read_only(self) -> bool:
@@ -454,10 +456,26 @@ class Index:
             "CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_sensitive_drops_text AFTER INSERT ON main.sensitive_scopes "
             "BEGIN DELETE FROM engram_promotions WHERE scope_hash = NEW.scope_hash; END")
 
+    def follow(self) -> bool:
+        """Whether index.db was replaced under the open connections since the last call (memoryd's
+        ``rebuild-index`` unlinks it and writes a new file). The connections themselves move to the new file at
+        their next query (see :class:`_Database`); this runs the identity check again, so a rebuilt index is
+        told apart (``rebuilt``: engram's copies of what memoryd lost count again, and ``check`` lists it)
+        instead of engram reading, or writing into, a deleted file. Cheap: one ``stat``."""
+        self.db.reopen_if_stale()
+        if not self.db.replaced:
+            return False
+        self.db.replaced = False
+        self._tables = None
+        self._writable = False
+        self.rebuilt = self._identity_lost()
+        return True
+
     @contextmanager
     def transaction(self, prepare: bool = True) -> Iterator[None]:
         """One write transaction; a lock held past the busy timeout becomes :class:`DatabaseLocked`."""
         if prepare:
+            self.follow()
             self.writable()
             self.db.setup_connection()
         try:
@@ -471,6 +489,7 @@ class Index:
     def has(self, model: type[Model]) -> bool:
         """Whether the model's table exists (a memoryd root engram never wrote has none of engram's). Asked on
         every write, so the answer is kept until :meth:`writable` changes what is attached."""
+        self.follow()
         if self._tables is None:
             self._tables = {f"{schema}.{name}" for schema in ("main", "engram") for (name,) in self.db.execute_sql(
                 f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
@@ -482,6 +501,7 @@ class Index:
     def sensitive_scope_rows(self) -> list[dict[str, str | None]]:
         """Rows of ``sensitive_scopes`` in whichever of memoryd's two shapes the table has; after memoryd rebuilt
         index.db (and until ``engram repair`` restores them), engram's copy of the rows it lost as well."""
+        self.follow()
         cols = self.columns("sensitive_scopes")
         wanted = [c for c in ("scope_hash", "scope_root", "marked_at", "key_source") if c in cols]
         cursor = self.db.execute_sql(f"SELECT {', '.join(wanted)} FROM main.sensitive_scopes")
@@ -518,10 +538,45 @@ class _Database(SqliteDatabase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.per_connection: list[str] = []  # idempotent statements (CREATE TEMP TRIGGER IF NOT EXISTS)
+        self.generation = 0  # raised when the file under the path was replaced: connections of older ones reopen
+        self.watched: Path | None = None
+        self.file_id: tuple[int, int] | None = None
+        self.replaced = False  # set when a replacement is noticed, cleared by Index.follow
+
+    def watch(self, path: Path) -> None:
+        """Follow the file at ``path``: when another file takes its place, connections move to it."""
+        self.watched, self.file_id = path, _file_id(path)
+
+    def connect(self, reuse_if_open: bool = False) -> bool:
+        opened = super().connect(reuse_if_open)
+        self._state.engram_generation = self.generation
+        return opened
+
+    def connection(self) -> Any:
+        self.reopen_if_stale()
+        return super().connection()
+
+    def cursor(self, named_cursor: Any = None) -> Any:
+        self.reopen_if_stale()
+        return super().cursor(named_cursor)
+
+    def reopen_if_stale(self) -> None:
+        """Before each query: if another file took the watched path's place (one ``stat``), raise the generation
+        and flag it for :meth:`Index.follow`; a connection of an older generation is closed (outside a
+        transaction) so the query opens the file now there. A connection left on the old file reads a deleted
+        database, or a malformed one once memoryd's new file shares its WAL."""
+        current = _file_id(self.watched) if self.watched is not None else None
+        if current is not None and current != self.file_id:
+            self.file_id, self.replaced = current, True
+            self.generation += 1
+        if (not self.is_closed() and getattr(self._state, "engram_generation", 0) != self.generation
+                and not self.in_transaction()):
+            self.close()
 
     def run_per_connection(self, sql: str) -> None:
         """Run ``sql`` now and on every connection of this database (see :meth:`setup_connection`)."""
-        self.per_connection.append(sql)
+        if sql not in self.per_connection:  # a root followed to a new index.db registers its triggers again
+            self.per_connection.append(sql)
         self.setup_connection()
 
     def setup_connection(self) -> None:
@@ -533,6 +588,14 @@ class _Database(SqliteDatabase):
         for sql in self.per_connection[done:]:
             conn.execute(sql)
         self._state.engram_setup = (conn, len(self.per_connection))
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _connect(target: str) -> _Database:

@@ -83,13 +83,6 @@ def _encrypt_plaintext(store: Store, finding: Finding) -> str | None:
     return f"encrypted {done.done} plaintext memories in sensitive scope {finding.data['scope_hash']}"
 
 
-def _rebind(store: Store, finding: Finding) -> str | None:
-    """memoryd rewrote an encrypted memory engram had bound; it decrypts and is newer: bind it again."""
-    if binding.bind_unbound(store, {finding.data["scope_hash"]: [finding.path or ""]}):
-        return f"bound {finding.path} again after its change outside engram"
-    return None
-
-
 def _remove_temp(store: Store, finding: Finding) -> str:
     path = store.layout.resolve(finding.path or "")
     remove_durably(path)
@@ -235,7 +228,6 @@ FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "decay_index_only": _write_decay_through,
     "approved_without_memory": _write_approved,
     "pending_already_written": _finish_approval,
-    "changed_outside": _rebind,
     "promotion_lost": lambda store, _: coexist.restore_promotions(store),  # after enc_without_row: sessions first
     "index_rebuilt": lambda store, _: coexist.claim_index(store),  # last: only once nothing else is missing
 }

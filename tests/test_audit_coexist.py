@@ -5,46 +5,15 @@ their strict rules; and every problem is reported, not only the first."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memoryd_emulation import memoryd_append, memoryd_verify_chain
 
-from store.audit import GENESIS, append_event, memoryd_link, this_hash
+from store.audit import append_event, memoryd_link, this_hash
 from store.audit_verify import TAMPERED, VALID, verify
-
-
-def memoryd_verify_chain(path: Path) -> tuple[bool, int]:
-    """memoryd's ``verify_chain`` rule, as its code has it: blank lines skipped, prev_hash only, first break."""
-    expected = GENESIS
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            return False, i
-        if event.get("prev_hash") != expected:
-            return False, i
-        expected = memoryd_link(event)
-    return True, -1
-
-
-def memoryd_append(path: Path, event: dict) -> None:
-    """memoryd's ``append_event``: flock, link to the last non-blank line, write whatever dict it is given."""
-    with path.open("a+", encoding="utf-8") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        fh.seek(0)
-        last = ""
-        for line in fh:
-            if line.strip():
-                last = line.strip()
-        prev = memoryd_link(json.loads(last)) if last else GENESIS
-        fh.seek(0, 2)
-        fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev},
-                            ensure_ascii=False) + "\n")
 
 
 class Writers:

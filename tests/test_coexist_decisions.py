@@ -4,23 +4,14 @@ memoryd overwrote afterwards."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
+from memoryd_emulation import memoryd_decides
 
 from store.check import check
 from store.errors import Conflict
 from store.index import Promotion
 from store.promotions import approve, defer, reject
 from store.service import Store
-
-
-def memoryd_decides(root, pid: int, status: str) -> None:
-    """memoryd's approve/reject: flips the status, no questions asked."""
-    con = sqlite3.connect(root / "index.db")
-    con.execute("UPDATE promotions SET status = ? WHERE id = ?", (status, pid))
-    con.commit()
-    con.close()
 
 
 def memory_files(root) -> dict[str, bytes]:

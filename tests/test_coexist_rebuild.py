@@ -9,39 +9,14 @@ import json
 import sqlite3
 from pathlib import Path
 
-from migrations import migration_files
+from memoryd_emulation import memoryd_rebuild_index
+
 from store.check import check
-from store.frontmatter import parse
 from store.index import Memory, Promotion, PromotionNote, ScopeLabel
 from store.promotions import approve, reject
 from store.repair import repair
 from store.scopes import set_label
-from store.service import Store, memory_row
-
-
-def memoryd_rebuild_index(root: Path) -> None:
-    """memoryd's ``rebuild_index``: unlink index.db, open a new one with its migrations, index every ``*.md``."""
-    (root / "index.db").unlink()
-    con = sqlite3.connect(root / "index.db")
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("CREATE TABLE _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    for name, sql in migration_files(engram=False):
-        con.executescript(sql)
-        con.execute("INSERT INTO _schema_migrations VALUES (?, '2026-11-23 00:00:00')", (name,))
-    for md in sorted((root / "scopes").rglob("*.md")):
-        rel = str(md.relative_to(root))
-        try:
-            doc = parse(md.read_bytes(), rel)
-        except Exception:  # memoryd counts it as an error and goes on
-            continue
-        row = memory_row(doc, rel)
-        row["scope_sensitive"] = 0
-        con.execute(f"INSERT OR REPLACE INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                    list(row.values()))
-        for trigger in doc.frontmatter.triggers:
-            con.execute("INSERT OR IGNORE INTO triggers VALUES (?, ?)", (doc.frontmatter.slug, trigger))
-    con.commit()
-    con.close()
+from store.service import Store
 
 
 def sensitive_rows(root: Path) -> set[str]:

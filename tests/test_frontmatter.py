@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from store.domain import MemoryType
 from store.errors import BadMemoryFile
 from store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
 from store.scan import FileEntry, walk
+
+
+def memoryd_body(data: bytes) -> str:
+    """memoryd's ``SessionMemory.from_markdown``: split at the fences, ``body.lstrip("\\n")``."""
+    return data.decode().split("---\n", 2)[2].lstrip("\n")
 
 
 def all_fixture_files(store):
@@ -96,8 +102,19 @@ def test_serialize_parse_is_identity(title, body, triggers, ttl, recalls, extra)
     doc = MemoryDoc(frontmatter=fm, body=body)
     data = serialize(doc)
     again = parse(data, "p.md")
-    assert again == doc
+    assert again.frontmatter == doc.frontmatter and again.lead + again.body == body
+    assert again.body == memoryd_body(data)  # the body memoryd reads, blank lines before the text dropped
+    assert again.fingerprint == hashlib.sha1(memoryd_body(data)[:500].encode()).hexdigest()
     assert serialize(again) == data
     # memoryd's reader sees the same frontmatter through plain yaml
     header = data.decode().split("---\n")[1]
     assert yaml.safe_load(header)["title"] == title
+
+
+def test_a_body_starting_with_blank_lines_reads_as_memoryd_reads_it():
+    fm = Frontmatter(title="T", slug="s-1", type=MemoryType.FACT, scope_hash="0123456789ab", source="manual",
+                     created_at=datetime(2026, 5, 1, 12, tzinfo=timezone.utc))
+    data = serialize(MemoryDoc(frontmatter=fm, body="\n\nThe text.\n"))  # as a person's editor may leave it
+    doc = parse(data, "s-1.md")
+    assert doc.body == memoryd_body(data) == "The text.\n"
+    assert serialize(doc) == data  # unchanged, it re-saves to the same bytes

@@ -15,6 +15,7 @@ from textual.theme import Theme
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from store.audit_ops import verify_log
+from store.changes import ChangeFeed, Changes
 from store.errors import StoreError
 from store.importers.run import ImportResult
 from store.search import SearchIndex
@@ -39,6 +40,7 @@ from tui.screens.importer import ImportScreen
 from tui.screens.prompt import TextPrompt
 
 DEFAULT_THEME = "engram-dark"
+WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
 
 
 class EngramApp(App[None]):
@@ -52,6 +54,7 @@ class EngramApp(App[None]):
         self.settings = settings
         self.sub_title = str(store.layout.root)
         self.audit_state = "audit: checking…"
+        self.feed: ChangeFeed | None = None
         for spec in theme_specs():
             self.register_theme(Theme(**spec))
         self.theme = settings.theme or DEFAULT_THEME
@@ -86,6 +89,7 @@ class EngramApp(App[None]):
         self.refresh_status()
         self.check_audit()
         self.action_show_pane("queue")
+        self.set_interval(WATCH_SECONDS, self.watch_store)
 
     def refresh_status(self) -> None:
         pending = pending_count(self.store)
@@ -112,6 +116,31 @@ class EngramApp(App[None]):
                                       timeout=30)
         self.audit_state = state
         self.call_from_thread(self.refresh_status)
+
+    @work(thread=True, exclusive=True, group="watch")
+    def watch_store(self) -> None:
+        """Ask the store's change feed, off the UI thread, what memoryd (or anyone) changed since last time."""
+        try:
+            if self.feed is None:
+                self.feed = ChangeFeed(self.store)  # the first look: what later looks compare with
+                return
+            changes = self.feed.poll()
+        except StoreError:
+            return  # a locked or half-rebuilt index: the next tick asks again
+        if changes:
+            self.call_from_thread(self.store_changed, changes)
+
+    def store_changed(self, changes: Changes) -> None:
+        """Bring what the person sees up to date: the queue (keeping the cursor on its promotion), the status
+        line and the audit state; a rebuilt index.db is said plainly."""
+        if changes.index_replaced:
+            self.notify("index.db was rebuilt or replaced (memoryd's rebuild-index?): `engram check` lists what it "
+                        "lost, `engram repair` gives it back", title="Index rebuilt", severity="warning", timeout=20)
+        if changes.kinds & {"promotions", "index"}:
+            self.query_one(QueuePane).reload()
+        if "audit" in changes.kinds:
+            self.check_audit()
+        self.refresh_status()
 
     # ------------------------------------------------------------------ panes and shared services
 

@@ -92,9 +92,13 @@ class QueuePane(Vertical):
         self.app.call_from_thread(self.show_items, items, keep)
 
     def show_items(self, items: list[QueueItem], keep: int | None) -> None:
+        """Show ``items`` at ``keep``; without one, the cursor stays on the promotion it was on (memoryd may have
+        added or decided rows above it: the row under the cursor must not silently become another one), or at
+        its position when that promotion is gone."""
         table = self.query_one("#queue-table", DataTable)
-        if keep is None and table.row_count and self.items:
-            keep = self.current_index()
+        current = self.current() if keep is None and table.row_count and self.items else None
+        if current is not None:
+            keep = next((i for i, item in enumerate(items) if item.id == current.id), self.current_index())
         self.items = items
         self.marked &= {i.id for i in items}
         index = min(keep or 0, max(len(items) - 1, 0))

@@ -1,0 +1,93 @@
+"""memoryd's documented writes, emulated so the coexistence tests run on a machine without memoryd: its audit
+append and verify rule, its status flip on a decision, and its ``rebuild-index``. Each follows memoryd's code
+path as its source has it (checked against the real memoryd by the peer scripts)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import sqlite3
+from pathlib import Path
+
+from migrations import migration_files
+from store.audit import GENESIS, memoryd_link
+from store.frontmatter import parse
+from store.service import memory_row
+
+
+def memoryd_verify_chain(path: Path) -> tuple[bool, int]:
+    """memoryd's ``verify_chain`` rule, as its code has it: blank lines skipped, prev_hash only, first break."""
+    expected = GENESIS
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            return False, i
+        if event.get("prev_hash") != expected:
+            return False, i
+        expected = memoryd_link(event)
+    return True, -1
+
+
+def memoryd_append(path: Path, event: dict) -> None:
+    """memoryd's ``append_event``: flock, link to the last non-blank line, write whatever dict it is given."""
+    with path.open("a+", encoding="utf-8") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        fh.seek(0)
+        last = ""
+        for line in fh:
+            if line.strip():
+                last = line.strip()
+        prev = memoryd_link(json.loads(last)) if last else GENESIS
+        fh.seek(0, 2)
+        fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev},
+                            ensure_ascii=False) + "\n")
+
+
+def memoryd_proposes(root: Path, scope: str = "710d5aaf7a15", dura: float = 0.75) -> int:
+    """memoryd's hook proposing a promotion, on its own connection; returns its id."""
+    con = sqlite3.connect(root / "index.db", timeout=30)
+    session = con.execute("SELECT slug FROM memories LIMIT 1").fetchone()[0]
+    score = json.dumps({"D": dura, "U": dura, "R": dura, "A": dura})
+    cur = con.execute(
+        "INSERT INTO promotions (source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers,"
+        " dura_score, scope_hash, created_at) VALUES (?, 'fact', 'Deploys go out on Tuesdays', 'body', '[]', ?, ?,"
+        " '2026-11-23T10:00:00+00:00')", (session, score, scope))
+    con.commit()
+    con.close()
+    return cur.lastrowid or 0
+
+
+def memoryd_decides(root: Path, pid: int, status: str) -> None:
+    """memoryd's approve/reject: flips the status, no questions asked."""
+    con = sqlite3.connect(root / "index.db", timeout=30)
+    con.execute("UPDATE promotions SET status = ? WHERE id = ?", (status, pid))
+    con.commit()
+    con.close()
+
+
+def memoryd_rebuild_index(root: Path) -> None:
+    """memoryd's ``rebuild_index``: unlink index.db, open a new one with its migrations, index every ``*.md``."""
+    (root / "index.db").unlink()
+    con = sqlite3.connect(root / "index.db")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    for name, sql in migration_files(engram=False):
+        con.executescript(sql)
+        con.execute("INSERT INTO _schema_migrations VALUES (?, '2026-11-23 00:00:00')", (name,))
+    for md in sorted((root / "scopes").rglob("*.md")):
+        rel = str(md.relative_to(root))
+        try:
+            doc = parse(md.read_bytes(), rel)
+        except Exception:  # memoryd counts it as an error and goes on
+            continue
+        row = memory_row(doc, rel)
+        row["scope_sensitive"] = 0
+        con.execute(f"INSERT OR REPLACE INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    list(row.values()))
+        for trigger in doc.frontmatter.triggers:
+            con.execute("INSERT OR IGNORE INTO triggers VALUES (?, ?)", (doc.frontmatter.slug, trigger))
+    con.commit()
+    con.close()

@@ -1,0 +1,92 @@
+"""The change feed: what memoryd (another process, its own connections) and engram itself change in a root shows
+up at the next poll, named by row; nothing changed is a cheap None; and a store that stays open through
+memoryd's ``rebuild-index`` follows the new index.db instead of writing into the deleted one."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_proposes, memoryd_rebuild_index
+
+from store.changes import ChangeFeed
+from store.check import check
+from store.index import Promotion
+from store.promotions import approve, reject
+from store.repair import repair
+from store.service import Store
+
+
+def test_nothing_changed_is_none(store):
+    feed = ChangeFeed(store)
+    assert feed.poll() is None
+    assert feed.poll() is None
+
+
+def test_memoryd_proposing_and_deciding_is_named_by_row(store, fixture_root):
+    feed = ChangeFeed(store)
+    pid = memoryd_proposes(fixture_root)
+    changes = feed.poll()
+    assert changes is not None and changes.promotions == {pid} and changes.kinds == {"promotions"}
+    memoryd_decides(fixture_root, pid, "approved")
+    assert feed.poll().promotions == {pid}
+    assert feed.poll() is None
+
+
+def test_a_memory_memoryd_recalled_is_named(store, fixture_root):
+    feed = ChangeFeed(store)
+    con = sqlite3.connect(fixture_root / "index.db")
+    slug = con.execute("SELECT slug FROM memories ORDER BY slug LIMIT 1").fetchone()[0]
+    con.execute("UPDATE memories SET recall_count = recall_count + 1 WHERE slug = ?", (slug,))
+    con.commit()
+    con.close()
+    assert feed.poll().memories == {slug}
+
+
+def test_audit_lines_memoryd_appends_are_counted(store, fixture_root):
+    feed = ChangeFeed(store)
+    log = fixture_root / "audit" / "audit.jsonl"
+    memoryd_append(log, {"scope_hash": "91c2073b561e", "event_type": "access_granted", "tool": "search_memory"})
+    memoryd_append(log, {"scope_hash": "91c2073b561e", "event_type": "access_denied", "tool": "get_memory"})
+    changes = feed.poll()
+    assert (changes.audit_lines, changes.audit_rewritten, changes.kinds) == (2, False, {"audit"})
+    log.write_bytes(log.read_bytes()[:-50])  # shorter: someone rewrote it
+    assert feed.poll().audit_rewritten
+
+
+def test_engrams_own_decision_shows_too(store):
+    feed = ChangeFeed(store)
+    pid = Promotion.select().where(Promotion.status == "pending",
+                                   Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).first().id
+    approve(store, pid)
+    changes = feed.poll()
+    assert pid in changes.promotions and changes.memories and changes.audit_lines == 1
+
+
+def test_an_open_store_follows_index_db_through_rebuild_index(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        feed = ChangeFeed(store)
+        sensitive = store.sensitive_scopes()
+        pending = [p.id for p in Promotion.select().where(Promotion.status == "pending",
+                                                          Promotion.scope_hash.not_in(list(sensitive)))]
+        reject(store, pending[0], "known already")
+        memoryd_rebuild_index(fixture_root)  # while engram stays open
+        changes = feed.poll()
+        assert changes.index_replaced and "index" in changes.kinds
+        assert store.index.rebuilt and store.sensitive_scopes() == sensitive  # no plaintext into those scopes
+        report = check(store)
+        assert report.of("index_rebuilt")
+        assert pending[0] in {f.data["promotion_id"] for f in report.of("promotion_lost")}  # engram's rejection
+    con = sqlite3.connect(fixture_root / "index.db")
+    assert con.execute("SELECT count(*) FROM memories").fetchone()[0] > 0  # the new file, not the deleted one
+
+
+def test_a_write_after_rebuild_index_lands_in_the_new_index(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        store.index.writable()
+        memoryd_rebuild_index(fixture_root)
+        repair(store)  # gives back the promotions memoryd's rebuild dropped
+        pid = Promotion.select().where(Promotion.status == "pending",
+                                       Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).first().id
+        reject(store, pid, "not true")
+    con = sqlite3.connect(fixture_root / "index.db")
+    assert con.execute("SELECT status FROM promotions WHERE id = ?", (pid,)).fetchone() == ("rejected",)
