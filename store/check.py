@@ -5,6 +5,8 @@ Reading is all it does. Each finding says whether ``engram repair`` can fix it w
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +18,7 @@ from store.frontmatter import MemoryDoc, index_datetime, parse
 from store.index import Memory, Promotion, Rekey
 from store.promotions import promoted_slug
 from store.scan import FileEntry, walk
+from store.supersedes import listed_links
 from store.service import Store
 
 EXAMPLES = 5
@@ -43,8 +46,10 @@ KINDS: dict[str, tuple[str, bool]] = {
     "sensitive_unregistered": ("sensitive scope (known to engram, or holding encrypted files) missing from "
                                "index.db's sensitive_scopes: memoryd would save plaintext there", True),
     "promotion_lost": ("promotion memoryd's rebuild-index removed from index.db (engram kept a copy)", True),
-    "decision_overwritten": ("promotion engram rejected that another writer approved afterwards (memoryd approves "
-                             "without checking status): decide again", False),
+    "decision_overwritten": ("promotion engram decided that another writer decided otherwise afterwards (memoryd "
+                             "approves and rejects without checking status): decide again", False),
+    "supersedes_removed": ("supersedes link engram confirmed that the newer memory's frontmatter no longer lists "
+                           "(another writer re-saved it): confirm it again or undo it", False),
     "index_rebuilt": ("index.db was rebuilt or replaced since engram last wrote (memoryd's rebuild-index?)", True),
 }
 
@@ -138,27 +143,84 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
                    f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
                    scope_hash=rekey.scope_hash)
     _check_rebuild(store, files, report)
-    _check_overwritten(store, report)
+    _check_engram_decisions(store, report)
     for op_id, _ in store.queued_events():
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
 
 
-def _check_overwritten(store: Store, report: Report) -> None:
-    """engram's last word on a promotion was a rejection, and the table says approved: someone overwrote it."""
-    last: dict[str, tuple[str, int]] = {}  # promotion id -> (engram's last event type about it, line)
+def _check_engram_decisions(store: Store, report: Report) -> None:
+    """What engram decided, by its own audit lines, that the root contradicts now: a promotion whose status is
+    no longer the one engram's last decision gave it (memoryd approves and rejects without looking at the
+    status), and a supersedes link engram confirmed (and never took back) that the newer memory's frontmatter
+    no longer lists. One pass over the log."""
+    decided: dict[int, tuple[str, int]] = {}  # promotion id -> (status engram's last decision left, its line)
+    confirmed: dict[tuple[str, str], int] = {}  # (newer, older) -> line of engram's confirmation, while it stands
     for event in events(store.layout.audit_path):
         if "this_hash" not in event:
             continue
-        target = str(event.get("target_id"))
-        if event.get("event_type") in ("promotion_rejected", "undo_applied") and target.isdigit():
-            last[target] = (str(event["event_type"]), event["line"])
-    rejected = [int(pid) for pid, (kind, _) in last.items() if kind == "promotion_rejected"]
-    for batch in range(0, len(rejected), 500):
-        for row in Promotion.select(Promotion.id, Promotion.status).where(
-                Promotion.id.in_(rejected[batch:batch + 500]), Promotion.status == "approved"):
-            report.add("decision_overwritten", None, f"#{row.id}: rejected by engram (audit line "
-                       f"{last[str(row.id)][1]}), approved now", promotion_id=row.id)
+        kind, target = event.get("event_type"), str(event.get("target_id"))
+        if kind in DECISIONS or kind == "undo_applied":
+            pid = _promotion_of(kind, target, _details(event))
+            if pid is not None:
+                decided.pop(pid, None)
+                if kind in DECISIONS:
+                    decided[pid] = (DECISIONS[kind], event["line"])
+        elif kind in ("supersede_confirmed", "supersede_rejected", "supersede_undone"):
+            older = _details(event).get("older")
+            if isinstance(older, str):
+                confirmed.pop((target, older), None)
+                if kind == "supersede_confirmed":
+                    confirmed[(target, older)] = event["line"]
+    ids = list(decided)
+    for batch in range(0, len(ids), 500):
+        for row in Promotion.select(Promotion.id, Promotion.status).where(Promotion.id.in_(ids[batch:batch + 500])):
+            status, line = decided[row.id]
+            if row.status != status:
+                report.add("decision_overwritten", None, f"#{row.id}: {status} by engram (audit line {line}), "
+                           f"{row.status} now", promotion_id=row.id, engram=status, now=row.status)
+    _check_confirmed_links(store, confirmed, report)
+
+
+# engram's decision events and the status each leaves the promotion in
+DECISIONS = {"promotion_approved": "approved", "promotion_rejected": "rejected", "memories_merged": "merged"}
+_PROMOTED = re.compile(r"^promoted-(\d+)-")
+
+
+def _promotion_of(kind: str, target: str, details: dict[str, Any]) -> int | None:
+    """The promotion an engram decision (or its undo) is about: the target of a rejection, the details of an
+    approval or merge, the memory's name (``promoted-<id>-…``) of an undone approval."""
+    if isinstance(details.get("promotion_id"), int):
+        return int(details["promotion_id"])
+    if target.isdigit():
+        return int(target)
+    found = _PROMOTED.match(target)
+    return int(found.group(1)) if found else None
+
+
+def _check_confirmed_links(store: Store, confirmed: dict[tuple[str, str], int], report: Report) -> None:
+    newer = sorted({n for n, _ in confirmed if Memory.get_or_none(Memory.slug == n) is not None})
+    if not newer:
+        return
+    listed = listed_links(store, slugs=newer)  # a locked scope's files are not read: nothing said about them
+    readable = {n for n in newer if store.keys.can_open(store.memory(n).scope_hash)
+                or not store.memory(n).body_path.endswith(".md.enc")}
+    for (new, old), line in sorted(confirmed.items()):
+        if new in readable and (new, old) not in listed.pairs:
+            report.add("supersedes_removed", store.memory(new).body_path,
+                       f"{new} → {old}: confirmed by engram (audit line {line}), no longer in the frontmatter",
+                       newer=new, older=old)
+
+
+def _details(event: dict[str, Any]) -> dict[str, Any]:
+    """An event's details: a JSON string on engram's lines (as memoryd writes them), a dict when parsed."""
+    details = event.get("details")
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            return {}
+    return details if isinstance(details, dict) else {}
 
 
 def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None:

@@ -328,7 +328,8 @@ def _undo_approved(store: Store, done: Approved) -> Change:
         _reopen(done.promotion_id)
 
     return Change("undo_applied", done.slug, Promotion.get_by_id(done.promotion_id).scope_hash,
-                  {"removed": done.relpath, "restored": done.dimmed}, writes=writes, index_update=index_update,
+                  {"promotion_id": done.promotion_id, "removed": done.relpath, "restored": done.dimmed},
+                  writes=writes, index_update=index_update,
                   removals=[done.relpath])
 
 
@@ -347,7 +348,8 @@ def _undo_merged(store: Store, done: Merged) -> Change:
     row = _unchanged(store, done.into, done.fingerprint)
     rel = store.safe_relpath(row.body_path)
     write = store.rewrite(rel, done.before)
-    return Change("undo_applied", done.into, row.scope_hash, {}, writes=[write], removals=[rel],
+    return Change("undo_applied", done.into, row.scope_hash, {"promotion_id": done.promotion_id}, writes=[write],
+                  removals=[rel],
                   index_update=lambda: (store.upsert_memory_row(done.before, write.relpath, keep_runtime=True),
                                         _reopen(done.promotion_id, merged_into=None)))
 

@@ -171,6 +171,7 @@ class Store:
         for scope in {w.doc.frontmatter.scope_hash for w in writes if isinstance(w, FileWrite) and w.encrypted}:
             self.keys.key_for(scope)
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
+        faults.reach("planned")  # another writer may change anything up to here: preconditions run below
         with self.index.transaction():
             for change in changes:
                 if change.precondition is not None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
+from datetime import datetime, timezone
 from pathlib import Path
 
 from migrations import migration_files
 from store.audit import GENESIS, memoryd_link
-from store.frontmatter import parse
+from store.domain import MemoryType
+from store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
 from store.service import memory_row
 
 
@@ -64,6 +66,40 @@ def memoryd_decides(root: Path, pid: int, status: str) -> None:
     """memoryd's approve/reject: flips the status, no questions asked."""
     con = sqlite3.connect(root / "index.db", timeout=30)
     con.execute("UPDATE promotions SET status = ? WHERE id = ?", (status, pid))
+    con.commit()
+    con.close()
+
+
+def memoryd_approve(root: Path, pid: int) -> None:
+    """memoryd's ``approve_promotion``: flip the status to approved unconditionally, commit, then save the
+    memory ``promoted-<id>-<session>`` (its file, then its index row)."""
+    con = sqlite3.connect(root / "index.db")  # memoryd's default 5 s busy timeout
+    row = con.execute("SELECT source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers, "
+                      "scope_hash FROM promotions WHERE id = ?", (pid,)).fetchone()
+    con.execute("UPDATE promotions SET status='approved' WHERE id = ?", (pid,))
+    con.commit()
+    con.close()
+    session, mtype, title, body, triggers, scope = row
+    slug = f"promoted-{pid}-{session}"
+    fm = Frontmatter(title=title or slug, slug=slug, type=MemoryType(mtype) if mtype in MemoryType._value2member_map_
+                     else MemoryType.DECISION, scope_hash=scope, triggers=[str(t) for t in json.loads(triggers)],
+                     source="promotion", created_at=datetime.now(timezone.utc), promoted_from=session)
+    doc = MemoryDoc(frontmatter=fm, body=body)
+    folder = root / "scopes" / scope / doc.frontmatter.type.dir_name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{slug}.md").write_bytes(serialize(doc))
+    index_row = memory_row(doc, str((folder / f"{slug}.md").relative_to(root)))
+    con = sqlite3.connect(root / "index.db")
+    con.execute(f"INSERT OR REPLACE INTO memories ({', '.join(index_row)}) VALUES ({', '.join('?' * len(index_row))})",
+                list(index_row.values()))
+    con.commit()
+    con.close()
+
+
+def memoryd_reject(root: Path, pid: int) -> None:
+    """memoryd's ``reject_promotion`` (the digest's path): the status flipped, whatever it was."""
+    con = sqlite3.connect(root / "index.db")
+    con.execute("UPDATE promotions SET status='rejected' WHERE id = ?", (pid,))
     con.commit()
     con.close()
 

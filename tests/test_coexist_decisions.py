@@ -9,9 +9,11 @@ from memoryd_emulation import memoryd_decides
 
 from store.check import check
 from store.errors import Conflict
+from store.frontmatter import MemoryDoc, parse, serialize
 from store.index import Promotion
-from store.promotions import approve, defer, reject
+from store.promotions import approve, defer, reject, undo
 from store.service import Store
+from store.supersedes import confirm_supersede, links, undo_supersede
 
 
 def memory_files(root) -> dict[str, bytes]:
@@ -50,3 +52,33 @@ def test_check_names_a_rejection_memoryd_overwrote(fixture_root, unlocked_keys):
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         found = check(store).of("decision_overwritten")
     assert [f.data["promotion_id"] for f in found] == [pid]
+
+
+def test_check_names_an_approval_memoryd_overwrote_and_forgets_an_undone_one(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        first, second = [p.id for p in Promotion.select().where(
+            Promotion.status == "pending", Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).limit(2)]
+        approve(store, first)
+        done = approve(store, second)
+        undo(store, done)  # engram took it back: its approval is no longer its word
+    memoryd_decides(fixture_root, first, "rejected")
+    memoryd_decides(fixture_root, second, "rejected")
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        found = check(store).of("decision_overwritten")
+    assert [(f.data["promotion_id"], f.data["engram"], f.data["now"]) for f in found] == [
+        (first, "approved", "rejected")]
+
+
+def test_check_names_a_supersedes_link_another_writer_dropped_from_the_frontmatter(store, fixture_root):
+    link = next(x for x in links(store)
+                if x.decided_by != "user" and not store.memory(x.newer).body_path.endswith(".enc"))
+    confirm_supersede(store, link.newer, link.older)
+    assert not check(store).of("supersedes_removed")
+    path = fixture_root / store.memory(link.newer).body_path
+    doc = parse(path.read_bytes(), path.name)  # another writer re-saves it, without the link
+    kept = [s for s in doc.frontmatter.supersedes if s != link.older]
+    path.write_bytes(serialize(MemoryDoc(frontmatter=doc.frontmatter.replace(supersedes=kept), body=doc.body)))
+    found = check(store).of("supersedes_removed")
+    assert [(f.data["newer"], f.data["older"]) for f in found] == [(link.newer, link.older)]
+    undo_supersede(store, link.newer, link.older)  # the person takes it back: nothing left to say
+    assert not check(store).of("supersedes_removed")
