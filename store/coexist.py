@@ -53,7 +53,10 @@ def _index_rows(store: Store) -> list[dict[str, Any]]:
 
 def register_again(store: Store, scope: Unregistered) -> str:
     """The scope's ``sensitive_scopes`` row (and memoryd's marker in the project, where engram knows it)."""
-    from store.sensitive import register, write_marker  # sensitive builds on the store, as repair does
+    from store.sensitive import (  # sensitive builds on the store, as repair does
+        register,
+        write_marker,
+    )
 
     write_marker(scope.scope_root)
     store.apply(Change("sensitive_scope_restored", scope.scope_hash, scope.scope_hash,
@@ -89,10 +92,10 @@ def restore_promotions(store: Store) -> str | None:
 
     def index_update() -> None:
         taken = {p.id for p in Promotion.select(Promotion.id).where(Promotion.id.in_([r["id"] for r in ready]))}
-        for row in ready:
+        for row in ready:  # every free id first: a renumbered row must not take an id another row still needs
             if row["id"] not in taken:
                 Promotion.insert(**row).execute()
-                continue
+        for row in (r for r in ready if r["id"] in taken):
             new_id = Promotion.insert(**{k: v for k, v in row.items() if k != "id"}).execute()
             moved[row["id"]] = new_id
             store.index.db.execute_sql("DELETE FROM engram.engram_promotions WHERE id = ?", (row["id"],))

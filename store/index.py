@@ -384,6 +384,7 @@ class Index:
         kept so by temporary triggers. Raises :class:`ReadOnlyStore` on a read-only root."""
         if self.read_only:
             raise ReadOnlyStore(self.read_only_reason or "store is read-only")
+        self.follow()  # a replaced index.db is a new one to prepare
         if self._writable:
             return
         try:

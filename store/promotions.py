@@ -134,8 +134,11 @@ def _still_status(promotion_id: int, status: str) -> Callable[[], None]:
     return check
 
 
-def _pending(promotion_id: int) -> Promotion:
+def _pending(store: Store, promotion_id: int) -> Promotion:
     promotion = Promotion.get_or_none(Promotion.id == promotion_id)
+    if promotion is None and store.index.rebuilt:
+        raise NotFound(f"no promotion #{promotion_id} in index.db: memoryd's rebuild-index may have removed it "
+                       "(`engram repair` restores the promotions engram kept), nothing changed")
     if promotion is None:
         raise NotFound(f"no promotion #{promotion_id}")
     if promotion.status != PromotionStatus.PENDING:
@@ -178,7 +181,7 @@ Decision = Approved | Rejected | Deferred | Merged
 
 def approve(store: Store, promotion_id: int, edits: Edits = Edits()) -> Approved:
     """Approve a pending promotion: write its memory (with ``edits``), then mark it approved."""
-    return write_promoted(store, _pending(promotion_id), "promotion_approved", edits)
+    return write_promoted(store, _pending(store, promotion_id), "promotion_approved", edits)
 
 
 def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: Edits = Edits()) -> Approved:
@@ -226,7 +229,7 @@ def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: E
 
 def reject(store: Store, promotion_id: int, reason: str | None = None) -> Rejected:
     """Reject a pending promotion; nothing is written but the status, ``decided_at``, the reason and the event."""
-    promotion = _pending(promotion_id)
+    promotion = _pending(store, promotion_id)
 
     def index_update() -> None:
         Promotion.update(status=PromotionStatus.REJECTED.value, decided_at=store.now().isoformat()).where(
@@ -242,7 +245,7 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
 
 def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferred:
     """Put a pending promotion off: it stays pending for memoryd, and sinks in engram's default order."""
-    promotion = _pending(promotion_id)
+    promotion = _pending(store, promotion_id)
     note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
     before = (note.deferred_at, note.defer_reason) if note else (None, None)
     store.apply(Change("promotion_deferred", str(promotion_id), promotion.scope_hash, {"reason": reason},
@@ -255,7 +258,7 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
 def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
     """Fold a pending promotion into an existing memory: its body is appended under a heading, its triggers
     joined; the promotion becomes ``merged`` (memoryd's readers only look for ``pending``)."""
-    promotion = _pending(promotion_id)
+    promotion = _pending(store, promotion_id)
     row = store.memory(into_slug)
     if row.scope_hash != promotion.scope_hash:
         raise Conflict(f"{into_slug} is in scope {row.scope_hash}, the promotion in {promotion.scope_hash}: "

@@ -29,7 +29,8 @@ from store.crypto import (
 )
 from store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
 from store.frontmatter import MemoryDoc, parse
-from store.index import Memory, Rekey
+from store.index import Rekey
+from store.scan import scope_files
 from store.scopes import resolve_scope
 from store.sensitive import BATCH, Progress
 from store.service import Change, FileWrite, Store
@@ -51,8 +52,7 @@ def plan_passphrase_rekey(store: Store) -> dict[str, int]:
     """Every sensitive scope and its encrypted files: what a new master passphrase re-encrypts, to announce
     before it starts."""
     _check_source(store, "passphrase")
-    return {scope: Memory.select().where((Memory.scope_hash == scope) & Memory.body_path.endswith(".md.enc")).count()
-            for scope in sorted(store.sensitive_scopes())}
+    return {scope: len(_encrypted_files(store, scope)) for scope in sorted(store.sensitive_scopes())}
 
 
 def rekey_passphrase(store: Store, new_passphrase: str,
@@ -175,10 +175,7 @@ def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes,
     opens under neither key (damage)."""
     todo: list[tuple[str, MemoryDoc]] = []
     opened = 0
-    rows = Memory.select(Memory.body_path).where(
-        (Memory.scope_hash == scope_hash) & Memory.body_path.endswith(".md.enc")).order_by(Memory.slug)
-    for (path,) in rows.tuples():
-        rel = store.safe_relpath(path)
+    for rel in _encrypted_files(store, scope_hash):
         data = store.layout.resolve(rel).read_bytes()
         try:
             decrypt(data, new_key, scope_hash, rel)
@@ -195,6 +192,12 @@ def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes,
                 raise WrongKey(f"the current key does not open {rel} (wrong passphrase, or damaged)") from None
             raise
     return todo
+
+
+def _encrypted_files(store: Store, scope_hash: str) -> list[str]:
+    """Every ``.md.enc`` of the scope on disk, indexed or not: after memoryd's rebuild-index none of them has a
+    row, and a file left under the old key would be lost to memoryd."""
+    return [entry.relpath for entry in scope_files(store.layout, scope_hash) if entry.encrypted]
 
 
 def _finish(store: Store, scope_hash: str, source: str) -> None:

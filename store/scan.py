@@ -35,20 +35,31 @@ def walk(layout: RootLayout) -> Iterator[FileEntry | str]:
     if not scopes.is_dir():
         return
     for scope in sorted(os.scandir(scopes), key=lambda e: e.name):
-        if not scope.is_dir(follow_symlinks=False):
+        if scope.is_dir(follow_symlinks=False):
+            yield from _scope(scope.name, scope.path)
+
+
+def scope_files(layout: RootLayout, scope_hash: str) -> list[FileEntry]:
+    """The memory files of one scope, as :func:`walk` finds them (from the disk, whatever the index says)."""
+    folder = layout.scopes_dir / scope_hash
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    return [e for e in _scope(scope_hash, str(folder)) if isinstance(e, FileEntry)]
+
+
+def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
+    for folder in sorted(os.scandir(path), key=lambda e: e.name):
+        if not folder.is_dir(follow_symlinks=False):
             continue
-        for folder in sorted(os.scandir(scope.path), key=lambda e: e.name):
-            if not folder.is_dir(follow_symlinks=False):
+        if folder.name not in TYPE_DIRS and folder.name != FORGOTTEN_DIR:
+            continue
+        for item in sorted(os.scandir(folder.path), key=lambda e: e.name):
+            if not item.is_file(follow_symlinks=False):
                 continue
-            if folder.name not in TYPE_DIRS and folder.name != FORGOTTEN_DIR:
-                continue
-            for item in sorted(os.scandir(folder.path), key=lambda e: e.name):
-                if not item.is_file(follow_symlinks=False):
-                    continue
-                rel = f"scopes/{scope.name}/{folder.name}/{item.name}"
-                if is_temp_file(item.name):
-                    yield rel
-                elif item.name.endswith(".md.enc"):
-                    yield FileEntry(rel, scope.name, folder.name, item.name[:-7], True)
-                elif item.name.endswith(".md"):
-                    yield FileEntry(rel, scope.name, folder.name, item.name[:-3], False)
+            rel = f"scopes/{name}/{folder.name}/{item.name}"
+            if is_temp_file(item.name):
+                yield rel
+            elif item.name.endswith(".md.enc"):
+                yield FileEntry(rel, name, folder.name, item.name[:-7], True)
+            elif item.name.endswith(".md"):
+                yield FileEntry(rel, name, folder.name, item.name[:-3], False)

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from store.atomic import remove_durably, write_atomic
+from store.coexist import lost_promotions
 from store.crypto import PASSPHRASE_ENV, decrypt
 from store.errors import Conflict, KeyUnavailable, WrongKey
 from store.index import Memory, SensitiveScope
 from store.paths import check_scope_name
 from store.repair import adopt_file
+from store.scan import scope_files
 from store.scopes import project_dir, resolve_scope
 from store.service import Change, FileWrite, Store
 
@@ -80,6 +82,10 @@ def mark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None
     """
     scope_hash, scope_root = resolve_scope(store, scope)
     check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
+    lost = [row for row in lost_promotions(store) if row["scope_hash"] == scope_hash]
+    if lost:  # marking drops engram's copy of a sensitive scope's promotion text: here the copy is all there is
+        raise Conflict(f"memoryd's rebuild-index removed {len(lost)} promotions of scope {scope_hash} that only "
+                       "engram.db still holds: run `engram repair` first, then mark it")
     if scope_hash not in store.sensitive_scopes():
         scope_root = scope_root or project_dir(store, scope_hash, discover_in)
         write_marker(scope_root)
@@ -141,11 +147,9 @@ def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     """Files of the scope with no index row (memoryd leaves some) are indexed first, as repair would, so that the
     conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed."""
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
-    base = store.layout.scopes_dir / scope_hash
-    for path in sorted(base.rglob("*.md*")) if base.is_dir() else []:
-        rel = store.layout.relpath(path)
-        if path.is_file() and rel.endswith((".md", ".md.enc")) and not path.name.startswith(".") and rel not in indexed:
-            adopt_file(store, rel)
+    for entry in scope_files(store.layout, scope_hash):
+        if entry.relpath not in indexed:
+            adopt_file(store, entry.relpath)
 
 
 def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
@@ -165,12 +169,13 @@ def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
 def check_key(store: Store, scope_hash: str) -> bool:
     """The scope's key is at hand and opens one of its encrypted files (True), or it is at hand and the scope has
     no encrypted file to try it on yet (False); a wrong key raises :class:`KeyUnavailable` naming it, so a wrong
-    passphrase is reported before anything changes, never as damage half way through."""
-    row = Memory.get_or_none((Memory.scope_hash == scope_hash) & Memory.body_path.endswith(".md.enc"))
-    if row is None:
+    passphrase is reported before anything changes, never as damage half way through. The file is looked for
+    on disk: after memoryd's rebuild-index no encrypted file has an index row."""
+    entry = next((e for e in scope_files(store.layout, scope_hash) if e.encrypted), None)
+    if entry is None:
         store.keys.key_for(scope_hash)
         return False
-    data = store.layout.resolve(store.safe_relpath(row.body_path)).read_bytes()
+    data = store.layout.resolve(entry.relpath).read_bytes()
     store.keys.verify(scope_hash, lambda key: decrypt(data, key, scope_hash))
     return True
 

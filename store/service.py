@@ -79,6 +79,7 @@ class Store:
         self.keys = keys
         self.actor = actor
         self.audit_warning: str | None = None  # set when an event could not be appended yet
+        self._registering = False  # re-registering sensitive scopes after a rebuild (see apply_many)
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
         self.checkpoints = default_book(layout.root)
 
@@ -157,6 +158,8 @@ class Store:
         ``index_update`` writes index rows for the whole batch at once, before the changes' own (which may refer
         to them)."""
         self.index.writable()
+        if self.index.rebuilt and not self._registering:
+            self._register_sensitive_again()
         queued = []
         for change in changes:
             op_id = uuid.uuid4().hex
@@ -202,6 +205,19 @@ class Store:
                 if relpath not in written:
                     scrub(self.layout.resolve(relpath))
         self.flush_audit_outbox()
+
+    def _register_sensitive_again(self) -> None:
+        """memoryd's rebuild-index dropped the ``sensitive_scopes`` rows, and memoryd's next save into such a scope
+        would be plaintext: engram's first write after noticing registers the scopes it knew again (audited, as
+        ``repair`` does), before its own change. The rest of what the rebuild took waits for ``repair``."""
+        from store import coexist  # coexist builds on the store
+
+        self._registering = True
+        try:
+            for scope in coexist.unregistered_scopes(self, []):
+                coexist.register_again(self, scope)
+        finally:
+            self._registering = False
 
     def flush_audit_outbox(self) -> int:
         """Append every queued event to the audit log, oldest first (one locked write), then advance the signed

@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import PASSPHRASE
+from memoryd_emulation import memoryd_proposes, memoryd_verify_chain
+
 from store.audit_verify import VALID, verify
 from store.check import check
 from store.crypto import KeyRing
 from store.index import Promotion
 from store.service import Store
-
-from conftest import PASSPHRASE
-from memoryd_emulation import memoryd_proposes, memoryd_verify_chain
 
 ROUNDS, PER_ROUND = 6, 24
 TESTS = Path(__file__).parent

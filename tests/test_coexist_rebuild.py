@@ -9,13 +9,16 @@ import json
 import sqlite3
 from pathlib import Path
 
-from memoryd_emulation import memoryd_rebuild_index
+import pytest
+from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index
 
 from store.check import check
+from store.errors import Conflict
 from store.index import Memory, Promotion, PromotionNote, ScopeLabel
 from store.promotions import approve, reject
 from store.repair import repair
 from store.scopes import set_label
+from store.sensitive import mark_sensitive
 from store.service import Store
 
 
@@ -90,3 +93,49 @@ def test_import_records_survive_a_rebuild(fixture_root, unlocked_keys):
     memoryd_rebuild_index(fixture_root)
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         assert [r.source_key for r in Imported.select()] == ["codex:t-1"]
+
+
+def test_engrams_first_write_after_a_rebuild_registers_the_sensitive_scopes_again(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        sensitive = store.sensitive_scopes()
+        store.index.writable()  # engram has written to this root before
+        memoryd_rebuild_index(fixture_root)
+        assert sensitive_rows(fixture_root) == set()  # memoryd's next save there would be plaintext
+        set_label(store, "710d5aaf7a15", "web shop")  # any write engram makes
+        assert sensitive_rows(fixture_root) == sensitive  # memoryd encrypts there again
+        kinds = [json.loads(line)["event_type"] for line in (fixture_root / "audit" / "audit.jsonl").open()]
+        assert kinds[-len(sensitive) - 1:] == ["sensitive_scope_restored"] * len(sensitive) + ["scope_labeled"]
+        assert check(store).of("promotion_lost")  # the rest waits for repair
+
+
+def test_marking_a_scope_whose_promotions_only_engram_still_holds_waits_for_repair(fixture_root, unlocked_keys):
+    scope = "710d5aaf7a15"
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        store.index.writable()
+        theirs = {p.id for p in Promotion.select().where(Promotion.scope_hash == scope)}
+        assert theirs
+    memoryd_rebuild_index(fixture_root)
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        with pytest.raises(Conflict, match="repair"):
+            mark_sensitive(store, scope, discover_in=())
+        assert scope not in store.sensitive_scopes()
+        repair(store)
+        mark_sensitive(store, scope, discover_in=())
+        assert {p.id for p in Promotion.select().where(Promotion.scope_hash == scope)} == theirs
+
+
+def test_promotions_memoryd_proposed_after_its_rebuild_take_their_ids_and_the_restored_ones_move(
+        fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        store.index.writable()
+        sensitive = store.sensitive_scopes()
+        known = {(p.source_session_slug, p.proposed_title) for p in Promotion.select()
+                 if p.scope_hash not in sensitive}
+    memoryd_rebuild_index(fixture_root)
+    new = [memoryd_proposes(fixture_root) for _ in range(3)]  # ids 1, 2, 3 of the new table
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        result = repair(store)
+        assert not result.failed and not result.remaining.of("promotion_lost")
+        rows = list(Promotion.select())
+        assert {(p.source_session_slug, p.proposed_title) for p in rows} >= known
+        assert {p.id for p in rows if p.proposed_title == "Deploys go out on Tuesdays"} == set(new)

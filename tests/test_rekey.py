@@ -11,6 +11,7 @@ import pytest
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from helpers import events, run_engram
+from memoryd_emulation import memoryd_rebuild_index
 
 from store import faults
 from store.binding import BOUND, verify
@@ -180,3 +181,13 @@ def test_keyring_mode_stopped_half_way_keeps_both_keys_and_finishes(fixture_root
         rekey_random(store, FINANCE)
         assert not check(store).of("rekey_interrupted")
     assert plaintexts(fixture_root, keys=memoryd_keys(memory_keyring)) == before
+
+
+def test_a_rekey_after_memoryds_rebuild_reaches_the_files_the_index_lost(fixture_root):
+    before = plaintexts(fixture_root, OLD)
+    with Store.open(fixture_root, keys=KeyRing(passphrase=OLD), actor="engram-test") as store:
+        store.index.writable()
+        memoryd_rebuild_index(fixture_root)  # no .md.enc has an index row now
+        assert plan_passphrase_rekey(store) == {FINANCE: 18, HEALTH: 20}
+        assert rekey_passphrase(store, NEW).done == 38
+    assert plaintexts(fixture_root, NEW) == before  # not one file left under the old passphrase

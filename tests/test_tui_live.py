@@ -4,13 +4,17 @@ is said plainly. The feed's look is called directly: no test waits on the clock.
 
 from __future__ import annotations
 
+from helpers import settle
+from memoryd_emulation import (
+    memoryd_append,
+    memoryd_decides,
+    memoryd_proposes,
+    memoryd_rebuild_index,
+)
 from textual.widgets import DataTable
 
 from tui.app import EngramApp
 from tui.panes.queue import QueuePane
-
-from helpers import settle
-from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_proposes, memoryd_rebuild_index
 
 SIZE = (140, 45)
 
