@@ -472,6 +472,15 @@ class Index:
         self.rebuilt = self._identity_lost()
         return True
 
+    def release(self) -> None:
+        """Close this thread's connection while it is idle (it reopens at the next query). memoryd's
+        rebuild-index unlinks index.db but leaves its ``-wal`` and ``-shm``: while any connection holds the old
+        database open, its WAL survives, and the new index.db memoryd creates beside it comes out malformed.
+        With no connection of engram's open, the last one to close (memoryd's) checkpoints and removes the WAL,
+        so a long-running engram calls this whenever it is idle."""
+        if not self.db.is_closed() and not self.db.in_transaction():
+            self.db.close()
+
     @contextmanager
     def transaction(self, prepare: bool = True) -> Iterator[None]:
         """One write transaction; a lock held past the busy timeout becomes :class:`DatabaseLocked`."""

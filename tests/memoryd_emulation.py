@@ -106,13 +106,13 @@ def memoryd_reject(root: Path, pid: int) -> None:
 
 def memoryd_rebuild_index(root: Path) -> None:
     """memoryd's ``rebuild_index``: unlink index.db, open a new one with its migrations, index every ``*.md``."""
-    (root / "index.db").unlink()
+    (root / "index.db").unlink()  # only index.db: its -wal and -shm stay where they are
     con = sqlite3.connect(root / "index.db")
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("CREATE TABLE _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    con.execute("PRAGMA foreign_keys = ON")
+    con.execute("CREATE TABLE IF NOT EXISTS _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     for name, sql in migration_files(engram=False):
-        con.executescript(sql)
-        con.execute("INSERT INTO _schema_migrations VALUES (?, '2026-11-23 00:00:00')", (name,))
+        con.executescript(sql + ("\nPRAGMA journal_mode = WAL;" if name.startswith("001") else ""))  # as memoryd's 001
+        con.execute("INSERT INTO _schema_migrations VALUES (?, datetime('now'))", (name,))
     for md in sorted((root / "scopes").rglob("*.md")):
         rel = str(md.relative_to(root))
         try:

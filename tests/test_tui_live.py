@@ -59,3 +59,15 @@ async def test_memoryds_audit_lines_and_rebuild_show_up(store, fixture_root):
         await look(app, pilot)
         assert any("rebuilt" in n.message for n in app._notifications)
         assert store.index.rebuilt
+
+
+async def test_an_idle_console_holds_index_db_open_nowhere(store, fixture_root):
+    """memoryd's rebuild-index deletes index.db but not its WAL: a WAL kept alive by an open connection makes the
+    new index.db malformed. An idle console lets go, so memoryd's own last connection removes the WAL."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.tick()
+        await settle(app, pilot)
+        memoryd_proposes(fixture_root)  # memoryd writes, and its connection is the last to close
+        assert not (fixture_root / "index.db-wal").exists()

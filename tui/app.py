@@ -6,6 +6,7 @@ and the user's keymap all read it. Loading and checking run in workers; errors b
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 
 from textual import work
@@ -38,6 +39,7 @@ PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": Supersed
 from tui.screens.help import HelpScreen
 from tui.screens.importer import ImportScreen
 from tui.screens.prompt import TextPrompt
+from tui.threads import ReleasingExecutor
 
 DEFAULT_THEME = "engram-dark"
 WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
@@ -80,6 +82,11 @@ class EngramApp(App[None]):
                 yield ScopesPane(self.store)
         yield Footer()
 
+    def on_load(self) -> None:
+        """Before any pane starts a worker: a worker's thread lets go of its connection when it ends (see
+        tui.threads)."""
+        asyncio.get_running_loop().set_default_executor(ReleasingExecutor(self.store.index.release))
+
     def on_mount(self) -> None:
         if self.store.read_only:
             self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning",
@@ -89,7 +96,7 @@ class EngramApp(App[None]):
         self.refresh_status()
         self.check_audit()
         self.action_show_pane("queue")
-        self.set_interval(WATCH_SECONDS, self.watch_store)
+        self.set_interval(WATCH_SECONDS, self.tick)
 
     def refresh_status(self) -> None:
         pending = pending_count(self.store)
@@ -116,6 +123,13 @@ class EngramApp(App[None]):
                                       timeout=30)
         self.audit_state = state
         self.call_from_thread(self.refresh_status)
+
+    def tick(self) -> None:
+        """Every few seconds: let go of the UI thread's idle database connection (see ``Index.release``: an
+        engram holding index.db open while memoryd rebuilds it would leave memoryd a malformed index), then ask
+        the change feed what changed."""
+        self.store.index.release()
+        self.watch_store()
 
     @work(thread=True, exclusive=True, group="watch")
     def watch_store(self) -> None:
