@@ -485,7 +485,6 @@ class Index:
     def transaction(self, prepare: bool = True) -> Iterator[None]:
         """One write transaction; a lock held past the busy timeout becomes :class:`DatabaseLocked`."""
         if prepare:
-            self.follow()
             self.writable()
             self.db.setup_connection()
         try:
@@ -498,8 +497,10 @@ class Index:
 
     def has(self, model: type[Model]) -> bool:
         """Whether the model's table exists (a memoryd root engram never wrote has none of engram's). Asked on
-        every write, so the answer is kept until :meth:`writable` changes what is attached."""
-        self.follow()
+        every write, so the answer is kept until :meth:`writable` changes what is attached, or a query notices
+        that index.db was replaced (no ``stat`` of its own: it is asked once per file in whole-root loops)."""
+        if self.db.replaced:
+            self.follow()
         if self._tables is None:
             self._tables = {f"{schema}.{name}" for schema in ("main", "engram") for (name,) in self.db.execute_sql(
                 f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}

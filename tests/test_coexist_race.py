@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from conftest import PASSPHRASE
+from helpers import events
 from memoryd_emulation import memoryd_proposes, memoryd_verify_chain
 
 from store.audit_verify import VALID, verify
@@ -65,11 +66,10 @@ def race(root: Path, verb: str, ids: list[int], seed: int) -> tuple[dict, dict[i
 def engram_decisions(root: Path) -> dict[int, list[str]]:
     """Promotion id -> engram's decision events about it, from engram's own lines of the log."""
     found: dict[int, list[str]] = {}
-    for line in (root / "audit" / "audit.jsonl").read_text().splitlines():
-        event = json.loads(line) if line.strip() else {}
+    for event in events(root):
         if "this_hash" not in event or not str(event.get("event_type", "")).startswith("promotion_"):
             continue
-        details = json.loads(event["details"]) if isinstance(event.get("details"), str) else event.get("details", {})
+        details = json.loads(event["details"])
         pid = details.get("promotion_id") or (int(event["target_id"]) if str(event["target_id"]).isdigit() else None)
         found.setdefault(pid, []).append(event["event_type"])
     return found
