@@ -23,6 +23,7 @@ NONCE_LEN = 12
 TAG_LEN = 16
 DEFAULT_KDF_ITERS = 600_000
 PASSPHRASE_ENV = "MEMORYD_MASTER_PASSPHRASE"
+CONFIRM_ENV = "ENGRAM_CONFIRM_PASSPHRASE"  # the passphrase a second time: a script's "type it again"
 PASSPHRASE_SERVICE, PASSPHRASE_USER = "memoryd-master-passphrase", "default"  # memoryd's keyring entry
 RANDOM_KEY_SERVICE = "memoryd-scope-key"  # user = scope hash
 
@@ -67,31 +68,51 @@ class KeyRing:
     key_source: str = "passphrase"
     kdf_iters: int = DEFAULT_KDF_ITERS
     passphrase: str | None = field(default=None, repr=False)
+    confirmed: bool = False  # the passphrase was given twice, the same both times (see store.keyproof)
     _keys: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _proven: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
     def from_config(cls, config: dict, environ: dict[str, str] | None = None) -> KeyRing:
+        """memoryd's ``[sensitive]`` settings, and the passphrase from the environment: given twice
+        (``$ENGRAM_CONFIRM_PASSPHRASE`` the same) it counts as typed twice, for scripts."""
         env = os.environ if environ is None else environ
         sensitive = config.get("sensitive", {}) if isinstance(config, dict) else {}
+        passphrase = env.get(PASSPHRASE_ENV) or None
         return cls(
             key_source=str(sensitive.get("key_source", "passphrase")),
             kdf_iters=int(sensitive.get("kdf_iters", DEFAULT_KDF_ITERS)),
-            passphrase=env.get(PASSPHRASE_ENV) or None,
+            passphrase=passphrase,
+            confirmed=passphrase is not None and env.get(CONFIRM_ENV) == passphrase,
         )
 
-    def set_passphrase(self, passphrase: str) -> None:
-        """Use ``passphrase`` from now on; keys derived from an earlier one are forgotten."""
+    def set_passphrase(self, passphrase: str, *, confirmed: bool = False) -> None:
+        """Use ``passphrase`` from now on (``confirmed``: it was typed twice); keys derived from an earlier one are
+        forgotten, and nothing is proven under it yet."""
         self.passphrase = passphrase
+        self.confirmed = confirmed
         self._keys.clear()
+        self._proven.clear()
 
     def forget(self) -> None:
         """Drop the passphrase and every derived key (lock all scopes again)."""
         self.passphrase = None
+        self.confirmed = False
         self._keys.clear()
+        self._proven.clear()
 
     def adopt(self, scope_hash: str, key: bytes) -> None:
-        """Use ``key`` for the scope from now on (after a rekey, the scope no longer opens with the old one)."""
+        """Use ``key`` for the scope from now on (after a rekey, the scope no longer opens with the old one): a key
+        chosen on purpose needs no further proof."""
         self._keys[scope_hash] = key
+        self._proven.add(scope_hash)
+
+    def proven(self, scope_hash: str) -> bool:
+        """Whether the scope's key was shown this session to be the one its files are under."""
+        return scope_hash in self._proven and scope_hash in self._keys
+
+    def mark_proven(self, scope_hash: str) -> None:
+        self._proven.add(scope_hash)
 
     def can_open(self, scope_hash: str) -> bool:
         """Whether this session can read the scope without asking: its key is derived or derivable."""
@@ -112,8 +133,10 @@ class KeyRing:
             probe(key)
         except DecryptionFailed:
             self._keys.pop(scope_hash, None)
+            self._proven.discard(scope_hash)
             raise WrongKey(f"wrong passphrase for scope {scope_hash}" if self.key_source == "passphrase"
                            else f"the OS keyring's key for scope {scope_hash} does not open its files") from None
+        self._proven.add(scope_hash)
 
     def _stored_passphrase(self, scope_hash: str) -> str:
         """memoryd's second passphrase source, the OS keyring; without either, say what would open the scope."""
@@ -134,6 +157,25 @@ class KeyRing:
         if self.key_source == "random":
             return _keyring_scope_key(scope_hash)
         raise KeyUnavailable(f"memoryd key_source {self.key_source!r} is not one engram knows")
+
+
+VERIFIER_TEXT = b"engram: memoryd master passphrase verifier v1"
+
+
+def seal_verifier(passphrase: str, iterations: int) -> tuple[str, str]:
+    """``(salt, sealed)`` proving ``passphrase`` later (see :mod:`store.keyproof`): a constant encrypted under a
+    key derived with a fresh random salt, which opens under that passphrase only."""
+    salt = "engram-verifier-" + os.urandom(16).hex()
+    key = derive_passphrase_key(passphrase, salt, iterations)
+    return salt, encrypt(VERIFIER_TEXT, key, salt).decode("ascii")
+
+
+def opens_verifier(passphrase: str, salt: str, iterations: int, sealed: str) -> bool:
+    try:
+        return decrypt(sealed.encode("ascii"), derive_passphrase_key(passphrase, salt, iterations), salt) == \
+            VERIFIER_TEXT
+    except (DecryptionFailed, UnicodeEncodeError):
+        return False
 
 
 KEYRING_HELP = ("options: install and unlock an OS keyring (GNOME Keyring / KWallet via Secret Service, macOS "

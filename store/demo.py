@@ -179,7 +179,7 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
     """Fill an empty root; returns what was written. Refuses a root that already has memories."""
     if Memory.select().exists():
         raise Conflict(f"{store.layout.root} already has memories: the demo only fills an empty root")
-    store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE)
+    store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE, confirmed=True)  # engram chose it
     store.clock = lambda: NOW
     w = _Writer(seed)
     types = [t for t, _ in _TYPE_WEIGHTS]

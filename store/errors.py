@@ -50,3 +50,7 @@ class BadInput(StoreError):
 
 class WrongKey(KeyUnavailable):
     """A key was at hand but does not open the scope's files: a wrong passphrase, or the wrong keyring entry."""
+
+
+class PassphraseUnconfirmed(KeyUnavailable):
+    """A passphrase nothing on the root can prove yet (nothing encrypted, no verifier): it must be given twice."""

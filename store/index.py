@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from peewee import (
-    AutoField, CompositeKey, FloatField, IntegerField, IntegrityError, Model, OperationalError, SqliteDatabase,
+    AutoField,
+    CompositeKey,
+    FloatField,
+    IntegerField,
+    IntegrityError,
+    Model,
+    OperationalError,
+    SqliteDatabase,
     TextField,
 )
 
@@ -281,9 +288,22 @@ class Imported(_Own):
         table_name = "engram_imports"
 
 
+class KeyVerifier(_Own):
+    """Proof of the root's master passphrase (migration 107): see :mod:`store.keyproof`."""
+
+    id = IntegerField(primary_key=True)
+    salt = TextField()
+    kdf_iters = IntegerField()
+    sealed = TextField()
+    set_at = TextField()
+
+    class Meta:
+        table_name = "engram_key_verifier"
+
+
 MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
           TriggerStat, ProfileChangeReport, AuditOutbox, OutboxGuard, IndexIdentity, RootRecord, PromotionNote,
-          Binding, Rekey, ScopeLabel, Imported)
+          Binding, Rekey, ScopeLabel, Imported, KeyVerifier)
 
 ENGRAM_DB = "engram.db"
 # memoryd's tables engram keeps copies of in engram.db, with the rows a copy leaves out: promotions of sensitive

@@ -8,11 +8,12 @@ pending, and applies ``proposed_supersedes`` (memoryd ignores them).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from store import keyproof
 from store.domain import DecayState, MemoryType, PromotionStatus
 from store.errors import Conflict, NotFound
 from store.frontmatter import Frontmatter, MemoryDoc
@@ -177,6 +178,19 @@ class Merged:
 
 
 Decision = Approved | Rejected | Deferred | Merged
+
+
+def target_scopes(store: Store, promotion_ids: Iterable[int]) -> set[str]:
+    """The scopes these promotions would be written into."""
+    ids = list(promotion_ids)
+    return {p.scope_hash for p in Promotion.select(Promotion.scope_hash).where(Promotion.id.in_(ids))}
+
+
+def prove_keys(store: Store, promotion_ids: Iterable[int]) -> None:
+    """Prove the key of every sensitive scope these promotions would be written into (see :mod:`store.keyproof`),
+    so a wrong passphrase refuses a batch of approvals before the first, not half way through."""
+    for scope in sorted(target_scopes(store, promotion_ids) & store.sensitive_scopes()):
+        keyproof.prove(store, scope)
 
 
 def approve(store: Store, promotion_id: int, edits: Edits = Edits()) -> Approved:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from store import keyproof
 from store.crypto import (
     PASSPHRASE_SERVICE,
     PASSPHRASE_USER,
@@ -75,7 +76,8 @@ def rekey_passphrase(store: Store, new_passphrase: str,
     for scope, key in new_keys.items():
         step = None if progress is None else (lambda n, total, scope=scope: progress(scope, n, total))
         result.scopes.append(_rekey_scope(store, scope, key, "passphrase", step))
-    store.keys.set_passphrase(new_passphrase)
+    store.keys.set_passphrase(new_passphrase, confirmed=True)
+    keyproof.remember(store)
     result.keyring_updated = _update_stored_passphrase(old, new_passphrase)
     return result
 

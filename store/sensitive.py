@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from store import keyproof
 from store.atomic import remove_durably, write_atomic
 from store.coexist import lost_promotions
-from store.crypto import PASSPHRASE_ENV, decrypt
+from store.crypto import PASSPHRASE_ENV
 from store.errors import Conflict, KeyUnavailable, WrongKey
 from store.index import Memory, SensitiveScope
 from store.paths import check_scope_name
@@ -20,16 +21,16 @@ from store.scopes import project_dir, resolve_scope
 from store.service import Change, FileWrite, Store
 
 
-def unlock(store: Store, passphrase: str | None = None) -> list[str]:
-    """Open the sensitive scopes: with ``passphrase`` in memoryd's passphrase mode, from the OS keyring in its
-    random mode. Returns the scopes opened.
+def unlock(store: Store, passphrase: str | None = None, *, confirmed: bool = False) -> list[str]:
+    """Open the sensitive scopes: with ``passphrase`` in memoryd's passphrase mode (``confirmed``: typed twice,
+    see :mod:`store.keyproof`), from the OS keyring in its random mode. Returns the scopes opened.
 
     Each key is checked against one encrypted file of its scope. A passphrase that opens none of them is a wrong
     passphrase (reported as such, never as damage) and the previous one stays in use."""
     keys = store.keys
     previous = keys.passphrase
     if passphrase is not None:
-        keys.set_passphrase(passphrase)
+        keys.set_passphrase(passphrase, confirmed=confirmed)
     elif keys.key_source == "passphrase" and keys.passphrase is None:
         raise KeyUnavailable(f"unlocking needs memoryd's passphrase ({PASSPHRASE_ENV}, or type it)")
     opened, failures = [], []
@@ -81,7 +82,7 @@ def mark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None
     mark-by-path records it.
     """
     scope_hash, scope_root = resolve_scope(store, scope)
-    check_key(store, scope_hash)  # no key, no start: nothing is registered that could not be encrypted
+    keyproof.prove(store, scope_hash)  # no proven key, no start: nothing is registered that could not be encrypted
     lost = [row for row in lost_promotions(store) if row["scope_hash"] == scope_hash]
     if lost:  # marking drops engram's copy of a sensitive scope's promotion text: here the copy is all there is
         raise Conflict(f"memoryd's rebuild-index removed {len(lost)} promotions of scope {scope_hash} that only "
@@ -168,16 +169,12 @@ def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
 
 def check_key(store: Store, scope_hash: str) -> bool:
     """The scope's key is at hand and opens one of its encrypted files (True), or it is at hand and the scope has
-    no encrypted file to try it on yet (False); a wrong key raises :class:`KeyUnavailable` naming it, so a wrong
-    passphrase is reported before anything changes, never as damage half way through. The file is looked for
-    on disk: after memoryd's rebuild-index no encrypted file has an index row."""
-    entry = next((e for e in scope_files(store.layout, scope_hash) if e.encrypted), None)
-    if entry is None:
-        store.keys.key_for(scope_hash)
-        return False
-    data = store.layout.resolve(entry.relpath).read_bytes()
-    store.keys.verify(scope_hash, lambda key: decrypt(data, key, scope_hash))
-    return True
+    no encrypted file to try it on yet (False); a wrong key raises :class:`KeyUnavailable` naming it (see
+    :func:`keyproof.opens_own_files`)."""
+    if keyproof.opens_own_files(store, scope_hash):
+        return True
+    store.keys.key_for(scope_hash)
+    return False
 
 
 def register(store: Store, scope_hash: str, scope_root: str | None) -> None:

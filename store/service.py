@@ -19,7 +19,7 @@ from typing import Any
 
 from peewee import EXCLUDED, SQL
 
-from store import audit, binding, faults
+from store import audit, binding, faults, keyproof
 from store.atomic import remove_durably, scrub, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
@@ -171,8 +171,8 @@ class Store:
         # change needing a locked scope's key fails whole, not after its first file.
         targets = [(self.layout.resolve(w.relpath) if isinstance(w, FileWrite) else self.layout.resolve_data(w.relpath),
                     w) for w in writes]
-        for scope in {w.doc.frontmatter.scope_hash for w in writes if isinstance(w, FileWrite) and w.encrypted}:
-            self.keys.key_for(scope)
+        for scope in sorted({w.doc.frontmatter.scope_hash for w in writes if isinstance(w, FileWrite) and w.encrypted}):
+            keyproof.prove(self, scope)  # a typo'd passphrase would encrypt memories nobody can open again
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
         faults.reach("planned")  # another writer may change anything up to here: preconditions run below
         with self.index.transaction():

@@ -32,7 +32,7 @@ def schema(path: Path) -> dict[str, list[tuple]]:
 
 ENGRAM_MIGRATIONS = ["100_engram_audit_outbox.sql", "101_engram_promotion_notes.sql", "102_engram_binding.sql",
                      "103_engram_rekey.sql", "104_engram_scope_labels.sql", "105_engram_imports.sql",
-                     "106_engram_own_records.sql"]
+                     "106_engram_own_records.sql", "107_engram_key_verifier.sql"]
 
 
 def migrations(path: Path) -> dict[str, str]:

@@ -218,3 +218,22 @@ async def test_the_first_sensitive_scope_asks_for_its_passphrase_twice(tmp_path)
     raw = base64.b64decode(enc.read_bytes())
     key = derive_passphrase_key("first-pass", WEB)
     assert AESGCM(key).decrypt(raw[:12], raw[12:], WEB.encode()).endswith(b"120/h\n")
+
+
+async def test_a_passphrase_given_once_is_asked_again_before_the_first_encryption(tmp_path):
+    root = tmp_path / "root"  # memoryd's passphrase in the environment, once, and nothing encrypted to check it
+    with Store.open(root, create=True, keys=KeyRing(passphrase="from-env"), actor="engram-test") as store:
+        create_memory(store, MemoryDoc(frontmatter=Frontmatter(
+            title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=WEB, source="manual",
+            created_at=store.now()), body="120/h\n"))
+        app = EngramApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await to_scope(app, pilot, WEB)
+            await pilot.press("m", "y")
+            await settle(app, pilot)
+            assert isinstance(app.screen, TextPrompt)  # nothing encrypted under it yet: typed, twice
+            assert not list((root / "scopes" / WEB).rglob("*.md.enc"))
+            await pilot.press(*"from-env", "enter", *"from-env", "enter")
+            await settle(app, pilot)
+    assert list((root / "scopes" / WEB).rglob("*.md.enc"))

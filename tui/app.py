@@ -25,7 +25,7 @@ from store.service import Store
 from store.settings import Settings
 from store.stats import pending_count
 from themes import theme_specs
-from tui.keymap import ALL_ACTIONS, APP_ACTIONS, PANES, bindings, unknown_ids
+from tui.keymap import ALL_ACTIONS, APP_ACTIONS, bindings, unknown_ids
 from tui.panes.audit import AuditPane
 from tui.panes.decay import DecayPane
 from tui.panes.graph import GraphPane
@@ -177,14 +177,18 @@ class EngramApp(App[None]):
 
     def ask_unlock(self, then: Callable[[], None], scopes: list[str]) -> None:
         """Unlock the sensitive scopes (memoryd's passphrase, masked; or the OS keyring in random-key mode), then
-        run ``then``. A wrong passphrase or a missing keyring is a notification; nothing else happens."""
+        run ``then``. A wrong passphrase or a missing keyring is a notification; nothing else happens. A
+        passphrase no encrypted file can check is asked for a second time."""
         def attempt(passphrase: str | None) -> None:
             try:
                 opened = unlock(self.store, passphrase)
             except StoreError as exc:
                 self.notify(str(exc), title="Still locked", severity="error", timeout=10)
                 return
-            self.notify(f"unlocked {', '.join(opened) or 'nothing (no encrypted files yet)'}", timeout=3)
+            if not opened and passphrase is not None:
+                self.confirm_passphrase(passphrase, then)
+                return
+            self.notify(f"unlocked {', '.join(opened)}" if opened else "unlocked", timeout=3)
             self.keys_changed()
             then()
 
@@ -193,6 +197,29 @@ class EngramApp(App[None]):
             return
         self.push_screen(TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase",
                                     password=True), lambda text: attempt(text) if text else None)
+
+    def ask_new_passphrase(self, then: Callable[[], None]) -> None:
+        """The passphrase the first sensitive scope will be encrypted with, typed twice."""
+        self.push_screen(TextPrompt("memoryd passphrase for sensitive scopes (the first one: choose it)",
+                                    password=True), lambda first: self.confirm_passphrase(first, then) if first else None)
+
+    def confirm_passphrase(self, first: str, then: Callable[[], None]) -> None:
+        """Nothing encrypted can check ``first`` (a typo would lock memories away for good): typed again, the
+        same, it is taken as confirmed; different, nothing changes."""
+        def compare(again: str | None) -> None:
+            if again != first:
+                self.notify("the two passphrases differ: nothing changed", severity="error")
+                return
+            try:
+                unlock(self.store, first, confirmed=True)
+            except StoreError as exc:
+                self.notify(str(exc), title="Still locked", severity="error", timeout=10)
+                return
+            self.notify("passphrase confirmed", timeout=3)
+            self.keys_changed()
+            then()
+        self.push_screen(TextPrompt("Nothing is encrypted yet to check it against: the same passphrase again",
+                                    password=True), compare)
 
     def action_unlock(self) -> None:
         self.ask_unlock(lambda: None, sorted(self.store.sensitive_scopes()))

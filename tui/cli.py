@@ -22,7 +22,7 @@ from store.audit_verify import UNREADABLE, VALID, EventFilter, events
 from store.check import KINDS, check
 from store.crypto import PASSPHRASE_ENV
 from store.demo import DEMO_PASSPHRASE, build_demo
-from store.errors import BadInput, KeyUnavailable, StoreError, WrongKey
+from store.errors import BadInput, KeyUnavailable, PassphraseUnconfirmed, StoreError, WrongKey
 from store.grants import issue_grant, revoke_grant
 from store.importers import IMPORTERS, importer
 from store.importers.base import Options
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if command in ("audit", "promotions", "scope"):
         command = f"{command} {getattr(args, command + '_command')}"
     try:
-        return COMMANDS[command](args)
+        return _confirming(COMMANDS[command], args)
     except (StoreError, QuerySyntaxError) as exc:
         print(f"engram: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -307,7 +307,11 @@ def _promotions_list(args: argparse.Namespace) -> int:
 def _promotions_decide(args: argparse.Namespace) -> int:
     verb = args.promotions_command
     done, failed = [], []
-    with Store.open(args.root) as store:
+    needs_key = (lambda store: bool(promotions.target_scopes(store, args.ids) & store.sensitive_scopes())) \
+        if verb == "approve" else (lambda store: False)
+    with _open_with_key(args, needs_key) as store:
+        if verb == "approve":
+            promotions.prove_keys(store, args.ids)  # a wrong key refuses them all, before the first
         for pid in args.ids:
             try:
                 if verb == "approve":
@@ -327,12 +331,37 @@ def _promotions_decide(args: argparse.Namespace) -> int:
     return EXIT_FINDING if failed else EXIT_OK
 
 
-def _open_with_key(args: argparse.Namespace) -> Store:
-    """The store, with memoryd's passphrase from the environment or, at a terminal, a masked prompt."""
+def _open_with_key(args: argparse.Namespace, needs_key: Callable[[Store], bool] = lambda store: True) -> Store:
+    """The store, with memoryd's passphrase from the environment or, where ``needs_key`` says the command will
+    want it, a masked prompt at a terminal (asked once per run, a second time only when :func:`_confirming`
+    wants it)."""
     store = Store.open(args.root)
-    if store.keys.key_source == "passphrase" and store.keys.passphrase is None and sys.stdin.isatty():
-        store.keys.set_passphrase(getpass.getpass(f"memoryd passphrase (or set {PASSPHRASE_ENV}): "))
+    keys = store.keys
+    if keys.key_source != "passphrase":
+        return store
+    if keys.passphrase is None and sys.stdin.isatty() and needs_key(store):
+        args.typed_passphrase = getattr(args, "typed_passphrase", None) or getpass.getpass(
+            f"memoryd passphrase (or set {PASSPHRASE_ENV}): ")
+        keys.set_passphrase(args.typed_passphrase)
+    again = getattr(args, "passphrase_again", None)
+    if again is not None and keys.passphrase is not None:
+        if again != keys.passphrase:
+            raise PassphraseUnconfirmed("the two passphrases differ: nothing changed")
+        keys.confirmed = True
     return store
+
+
+def _confirming(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run ``command``; when it stops because nothing on the root can check the passphrase (it stops before
+    writing anything), ask for it again at a terminal and run it once more with the two compared."""
+    try:
+        return command(args)
+    except PassphraseUnconfirmed:
+        if not sys.stdin.isatty() or getattr(args, "passphrase_again", None) is not None:
+            raise
+    args.passphrase_again = getpass.getpass("nothing is encrypted yet to check it against: the same passphrase "
+                                            "again: ")
+    return command(args)
 
 
 def _scope_convert(args: argparse.Namespace) -> int:

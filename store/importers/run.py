@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from store import keyproof
 from store.domain import MemoryType, PromotionStatus
 from store.errors import BadInput
 from store.frontmatter import Frontmatter, MemoryDoc
@@ -174,6 +175,8 @@ def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], Non
     supersedes, each one audited change; batches of :data:`BATCH` share a transaction. Ends with one
     ``import_run`` event carrying the counts."""
     items: list[SessionItem | PromotionItem | SupersedeItem] = [*plan.sessions, *plan.promotions, *plan.supersedes]
+    for scope in sorted({s.scope_hash for s in plan.sessions} & store.sensitive_scopes()):
+        keyproof.prove(store, scope)  # a wrong key refuses the whole import before its first item
     done = 0
     for batch in chunked(items, BATCH):
         docs: list[tuple[MemoryDoc, str]] = []

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
 from store.check import KINDS, Report, check
-from store.errors import StoreError
+from store.errors import PassphraseUnconfirmed, StoreError
 from store.grants import Grant, issue_grant, revoke_grant
 from store.rekey import rekey_passphrase, rekey_random
 from store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
@@ -165,28 +165,10 @@ class ScopesPane(Vertical):
             if self.store.keys.can_open(info.scope_hash):
                 then()
             elif self.store.keys.key_source == "passphrase" and not any(i.encrypted for i in self.infos):
-                self.ask_first_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
+                self.app.ask_new_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
             else:
                 self.app.ask_unlock(then, [info.scope_hash])
         self.app.push_screen(Confirm(question), answered)
-
-    def ask_first_passphrase(self, then: Callable[[], None]) -> None:
-        """The passphrase the first sensitive scope will be encrypted with, typed twice: a typo here would lock
-        the memories away from memoryd for good."""
-        def second(first: str | None) -> None:
-            if not first:
-                return
-
-            def compare(again: str | None) -> None:
-                if again != first:
-                    self.notify("the two passphrases differ: nothing changed", severity="error")
-                    return
-                self.store.keys.set_passphrase(first)
-                self.app.keys_changed()
-                then()
-            self.app.push_screen(TextPrompt("The same passphrase again", password=True), compare)
-        self.app.push_screen(TextPrompt("memoryd passphrase for sensitive scopes (the first one: choose it)",
-                                        password=True), second)
 
     @work(thread=True, exclusive=True, group="scopes-convert")
     def convert(self, scope_hash: str, encrypt: bool) -> None:
@@ -202,6 +184,8 @@ class ScopesPane(Vertical):
                 done: Progress = mark_sensitive(self.store, scope_hash, progress)
             else:
                 done = unmark_sensitive(self.store, scope_hash, progress)
+        except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
+            self.app.call_from_thread(self.app.ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Nothing more changed", severity="error",
                                       timeout=10)
