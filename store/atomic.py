@@ -78,6 +78,9 @@ def remove_durably(path: Path) -> None:
     fsync_dir(path.parent)
 
 
+SCRUB_POINT = "scrub_zeroed"  # a crash point of its own: only changes that retire plaintext reach it
+
+
 def scrub(path: Path) -> None:
     """Overwrite a file with zeros, fsync, then unlink it durably: the plaintext left when a memory is encrypted.
 
@@ -92,6 +95,7 @@ def scrub(path: Path) -> None:
             os.fsync(fh.fileno())
     except FileNotFoundError:
         return
+    faults.reach(SCRUB_POINT)  # a kill here leaves the zeros beside the encrypted copy: see scan.half_scrubbed
     remove_durably(path)
 
 

@@ -17,7 +17,7 @@ from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, Unsafe
 from store.frontmatter import MemoryDoc, index_datetime, parse
 from store.index import Memory, Promotion, Rekey
 from store.promotions import promoted_slug
-from store.scan import FileEntry, walk
+from store.scan import FileEntry, half_scrubbed, walk
 from store.supersedes import listed_links
 from store.service import Store
 
@@ -30,6 +30,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "wrong_key": ("sensitive scope whose key opens none of its files: wrong passphrase?", False),
     "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
     "plaintext_in_sensitive_scope": ("plaintext memory file inside a sensitive scope", True),
+    "scrub_unfinished": ("plaintext file an interrupted encryption was overwriting with zeros, beside its "
+                         "encrypted copy: repair finishes it once the copy decrypts", True),
     "file_without_row": ("memory file with no index row", True),
     "enc_without_row": ("encrypted memory file with no index row", True),
     "row_without_file": ("index row whose file is missing", True),
@@ -119,6 +121,11 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         report.add("temp_file", temp, "left by an interrupted write")
     present = set()
     sensitive = store.sensitive_scopes()
+    for entry in [e for e in files if half_scrubbed(store.layout, e)]:
+        report.add("scrub_unfinished", entry.relpath, f"its encrypted copy is {entry.relpath}.enc",
+                   scope_hash=entry.scope_hash, slug=entry.slug)
+        files.remove(entry)  # zeros, not a memory: nothing else is said about it
+        present.add(entry.relpath)
     for entry in files:
         if entry.scope_hash in sensitive and not entry.encrypted:
             report.add("plaintext_in_sensitive_scope", entry.relpath, f"scope {entry.scope_hash} is sensitive",
@@ -278,9 +285,15 @@ def _check_binding(store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, 
     state = binding.verify(store, entry.relpath, data, doc, plaintext)
     if state.state in (binding.UNBOUND, binding.CHANGED):
         report.unbound.setdefault(entry.scope_hash, []).append(entry.relpath)
-    elif state.state in (binding.SWAPPED, binding.ROLLED_BACK):
+    elif state.state in (binding.SWAPPED, binding.ROLLED_BACK) and not _rekeying(store, entry.scope_hash):
         report.add("binding_mismatch", entry.relpath, f"{state.state.replace('_', ' ')}: {state.detail}",
                    scope_hash=entry.scope_hash)
+
+
+def _rekeying(store: Store, scope_hash: str) -> bool:
+    """A rekey under way leaves files whose binding is still the old key's (the rerun binds them again):
+    ``rekey_interrupted`` says so, not a swap or rollback alarm per file."""
+    return store.index.has(Rekey) and Rekey.get_or_none(Rekey.scope_hash == scope_hash) is not None
 
 
 def _wrong_keys(files: list[FileEntry], report: Report) -> None:

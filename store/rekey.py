@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from store import keyproof
+from store import binding, keyproof
 from store.crypto import (
     PASSPHRASE_SERVICE,
     PASSPHRASE_USER,
@@ -88,9 +88,9 @@ def rekey_random(store: Store, scope: str, progress: Callable[[int, int], None] 
     _check_source(store, "random")
     scope_hash = _sensitive(store, scope)
     new_key = next_random_scope_key(scope_hash)
-    todo = _still_under_old_key(store, scope_hash, new_key)
-    _record_start(store, [scope_hash], len(todo), "random")
-    done = _rekey_scope(store, scope_hash, new_key, "random", progress, todo,
+    split = _still_under_old_key(store, scope_hash, new_key)
+    _record_start(store, [scope_hash], len(split.todo), "random")
+    done = _rekey_scope(store, scope_hash, new_key, "random", progress, split,
                         before_finish=lambda: install_random_scope_key(scope_hash, new_key))
     return RekeyResult([done])
 
@@ -125,11 +125,14 @@ def _record_start(store: Store, scopes: list[str], files: int, source: str) -> N
 
 def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
                  progress: Callable[[int, int], None] | None,
-                 todo: list[tuple[str, MemoryDoc]] | None = None,
+                 split: _Split | None = None,
                  before_finish: Callable[[], None] | None = None) -> Progress:
     """Re-encrypt the scope's files still under the old key, a batch per change; then ``before_finish`` (the
-    keyring step of random mode) and the ``scope_rekeyed`` change that closes the scope's rekey."""
-    todo = _still_under_old_key(store, scope_hash, new_key) if todo is None else todo
+    keyring step of random mode) and the ``scope_rekeyed`` change that closes the scope's rekey. That change
+    also binds again the files an interrupted run re-encrypted but could not record (killed between a file's
+    rename and its batch's commit), so no file of engram's own rekey is left looking rolled back."""
+    split = _still_under_old_key(store, scope_hash, new_key) if split is None else split
+    todo = split.todo
     result = Progress(scope_hash, files=len(todo))
     old_key = store.keys.key_for(scope_hash) if todo else None
     for start in range(0, len(todo), BATCH):
@@ -150,8 +153,15 @@ def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
     store.keys.adopt(scope_hash, new_key)
     if before_finish is not None:
         before_finish()
-    store.apply(Change("scope_rekeyed", scope_hash, scope_hash, {"files": result.done, "new_source": source},
-                       index_update=lambda: _finish(store, scope_hash, source)))
+    stale = [(rel, doc, data, plain) for rel, doc, data, plain in split.done
+             if binding.verify(store, rel, data, doc, plain).state != binding.BOUND]
+
+    def finish() -> None:
+        for rel, doc, data, plain in stale:
+            binding.record(store, doc, data, plain)
+        _finish(store, scope_hash, source)
+    store.apply(Change("scope_rekeyed", scope_hash, scope_hash,
+                       {"files": result.done, "new_source": source, "bound_again": len(stale)}, index_update=finish))
     return result
 
 
@@ -170,30 +180,41 @@ def _update_stored_passphrase(old: str | None, new: str) -> bool:
     return True
 
 
-def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes,
-                         keep: bool = True) -> list[tuple[str, MemoryDoc]]:
-    """The files the new key does not open yet, decrypted with the current key (only checked, not kept, when
-    ``keep`` is false); raises before any change when the current key opens none of them (wrong key) or a file
-    opens under neither key (damage)."""
-    todo: list[tuple[str, MemoryDoc]] = []
+@dataclass
+class _Split:
+    """A scope's encrypted files by the key they are under: ``todo`` still under the current one (decrypted, to
+    re-encrypt), ``done`` already under the new one (an interrupted run got there: bytes and plaintext, so their
+    binding can follow them)."""
+
+    todo: list[tuple[str, MemoryDoc]] = field(default_factory=list)
+    done: list[tuple[str, MemoryDoc, bytes, bytes]] = field(default_factory=list)
+
+
+def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes, keep: bool = True) -> _Split:
+    """Sort the scope's files by key, decrypting each (only checking, not keeping, when ``keep`` is false);
+    raises before any change when the current key opens none of them (wrong key) or a file opens under neither
+    key (damage)."""
+    split = _Split()
     opened = 0
     for rel in _encrypted_files(store, scope_hash):
         data = store.layout.resolve(rel).read_bytes()
         try:
-            decrypt(data, new_key, scope_hash, rel)
-            continue  # done by an earlier, interrupted run
+            plain = decrypt(data, new_key, scope_hash, rel)
+            if keep:
+                split.done.append((rel, parse(plain, rel), data, plain))
+            continue
         except DecryptionFailed:
             pass
         try:
             plain = decrypt(data, store.keys.key_for(scope_hash), scope_hash, rel)
             opened += 1
             if keep:
-                todo.append((rel, parse(plain, rel)))
+                split.todo.append((rel, parse(plain, rel)))
         except DecryptionFailed:
             if not opened:
                 raise WrongKey(f"the current key does not open {rel} (wrong passphrase, or damaged)") from None
             raise
-    return todo
+    return split
 
 
 def _encrypted_files(store: Store, scope_hash: str) -> list[str]:

@@ -83,6 +83,16 @@ def _encrypt_plaintext(store: Store, finding: Finding) -> str | None:
     return f"encrypted {done.done} plaintext memories in sensitive scope {finding.data['scope_hash']}"
 
 
+def _finish_scrub(store: Store, finding: Finding) -> str:
+    """Zero and unlink what an interrupted encryption was scrubbing, once its encrypted twin is shown to hold the
+    memory (it decrypts and parses with the scope's key): then the zeros carry nothing left to keep."""
+    rel = finding.path or ""
+    twin = store.read_doc(rel + ".enc")  # no key: KeyUnavailable, left for a run with the key
+    store.apply(Change("repair_applied", twin.frontmatter.slug, finding.data["scope_hash"],
+                       {"fix": "finished_scrub", "path": rel, "encrypted": rel + ".enc"}, scrubs=[rel]))
+    return f"finished scrubbing {rel} (its encrypted copy decrypts)"
+
+
 def _remove_temp(store: Store, finding: Finding) -> str:
     path = store.layout.resolve(finding.path or "")
     remove_durably(path)
@@ -218,6 +228,7 @@ def _register_again(store: Store, finding: Finding) -> str:
 FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "sensitive_unregistered": _register_again,  # first: nothing may be written in plaintext into such a scope
     "temp_file": _remove_temp,
+    "scrub_unfinished": _finish_scrub,
     "audit_pending": _flush_audit,
     "file_without_row": _index_file,
     "enc_without_row": _index_file,

@@ -63,3 +63,15 @@ def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
                 yield FileEntry(rel, name, folder.name, item.name[:-7], True)
             elif item.name.endswith(".md"):
                 yield FileEntry(rel, name, folder.name, item.name[:-3], False)
+
+
+def half_scrubbed(layout: RootLayout, entry: FileEntry) -> bool:
+    """A plaintext file an interrupted encryption was overwriting with zeros (it starts with a NUL byte, which no
+    memory file does) beside its encrypted twin: what is left to do is finish the scrub, never to parse it."""
+    if entry.encrypted or not layout.resolve(entry.relpath + ".enc").is_file():
+        return False
+    try:
+        with open(layout.resolve(entry.relpath), "rb") as fh:
+            return fh.read(1) == b"\0"
+    except OSError:
+        return False

@@ -16,7 +16,7 @@ from store.errors import Conflict, KeyUnavailable, WrongKey
 from store.index import Memory, SensitiveScope
 from store.paths import check_scope_name
 from store.repair import adopt_file
-from store.scan import scope_files
+from store.scan import half_scrubbed, scope_files
 from store.scopes import project_dir, resolve_scope
 from store.service import Change, FileWrite, Store
 
@@ -149,18 +149,21 @@ def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed."""
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
     for entry in scope_files(store.layout, scope_hash):
-        if entry.relpath not in indexed:
+        if entry.relpath not in indexed and not half_scrubbed(store.layout, entry):  # the sweep finishes those
             adopt_file(store, entry.relpath)
 
 
 def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
     """A crash between a batch's commit and its clean-up leaves the old twin of an indexed file (plaintext after
-    encrypting, ciphertext after decrypting): retire them, the plaintext zeroed first."""
+    encrypting, ciphertext after decrypting, or plaintext a kill left half zeroed): retire them, the plaintext
+    zeroed first and only once its encrypted file is shown to decrypt, so no text is retired without its copy."""
     twins = []
     for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash):
         rel = row.body_path
         twin = rel[:-4] if rel.endswith(".md.enc") else rel + ".enc"
         if rel.endswith(".md.enc") == encrypt and store.layout.resolve(twin).exists():
+            if encrypt:
+                store.read_doc(rel)  # DecryptionFailed: stop here, the plaintext is all there is
             twins.append(twin)
     if twins:
         store.apply(Change("stale_copies_removed", scope_hash, scope_hash, {"files": twins},

@@ -157,3 +157,42 @@ def test_a_wrong_passphrase_is_named_before_anything_changes(fixture_root):
         with pytest.raises(KeyUnavailable, match="wrong passphrase for scope 35998c22af79"):
             unmark_sensitive(store, scope)
     assert {p: p.read_bytes() for p in (fixture_root / "scopes" / scope).rglob("*") if p.is_file()} == before
+
+
+def zeroed(root: Path) -> list[Path]:
+    """Plaintext files an interrupted scrub left starting with zeros."""
+    return [p for p in (root / "scopes").rglob("*.md") if p.read_bytes()[:1] == b"\0"]
+
+
+@pytest.mark.parametrize("finish", ["mark again", "repair"])
+def test_a_kill_while_zeroing_the_plaintext_is_finished_by_the_rerun_and_by_repair(fixture_root, finish):
+    files = planted(fixture_root)
+    assert run_cli(fixture_root, "scope", "mark", SCOPE, crash="scrub_zeroed") == 137
+    [left] = zeroed(fixture_root)
+    with Store.open(fixture_root, keys=KeyRing(passphrase=PASSPHRASE)) as store:
+        named = [f.kind for f in check(store).findings if f.path == str(left.relative_to(fixture_root))]
+        assert named == ["scrub_unfinished"]  # zeros, not a bad file and not plaintext to encrypt
+    assert run_cli(fixture_root, *(["scope", "mark", SCOPE] if finish == "mark again" else ["repair"])) == 0
+    if finish == "repair":
+        assert run_cli(fixture_root, "scope", "mark", SCOPE) == 0  # the rest of the scope, as after any crash
+    assert zeroed(fixture_root) == []
+    with Store.open(fixture_root, keys=KeyRing(passphrase=PASSPHRASE)) as store:
+        assert check(store).counts() == {}
+        assert_encrypted(fixture_root, files)
+
+
+def test_a_partly_zeroed_plaintext_is_retired_only_once_its_encrypted_copy_decrypts(fixture_root):
+    files = planted(fixture_root)
+    with Store.open(fixture_root, keys=KeyRing(passphrase=PASSPHRASE)) as store:
+        mark_sensitive(store, SCOPE)
+        enc = fixture_root / Memory.get(Memory.slug == sorted(files)[0]).body_path
+        plain = enc.with_suffix("")
+        plain.write_bytes(b"\0" * 20 + files[sorted(files)[0]][20:])  # killed part way through the zeros
+        assert [f.kind for f in check(store).findings] == ["scrub_unfinished"]
+        sealed = enc.read_bytes()
+        enc.write_bytes(sealed[:-8] + b"AAAAAAAA")  # and the encrypted copy damaged: the tail is all there is
+        repair(store)
+        assert plain.exists()
+        enc.write_bytes(sealed)
+        repair(store)
+        assert not plain.exists() and check(store).counts() == {}

@@ -125,6 +125,8 @@ NOT_ONE_EVENT = {
     "sensitive.check_key": "decrypts one file in memory; keeps the passphrase verifier (engram.db) when missing",
     "keyproof.prove": "decrypts in memory; keeps the passphrase verifier (engram's own state, not the root's data)",
     "keyproof.opens_own_files": "decrypts in memory; keeps the passphrase verifier when missing",
+    "promotions.target_scopes": "reads only",
+    "promotions.prove_keys": "keyproof.prove for each scope, before any decision",
     "keyproof.remember": "engram's own passphrase verifier in engram.db, not the root's data",
     "grants.grants": "reads only",
     "decay.distribution": "reads only",
