@@ -11,15 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from store import binding, coexist
+from store import binding, coexist, retire
 from store.audit_verify import events
 from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse
 from store.index import Memory, Promotion, Rekey
 from store.promotions import promoted_slug
 from store.scan import FileEntry, half_scrubbed, walk
-from store.supersedes import listed_links
 from store.service import Store
+from store.supersedes import listed_links
 
 EXAMPLES = 5
 
@@ -30,6 +30,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "wrong_key": ("sensitive scope whose key opens none of its files: wrong passphrase?", False),
     "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
     "plaintext_in_sensitive_scope": ("plaintext memory file inside a sensitive scope", True),
+    "change_unfinished": ("file a change retires (a move's old location, plaintext just encrypted) that a crash "
+                          "left behind: repair finishes the change", True),
     "scrub_unfinished": ("plaintext file an interrupted encryption was overwriting with zeros, beside its "
                          "encrypted copy: repair finishes it once the copy decrypts", True),
     "file_without_row": ("memory file with no index row", True),
@@ -121,6 +123,13 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         report.add("temp_file", temp, "left by an interrupted write")
     present = set()
     sensitive = store.sensitive_scopes()
+    queued = store.queued_events()
+    retiring = {r.path: r for r in retire.pending(store.layout, queued)}
+    for entry in [e for e in files if e.relpath in retiring]:
+        report.add("change_unfinished", entry.relpath, "the old copy of a change a crash cut short (moved, "
+                   "encrypted or replaced): repair retires it", scope_hash=entry.scope_hash)
+        files.remove(entry)  # not a memory of its own: never indexed as one
+        present.add(entry.relpath)
     for entry in [e for e in files if half_scrubbed(store.layout, e)]:
         report.add("scrub_unfinished", entry.relpath, f"its encrypted copy is {entry.relpath}.enc",
                    scope_hash=entry.scope_hash, slug=entry.slug)
@@ -151,7 +160,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
                    scope_hash=rekey.scope_hash)
     _check_rebuild(store, files, report)
     _check_engram_decisions(store, report)
-    for op_id, _ in store.queued_events():
+    for op_id, _ in queued:
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
 

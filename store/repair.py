@@ -105,6 +105,15 @@ def _flush_audit(store: Store, finding: Finding) -> str | None:
     return f"appended queued audit event {finding.data['op_id']}"
 
 
+def _finish_change(store: Store, finding: Finding) -> str | None:
+    """Appending the queued events finishes their changes first (see :mod:`store.retire`), even when the log
+    cannot take the events yet (they stay queued, and ``audit_pending`` says so)."""
+    store.flush_audit_outbox()
+    if store.layout.resolve(finding.path or "").exists():
+        raise StoreError("still there: " + (store.audit_warning or "changed since the change was made"))
+    return f"finished an interrupted change: retired {finding.path}"
+
+
 def _index_file(store: Store, finding: Finding) -> str | None:
     return adopt_file(store, finding.path or "")
 
@@ -228,6 +237,7 @@ def _register_again(store: Store, finding: Finding) -> str:
 FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "sensitive_unregistered": _register_again,  # first: nothing may be written in plaintext into such a scope
     "temp_file": _remove_temp,
+    "change_unfinished": _finish_change,  # before indexing: the old copy of a move is not a memory of its own
     "scrub_unfinished": _finish_scrub,
     "audit_pending": _flush_audit,
     "file_without_row": _index_file,

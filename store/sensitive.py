@@ -146,7 +146,9 @@ def _convert(store: Store, scope_hash: str, encrypt: bool,
 
 def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     """Files of the scope with no index row (memoryd leaves some) are indexed first, as repair would, so that the
-    conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed."""
+    conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed. A change a
+    crash cut short is finished first: its old copies are not memories of their own (see :mod:`store.retire`)."""
+    store.flush_audit_outbox()
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
     for entry in scope_files(store.layout, scope_hash):
         if entry.relpath not in indexed and not half_scrubbed(store.layout, entry):  # the sweep finishes those

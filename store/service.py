@@ -19,8 +19,8 @@ from typing import Any
 
 from peewee import EXCLUDED, SQL
 
-from store import audit, binding, faults, keyproof
-from store.atomic import remove_durably, scrub, write_atomic
+from store import audit, binding, faults, keyproof, retire
+from store.atomic import write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
@@ -163,9 +163,9 @@ class Store:
         queued = []
         for change in changes:
             op_id = uuid.uuid4().hex
-            queued.append((op_id, {"actor": self.actor, "event_type": change.event_type,
-                                   "scope_hash": change.scope_hash, "target_id": change.target_id,
-                                   "details": {**change.details, "op_id": op_id}}))
+            queued.append((op_id, change, {"actor": self.actor, "event_type": change.event_type,
+                                           "scope_hash": change.scope_hash, "target_id": change.target_id,
+                                           "details": {**change.details, "op_id": op_id}}))
         writes = [w for change in changes for w in change.writes]
         # Before anything moves: every target path is inside the root and every key is at hand, so a
         # change needing a locked scope's key fails whole, not after its first file.
@@ -189,21 +189,18 @@ class Store:
                 if change.index_update is not None:
                     change.index_update()
             stamp = utcnow().isoformat()
-            rows = [{"op_id": op_id, "event": json.dumps(event, ensure_ascii=False), "created_at": stamp}
-                    for op_id, event in queued]
+            written = {write.relpath for write in writes}
+            retiring = {op_id: retire.plan(self.layout, change.removals, change.scrubs, written)
+                        for op_id, change, _ in queued}
+            rows = [{"op_id": op_id, "created_at": stamp,
+                     "event": json.dumps(retire.carry(event, retiring[op_id]), ensure_ascii=False)}
+                    for op_id, _, event in queued]
             for outbox in (AuditOutbox, OutboxGuard):  # see OutboxGuard: both, or neither after a crash
                 for batch in chunked(rows, _BATCH):
                     outbox.insert_many(batch).execute()
         faults.reach("index_committed")
-        written = {write.relpath for write in writes}
-        for change in changes:
-            for relpath in change.removals:
-                if relpath not in written:  # a file rewritten in place is not retired
-                    remove_durably(self.layout.resolve_data(relpath) if relpath.startswith("grants/")
-                                   else self.layout.resolve(relpath))
-            for relpath in change.scrubs:
-                if relpath not in written:
-                    scrub(self.layout.resolve(relpath))
+        for items in retiring.values():
+            retire.finish(self.layout, items)
         self.flush_audit_outbox()
 
     def _register_sensitive_again(self) -> None:
@@ -229,8 +226,13 @@ class Store:
         rows = self.queued_events()
         if not rows:
             return 0
+        events = []
+        for _, raw in rows:  # a change a crash cut short is finished before its event is told
+            event, retiring = retire.take(json.loads(raw))
+            retire.finish(self.layout, retiring)
+            events.append(event)
         try:
-            audit.append_events(self.layout.audit_path, [json.loads(event) for _, event in rows],
+            audit.append_events(self.layout.audit_path, events,
                                 position_hint=self._audit_position_hint())
         except (StoreError, OSError) as exc:
             self.audit_warning = f"change saved, audit event queued: {exc}"

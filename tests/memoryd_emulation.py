@@ -127,3 +127,37 @@ def memoryd_rebuild_index(root: Path) -> None:
             con.execute("INSERT OR IGNORE INTO triggers VALUES (?, ?)", (doc.frontmatter.slug, trigger))
     con.commit()
     con.close()
+
+
+def memoryd_load_failures(root: Path, passphrase: str, kdf_iters: int = 600_000) -> list[str]:
+    """memoryd's ``load_session`` on every memory file: a ``.md`` is read as UTF-8 and parsed; a ``.md.enc`` needs
+    an index row naming it (memoryd looks its scope up there) and must decrypt under the passphrase-mode key of
+    that scope. Returns what would fail, with why."""
+    import base64
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from store.crypto import derive_passphrase_key
+
+    failures, keys = [], {}
+    con = sqlite3.connect(root / "index.db")
+    for path in sorted((root / "scopes").glob("*/*/*")):
+        rel = str(path.relative_to(root))
+        if ".engram-tmp-" in path.name or not path.name.endswith((".md", ".md.enc")):
+            continue
+        try:
+            if path.name.endswith(".md.enc"):
+                row = con.execute("SELECT scope_hash FROM memories WHERE body_path LIKE ?",
+                                  (f"%{path.name}",)).fetchone()
+                if row is None:
+                    raise LookupError("no index row names it")
+                key = keys.setdefault(row[0], derive_passphrase_key(passphrase, row[0], kdf_iters))
+                raw = base64.b64decode(path.read_bytes())
+                data = AESGCM(key).decrypt(raw[:12], raw[12:], row[0].encode())
+            else:
+                data = path.read_bytes()
+            parse(data, rel)
+        except Exception as exc:  # memoryd reports any failure to load the file
+            failures.append(f"{rel}: {exc}")
+    con.close()
+    return failures

@@ -22,7 +22,13 @@ from store.audit_verify import UNREADABLE, VALID, EventFilter, events
 from store.check import KINDS, check
 from store.crypto import PASSPHRASE_ENV
 from store.demo import DEMO_PASSPHRASE, build_demo
-from store.errors import BadInput, KeyUnavailable, PassphraseUnconfirmed, StoreError, WrongKey
+from store.errors import (
+    BadInput,
+    KeyUnavailable,
+    PassphraseUnconfirmed,
+    StoreError,
+    WrongKey,
+)
 from store.grants import issue_grant, revoke_grant
 from store.importers import IMPORTERS, importer
 from store.importers.base import Options
@@ -39,6 +45,7 @@ from store.sensitive import check_key, mark_sensitive, unmark_sensitive
 from store.service import Store
 from store.settings import load_settings
 from store.stats import counts, list_memories
+from tui.terminal_safe import SafeWriter
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
@@ -141,6 +148,18 @@ def _timestamp(text: str) -> datetime:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "open"
+    if command in ("open", "demo"):  # the console draws its own screen
+        return _run(command, args)
+    streams = sys.stdout, sys.stderr  # everything else prints data: nothing in it may drive the terminal
+    sys.stdout, sys.stderr = SafeWriter(sys.stdout), SafeWriter(sys.stderr, allow="\r")  # type: ignore[assignment]
+    try:
+        return _run(command, args)
+    finally:
+        if sys.stdout is not None:
+            sys.stdout, sys.stderr = streams
+
+
+def _run(command: str, args: argparse.Namespace) -> int:
     if command in ("audit", "promotions", "scope"):
         command = f"{command} {getattr(args, command + '_command')}"
     try:

@@ -1,0 +1,75 @@
+"""Run one write action on a root through the store's API, in its own process, so a test can kill it at a
+crash point (``ENGRAM_CRASH_AT``) and run it again. ``python crash_driver.py ROOT ACTION ARG``.
+
+A refusal that only says the action is already done (a decided promotion, say) ends it quietly with exit 0:
+running an action again after it completed is what a person does after a crash."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from store import decay, grants, promotions, sensitive
+from store.crypto import PASSPHRASE_ENV, KeyRing
+from store.domain import MemoryType
+from store.errors import Conflict
+from store.importers import importer
+from store.importers.base import Options
+from store.importers.run import apply_import, preview
+from store.memories import edit_memory
+from store.paths import load_memoryd_config
+from store.rekey import rekey_passphrase
+from store.service import Store
+
+OLD, NEW = "engram-fixture-passphrase-2026", "a-new-passphrase-after-a-crash"
+CODEX = Path(__file__).parent / "fixtures" / "importers" / "codex"
+
+
+def run(store: Store, action: str, arg: str) -> None:
+    if action == "approve":
+        promotions.approve(store, int(arg))
+    elif action == "reject":
+        promotions.reject(store, int(arg), "crash test")
+    elif action == "merge":
+        pid, into = arg.split(":")
+        promotions.merge(store, int(pid), into)
+    elif action == "mark":
+        sensitive.mark_sensitive(store, arg)
+    elif action == "unmark":
+        sensitive.unmark_sensitive(store, arg)
+    elif action == "rekey":
+        rekey_passphrase(store, NEW)
+    elif action == "import":
+        source = Path(sys.argv[1]).parent / "codex-input"
+        if not source.exists():
+            shutil.copytree(CODEX, source)
+        apply_import(store, preview(store, importer("codex"), source, Options(scope=arg)))
+    elif action == "forget":
+        decay.forget_now(store, arg)
+    elif action == "revive":
+        decay.revive(store, arg)
+    elif action == "retype":
+        edit_memory(store, arg, type=MemoryType.PLAYBOOK)
+    elif action == "sweep":
+        decay.apply_sweep(store, decay.plan_sweep(store))
+    elif action == "grant":
+        grants.issue_grant(store, arg, "session")
+    else:
+        raise SystemExit(f"unknown action {action}")
+
+
+def main() -> None:
+    root, action, arg = sys.argv[1:4]
+    # memoryd's config (MEMORYD_CONFIG_HOME) gives the KDF cost; a rekey's rerun needs both passphrases: the old
+    # one opens what the killed run had not reached.
+    with Store.open(root, keys=KeyRing.from_config(load_memoryd_config(), {PASSPHRASE_ENV: OLD}),
+                    actor="engram-crash") as store:
+        try:
+            run(store, action, arg)
+        except Conflict:
+            pass
+
+
+if __name__ == "__main__":
+    main()

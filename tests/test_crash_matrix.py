@@ -1,0 +1,149 @@
+"""Every write command killed at every named crash point, and at later moments of its run, then run again and
+followed by ``repair``: in every trial ``check`` finds nothing the trial added, memoryd's reader loads every
+file, no plaintext is left in a sensitive scope, and no memory is duplicated or lost."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from store.atomic import SCRUB_POINT
+from store.check import check
+from store.crypto import KeyRing
+from store.decay import forget_now
+from store.index import Imported, Memory, Promotion
+from store.repair import repair
+from store.sensitive import mark_sensitive, unmark_sensitive
+from store.service import Store
+
+from conftest import FIXTURE
+from crash_driver import NEW, OLD
+from memoryd_emulation import memoryd_load_failures
+
+DRIVER = Path(__file__).parent / "crash_driver.py"
+PLAIN, FINANCE = "5727cb99a38b", "35998c22af79"
+# the moments each run is killed at: every named point, and later ones (a file or a commit further in)
+MOMENTS = ["temp_written", "renamed", "index_committed", "audit_appended", "renamed#3", "index_committed#2"]
+ACTIONS = ["approve", "approve-sensitive", "reject", "merge", "mark", "unmark", "rekey", "import", "forget",
+           "forget-sensitive", "revive", "retype", "sweep", "grant"]
+
+
+def drive(root: Path, action: str, arg: str, crash: str | None = None) -> int:
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent.parent}{os.pathsep}{Path(__file__).parent}"}
+    env.pop("ENGRAM_CRASH_AT", None)
+    if crash:
+        env["ENGRAM_CRASH_AT"] = crash
+    done = subprocess.run([sys.executable, str(DRIVER), str(root), action, arg], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode in (0, 137), done.stderr[-2000:]
+    return done.returncode
+
+
+def files_by_slug(root: Path) -> Counter[str]:
+    """How many memory files carry each name (memoryd names a file by its memory's slug)."""
+    return Counter(p.name.removesuffix(".enc").removesuffix(".md") for p in (root / "scopes").glob("*/*/*")
+                   if p.name.endswith((".md", ".md.enc")) and ".engram-tmp-" not in p.name)
+
+
+def argument(store: Store, action: str) -> tuple[str, str]:
+    """The driver's action and its argument on this root."""
+    pending = Promotion.select().where(Promotion.status == "pending").order_by(Promotion.id)
+    plain_memory = Memory.select().where(Memory.scope_hash == PLAIN, Memory.body_path.endswith(".md"),
+                                         ~Memory.body_path.contains("/forgotten/")).order_by(Memory.slug).first()
+    if action == "approve-sensitive":
+        return "approve", str(Promotion.insert(**{**_promotion(pending.first()), "scope_hash": FINANCE}).execute())
+    if action in ("approve", "reject"):
+        return action, str(pending.where(Promotion.scope_hash == PLAIN).first().id)
+    if action == "merge":
+        return action, f"{pending.where(Promotion.scope_hash == PLAIN).first().id}:{plain_memory.slug}"
+    if action in ("mark", "import"):
+        return action, PLAIN if action == "mark" else FINANCE
+    if action in ("unmark", "grant"):
+        return action, FINANCE
+    if action == "forget-sensitive":
+        return "forget", Memory.select().where(Memory.scope_hash == FINANCE).order_by(Memory.slug).first().slug
+    if action == "revive":
+        forget_now(store, plain_memory.slug)
+        return action, plain_memory.slug
+    if action in ("forget", "retype"):
+        return action, plain_memory.slug
+    return action, "-"
+
+
+def _promotion(row: Promotion) -> dict:
+    values = {k: v for k, v in row.__data__.items() if k != "id"}
+    return values
+
+
+FAST = 1_000  # KDF iterations of the trials' memoryd config: each trial derives keys in three processes
+
+
+def keys(passphrase: str = OLD) -> KeyRing:
+    return KeyRing(passphrase=passphrase, kdf_iters=FAST)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture root re-encrypted under a cheap KDF (memoryd's config allows any count), with memoryd's own
+    drift repaired and every encrypted file bound, as a root engram has worked on: anything ``check`` finds
+    after a trial is the trial's. Built once; each trial works on a copy."""
+    base = tmp_path_factory.mktemp("matrix")
+    config = base / "config"
+    config.mkdir()
+    (config / "config.toml").write_text(f'[sensitive]\nkey_source = "passphrase"\nkdf_iters = {FAST}\n')
+    root = base / "root"
+    shutil.copytree(FIXTURE / "dataroot", root)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    with Store.open(root, keys=KeyRing(passphrase=OLD), actor="engram-test") as store:  # memoryd's 600,000
+        scopes = sorted(store.sensitive_scopes())
+        for scope in scopes:
+            unmark_sensitive(store, scope)
+    with Store.open(root, keys=KeyRing(passphrase=OLD, kdf_iters=FAST, confirmed=True), actor="engram-test") as store:
+        for scope in scopes:
+            mark_sensitive(store, scope)
+        repair(store)
+    return base
+
+
+@pytest.fixture
+def prepared(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMORYD_CONFIG_HOME", str(template / "config"))
+    return Path(shutil.copytree(template / "root", tmp_path / "root"))
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+@pytest.mark.parametrize("action", ACTIONS)
+def test_a_killed_write_is_whole_after_a_rerun_and_repair(prepared, action, moment):
+    root = prepared
+    with Store.open(root, keys=keys(), actor="engram-test") as store:
+        name, arg = argument(store, action)
+        before = check(store).counts()
+    slugs = set(files_by_slug(root))
+    killed = drive(root, name, arg, crash=moment)
+    drive(root, name, arg)  # the person runs it again
+    passphrase = NEW if name == "rekey" else OLD
+    with Store.open(root, keys=keys(passphrase), actor="engram-test") as store:
+        repair(store)
+        after = check(store)
+        sensitive = store.sensitive_scopes()
+        made = {m.memory_slug for m in Imported.select()} | {
+            m.slug for m in Memory.select().where(Memory.slug.startswith(f"promoted-{arg}-"))}
+    assert after.counts() == before, (killed, after.to_json()["findings"])
+    assert memoryd_load_failures(root, passphrase, FAST) == []
+    assert [p for s in sensitive for p in (root / "scopes" / s).glob("*/*.md")] == []
+    counted = files_by_slug(root)
+    assert [slug for slug, n in counted.items() if n > 1] == []  # nothing twice under one name
+    assert set(counted) - slugs <= made  # no copy under a new name (a memory back as a renamed duplicate)
+    assert slugs <= set(counted)  # nothing lost
+
+
+@pytest.mark.parametrize("action", ["mark", "forget-sensitive"])
+def test_a_kill_while_zeroing_plaintext_is_whole_after_a_rerun_and_repair(prepared, action):
+    test_a_killed_write_is_whole_after_a_rerun_and_repair(prepared, action, SCRUB_POINT)
