@@ -7,12 +7,15 @@ a temp file named ``.<name>.engram-tmp-*`` is left behind, which ``engram check`
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from store import faults
+from store.errors import StoreError
 
 TEMP_MARKER = ".engram-tmp-"
 
@@ -67,6 +70,27 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = Tru
     if durable:
         fsync_dir(path.parent)
     faults.reach("renamed")
+
+
+def read_regular(path: Path, limit: int = 64 * 1024 * 1024) -> bytes:
+    """A regular file's bytes. Opened without following a symlink and without blocking (a FIFO where a memory
+    should be would hang a reader forever), then checked to be a regular file of sane size before reading."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(f"{path}: a symlink where a memory file should be; not followed") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(f"{path}: not a regular file (a FIFO, device or directory where a memory should be)")
+        if st.st_size > limit:
+            raise StoreError(f"{path}: {st.st_size:,} bytes, larger than any memory file ({limit:,})")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
 
 
 def remove_durably(path: Path) -> None:

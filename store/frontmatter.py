@@ -142,6 +142,28 @@ def serialize(doc: MemoryDoc) -> bytes:
     return (_FENCE + dumped + _FENCE + "\n" + doc.lead + doc.body).encode("utf-8")
 
 
+MAX_NODES = 100_000  # values in a frontmatter once YAML aliases are expanded; memoryd's have a few dozen
+
+
+def _expanded_size(value: object, seen: dict[int, int]) -> int:
+    """How many values ``value`` holds with every alias expanded, as validating or dumping it would walk them;
+    counted once per shared object (``seen``), so a billion-laughs document is measured, not expanded."""
+    if not isinstance(value, (dict, list)):
+        return 1
+    known = seen.get(id(value))
+    if known is not None:
+        return known
+    seen[id(value)] = MAX_NODES + 1  # a structure that contains itself never ends: over the limit
+    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+    size = 1
+    for item in items:
+        size += _expanded_size(item, seen)
+        if size > MAX_NODES:
+            break
+    seen[id(value)] = size
+    return size
+
+
 def parse(data: bytes, path: str) -> MemoryDoc:
     """Parse a memory file's bytes; raise :class:`BadMemoryFile` with the reason a person can fix."""
     try:
@@ -167,6 +189,9 @@ def parse(data: bytes, path: str) -> MemoryDoc:
         raise BadMemoryFile(path, f"broken YAML frontmatter{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(loaded, dict):
         raise BadMemoryFile(path, "frontmatter is not a YAML mapping")
+    if _expanded_size(loaded, {}) > MAX_NODES:
+        raise BadMemoryFile(path, f"frontmatter expands to more than {MAX_NODES:,} values (YAML aliases nested "
+                                  "into a bomb?): refused before anything reads it")
     try:
         fm = Frontmatter.model_validate(loaded)
     except ValidationError as exc:

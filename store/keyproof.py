@@ -26,7 +26,8 @@ from store.crypto import (
     opens_verifier,
     seal_verifier,
 )
-from store.errors import DecryptionFailed, PassphraseUnconfirmed, WrongKey
+from store.atomic import read_regular
+from store.errors import DecryptionFailed, PassphraseUnconfirmed, StoreError, WrongKey
 from store.index import KeyVerifier
 from store.scan import scope_files
 
@@ -122,7 +123,7 @@ def _encrypted(store: Store, scope_hash: str) -> list[str]:
 
 def _opens(store: Store, relpath: str, key: bytes, scope_hash: str) -> bool:
     try:
-        decrypt(store.layout.resolve(relpath).read_bytes(), key, scope_hash, relpath)
-    except (DecryptionFailed, OSError):
+        decrypt(read_regular(store.layout.resolve(relpath)), key, scope_hash, relpath)
+    except (DecryptionFailed, StoreError, OSError):
         return False
     return True

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from store import binding, keyproof
+from store.atomic import read_regular
 from store.crypto import (
     PASSPHRASE_SERVICE,
     PASSPHRASE_USER,
@@ -197,7 +198,7 @@ def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes, keep: bo
     split = _Split()
     opened = 0
     for rel in _encrypted_files(store, scope_hash):
-        data = store.layout.resolve(rel).read_bytes()
+        data = read_regular(store.layout.resolve(rel))
         try:
             plain = decrypt(data, new_key, scope_hash, rel)
             if keep:

@@ -20,7 +20,7 @@ from typing import Any
 from peewee import EXCLUDED, SQL
 
 from store import audit, binding, faults, keyproof, retire
-from store.atomic import write_atomic
+from store.atomic import read_regular, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
@@ -124,7 +124,7 @@ class Store:
     def read_file(self, relpath: str) -> tuple[bytes, bytes]:
         """A memory file's bytes as stored, and its plaintext (decrypted in memory for ``.md.enc``): one read
         for callers that check the stored bytes too (the binding manifest)."""
-        data = self.layout.resolve(relpath).read_bytes()
+        data = read_regular(self.layout.resolve(relpath))
         if relpath.endswith(".md.enc"):
             scope = relpath.split("/")[1]
             return data, decrypt(data, self.keys.key_for(scope), scope, relpath)

@@ -118,3 +118,19 @@ def test_a_body_starting_with_blank_lines_reads_as_memoryd_reads_it():
     doc = parse(data, "s-1.md")
     assert doc.body == memoryd_body(data) == "The text.\n"
     assert serialize(doc) == data  # unchanged, it re-saves to the same bytes
+
+
+def test_a_yaml_alias_bomb_is_refused_without_expanding_it():
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for n in range(1, 10):  # 9^10 values once expanded
+        levels.append(f"{chr(97 + n)}: &{chr(97 + n)} [" + ", ".join([f"*{chr(96 + n)}"] * 9) + "]")
+    data = ("---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
+            "created_at: '2026-01-01T00:00:00+00:00'\n" + "\n".join(levels) + "\n---\n\nbody\n").encode()
+    with pytest.raises(BadMemoryFile, match="expands to more than"):
+        parse(data, "bomb.md")
+
+
+def test_a_shared_list_memoryd_could_anchor_still_parses():
+    data = ("---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
+            "created_at: '2026-01-01T00:00:00+00:00'\ntriggers: &t [deploy]\ntags: *t\n---\n\nbody\n").encode()
+    assert parse(data, "ok.md").frontmatter.tags == ["deploy"]

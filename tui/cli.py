@@ -10,11 +10,14 @@ import argparse
 import getpass
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from peewee import DatabaseError
 
 from store import promotions
 from store.audit_ops import check_printed, current_checkpoint, repair_log, verify_log
@@ -166,6 +169,9 @@ def _run(command: str, args: argparse.Namespace) -> int:
         return _confirming(COMMANDS[command], args)
     except (StoreError, QuerySyntaxError) as exc:
         print(f"engram: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except (OSError, sqlite3.DatabaseError, DatabaseError) as exc:  # disk full, read-only file system, a damaged
+        print(f"engram: {type(exc).__name__}: {exc}", file=sys.stderr)  # index page: one line, never a traceback
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR

@@ -1,0 +1,67 @@
+"""Something other than a regular file where a memory should be: a FIFO (which would block a reader forever) or
+a symlink (which could lead out of the root). Every command finishes with one line per problem, never hangs,
+never follows it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from store.errors import StoreError
+from store.index import Memory
+from store.service import Store
+
+from conftest import PASSPHRASE
+
+
+def engram(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), "MEMORYD_MASTER_PASSPHRASE": PASSPHRASE}
+    return subprocess.run([sys.executable, "-m", "tui.cli", *args, "--root", str(root)], env=env,
+                          capture_output=True, text=True, timeout=60)  # a hang fails here, not forever
+
+
+@pytest.fixture(params=["fifo", "symlink"])
+def hostile(request, fixture_root: Path, tmp_path: Path) -> Path:
+    """A memory's file replaced by a FIFO, or by a symlink to a file outside the root."""
+    with Store.open(fixture_root) as store:
+        row = Memory.select().where(Memory.body_path.endswith(".md")).order_by(Memory.slug).first()
+    path = fixture_root / row.body_path
+    path.unlink()
+    if request.param == "fifo":
+        os.mkfifo(path)
+    else:
+        outside = tmp_path / "outside.md"
+        outside.write_text("---\ntitle: not yours\n---\n")
+        path.symlink_to(outside)
+    return path
+
+
+def test_reading_it_is_a_clear_error_not_a_hang(fixture_root, hostile):
+    with Store.open(fixture_root) as store:
+        with pytest.raises(StoreError, match="not a regular file|symlink|escapes the data root"):
+            store.read_file(str(hostile.relative_to(fixture_root)))
+
+
+@pytest.mark.parametrize("command", [["check"], ["repair"], ["ls"], ["stats"]])
+def test_commands_finish_without_a_traceback(fixture_root, hostile, command):
+    done = engram(fixture_root, *command)
+    assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr
+    assert hostile.is_fifo() or hostile.is_symlink()  # left where it is, for a person to look at
+
+
+@pytest.mark.parametrize("command", [["check"], ["ls"], ["promotions", "list"]])
+def test_a_damaged_index_page_is_one_line_not_a_traceback(fixture_root, command):
+    index = fixture_root / "index.db"
+    data = bytearray(index.read_bytes())
+    data[4096 * 3:4096 * 6] = b"\xa5" * (4096 * 3)  # pages in the middle of memoryd's tables
+    index.write_bytes(bytes(data))
+    done = engram(fixture_root, *command)
+    assert "Traceback" not in done.stderr
+    if command == ["check"]:  # reads every table: the damage is met
+        assert done.returncode == 2
+    if done.returncode == 2:
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("engram: ")
