@@ -198,12 +198,18 @@ async def test_a_tampered_file_is_an_error_for_that_memory_only(store, fixture_r
         assert other.title in app.query_one("#search-memory").source  # the rest of the scope still reads
 
 
+def fresh_store(root, keys: KeyRing) -> Store:
+    """A new root with one plaintext memory and no encrypted file: nothing to check a passphrase against."""
+    store = Store.open(root, create=True, keys=keys, actor="engram-test")
+    create_memory(store, MemoryDoc(frontmatter=Frontmatter(
+        title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=WEB, source="manual",
+        created_at=store.now()), body="120/h\n"))
+    return store
+
+
 async def test_the_first_sensitive_scope_asks_for_its_passphrase_twice(tmp_path):
-    root = tmp_path / "root"  # a new root with no encrypted file: nothing to check a passphrase against
-    with Store.open(root, create=True, keys=KeyRing(), actor="engram-test") as store:
-        create_memory(store, MemoryDoc(frontmatter=Frontmatter(
-            title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=WEB, source="manual",
-            created_at=store.now()), body="120/h\n"))
+    root = tmp_path / "root"
+    with fresh_store(root, KeyRing()) as store:
         app = EngramApp(store)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -221,11 +227,8 @@ async def test_the_first_sensitive_scope_asks_for_its_passphrase_twice(tmp_path)
 
 
 async def test_a_passphrase_given_once_is_asked_again_before_the_first_encryption(tmp_path):
-    root = tmp_path / "root"  # memoryd's passphrase in the environment, once, and nothing encrypted to check it
-    with Store.open(root, create=True, keys=KeyRing(passphrase="from-env"), actor="engram-test") as store:
-        create_memory(store, MemoryDoc(frontmatter=Frontmatter(
-            title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=WEB, source="manual",
-            created_at=store.now()), body="120/h\n"))
+    root = tmp_path / "root"
+    with fresh_store(root, KeyRing(passphrase="from-env")) as store:  # memoryd's passphrase given once
         app = EngramApp(store)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
