@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+from peewee import DatabaseError as _PeeweeDatabaseError
+
 
 class StoreError(Exception):
     """Base of every error the store reports to the UI or CLI as one line."""
@@ -54,3 +58,8 @@ class WrongKey(KeyUnavailable):
 
 class PassphraseUnconfirmed(KeyUnavailable):
     """A passphrase nothing on the root can prove yet (nothing encrypted, no verifier): it must be given twice."""
+
+
+# What the disk or SQLite can raise under engram on a bad day (full disk, read-only file system, a damaged index
+# page): the CLI and the console report these as one line, like a StoreError, never as a traceback.
+ENVIRONMENT_ERRORS = (OSError, sqlite3.DatabaseError, _PeeweeDatabaseError)

@@ -10,14 +10,11 @@ import argparse
 import getpass
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from peewee import DatabaseError
 
 from store import promotions
 from store.audit_ops import check_printed, current_checkpoint, repair_log, verify_log
@@ -26,6 +23,7 @@ from store.check import KINDS, check
 from store.crypto import PASSPHRASE_ENV
 from store.demo import DEMO_PASSPHRASE, build_demo
 from store.errors import (
+    ENVIRONMENT_ERRORS,
     BadInput,
     KeyUnavailable,
     PassphraseUnconfirmed,
@@ -170,8 +168,8 @@ def _run(command: str, args: argparse.Namespace) -> int:
     except (StoreError, QuerySyntaxError) as exc:
         print(f"engram: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except (OSError, sqlite3.DatabaseError, DatabaseError) as exc:  # disk full, read-only file system, a damaged
-        print(f"engram: {type(exc).__name__}: {exc}", file=sys.stderr)  # index page: one line, never a traceback
+    except ENVIRONMENT_ERRORS as exc:  # disk full, read-only file system, a damaged index page: one line
+        print(f"engram: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
