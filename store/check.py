@@ -121,20 +121,10 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
     report.files = len(files)
     for temp in (e for e in entries if isinstance(e, str)):
         report.add("temp_file", temp, "left by an interrupted write")
-    present = set()
     sensitive = store.sensitive_scopes()
     queued = store.queued_events()
-    retiring = {r.path: r for r in retire.pending(store.layout, queued)}
-    for entry in [e for e in files if e.relpath in retiring]:
-        report.add("change_unfinished", entry.relpath, "the old copy of a change a crash cut short (moved, "
-                   "encrypted or replaced): repair retires it", scope_hash=entry.scope_hash)
-        files.remove(entry)  # not a memory of its own: never indexed as one
-        present.add(entry.relpath)
-    for entry in [e for e in files if half_scrubbed(store.layout, e)]:
-        report.add("scrub_unfinished", entry.relpath, f"its encrypted copy is {entry.relpath}.enc",
-                   scope_hash=entry.scope_hash, slug=entry.slug)
-        files.remove(entry)  # zeros, not a memory: nothing else is said about it
-        present.add(entry.relpath)
+    present = _leftovers(store, files, queued, report)  # not memories of their own: nothing else is said of them
+    files = [e for e in files if e.relpath not in present]
     for entry in files:
         if entry.scope_hash in sensitive and not entry.encrypted:
             report.add("plaintext_in_sensitive_scope", entry.relpath, f"scope {entry.scope_hash} is sensitive",
@@ -297,6 +287,25 @@ def _check_binding(store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, 
     elif state.state in (binding.SWAPPED, binding.ROLLED_BACK) and not _rekeying(store, entry.scope_hash):
         report.add("binding_mismatch", entry.relpath, f"{state.state.replace('_', ' ')}: {state.detail}",
                    scope_hash=entry.scope_hash)
+
+
+def _leftovers(store: Store, files: list[FileEntry], queued: list[tuple[str, str]], report: Report) -> set[str]:
+    """Files a change a crash cut short left behind: the old copies it retires, and plaintext it was zeroing
+    beside an encrypted twin the walk found (only those are opened). Returns their paths."""
+    retiring = {r.path for r in retire.pending(store.layout, queued)}
+    encrypted = {e.relpath for e in files if e.encrypted}
+    found = set()
+    for entry in files:
+        if entry.relpath in retiring:
+            report.add("change_unfinished", entry.relpath, "the old copy of a change a crash cut short (moved, "
+                       "encrypted or replaced): repair retires it", scope_hash=entry.scope_hash)
+        elif entry.relpath + ".enc" in encrypted and half_scrubbed(store.layout, entry):
+            report.add("scrub_unfinished", entry.relpath, f"its encrypted copy is {entry.relpath}.enc",
+                       scope_hash=entry.scope_hash, slug=entry.slug)
+        else:
+            continue
+        found.add(entry.relpath)
+    return found
 
 
 def _rekeying(store: Store, scope_hash: str) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from store.atomic import remove_durably, scrub
@@ -89,5 +90,5 @@ def still_there(layout: RootLayout, item: Retiring) -> bool:
     return st.st_size == item.size and st.st_mtime_ns == item.mtime_ns
 
 
-def _resolve(layout: RootLayout, relpath: str) -> os.PathLike[str]:
+def _resolve(layout: RootLayout, relpath: str) -> Path:
     return layout.resolve_data(relpath) if relpath.startswith("grants/") else layout.resolve(relpath)
