@@ -61,6 +61,34 @@ def accumulate(acc: str, raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(acc.encode("ascii") + b"\n" + raw.rstrip(b"\n")).hexdigest()
 
 
+# Detail keys whose values are identifiers, counts, states or times: kept as they are on lines about a sensitive
+# scope. Every other string there (a title, a reason, an entity's name, a project path, a source file's name) is
+# replaced by its sha256, because audit.jsonl is read by every tool of the root and kept for good, while the
+# scope's text is meant to exist only encrypted. An unknown key is hashed: a new event cannot leak by default.
+IDENTIFIER_KEYS = frozenset({
+    "op_id", "promotion_id", "slug", "slugs", "older", "newer", "supersedes", "dimmed", "kept", "old_slug",
+    "source_session_slug", "merged", "subject", "object", "removed", "restored", "path", "encrypted", "moved_to",
+    "was", "undid", "from", "to", "decay_state", "steps", "ttl_days", "type", "kind", "system", "source", "fix",
+    "fields", "count", "files", "bytes", "lines", "waiting", "relations", "confidence", "scopes", "new_source",
+    "bound_again", "duration", "expires_at", "task_id", "head",
+})
+
+
+def private_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``details`` as a line about a sensitive scope may carry them: identifiers as they are, text hashed."""
+    return {key: value if key in IDENTIFIER_KEYS else _hashed(value) for key, value in details.items()}
+
+
+def _hashed(value: Any) -> Any:
+    if isinstance(value, str):
+        return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()
+    if isinstance(value, list):
+        return [_hashed(item) for item in value]
+    if isinstance(value, dict):
+        return private_details(value)
+    return value  # numbers, booleans, None: no text
+
+
 def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | None, target_id: str | None,
                  details: dict[str, Any], ts: datetime | None = None) -> dict[str, Any]:
     """Append one event line (see :func:`append_events`); returns the line written, or the line already there
@@ -127,6 +155,27 @@ def first_line(path: Path) -> bytes | None:
     return raw.rstrip(b"\n") or None
 
 
+def first_engram_line(path: Path, besides: set[str]) -> int | None:
+    """The number of the first line engram wrote for an operation not in ``besides`` (the events being appended
+    right now), or None: the log's own evidence that engram has finished a write here, and so has checkpointed it.
+    Lines of other writers are skipped without being parsed."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if b'"this_hash"' not in raw:
+                continue
+            try:
+                line = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(line, dict) and "this_hash" in line and _op_id(line) not in besides:
+                return n
+    return None
+
+
 def fold_lines(path: Path, size: int, acc: str, offset: int) -> tuple[int, str, int] | None:
     """Fold the complete lines after byte ``offset`` into the running digest: ``(lines, digest, offset)``
     at the log's last complete line. None if ``offset`` is no longer a line end of this file (it was cut)."""
@@ -178,6 +227,44 @@ def repair_torn_tail(path: Path, now: datetime) -> tuple[Path, int] | None:
     return aside, len(fragment)
 
 
+def set_aside(path: Path, bad: set[int], covered: int, now: datetime) -> tuple[Path, list[dict[str, Any]]] | None:
+    """Copy the whole lines numbered ``bad`` that are not JSON objects into ``audit.jsonl.aside-<time>`` beside
+    the log; returns that file and one record per line (number, :func:`line_hash`, size) for the repair's event.
+
+    A bad line that is the log's last, after the ``covered`` lines a checkpoint pins, is cut off (memoryd gluing
+    its event onto a torn tail leaves exactly that), so memoryd's verifier passes again. Any other stays where it
+    is: removing it would move every later line, and engram's ``seq`` is a line's position. It is then known by
+    the event (see :mod:`store.audit_verify`), not hidden. A line that parses by now is left out.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "r+b", buffering=0) as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            found: dict[int, tuple[int, bytes]] = {}  # line -> (offset, raw)
+            offset, n = 0, 0
+            with path.open("rb") as lines:  # read under the writers' lock held on ``fh``
+                for n, raw in enumerate(lines, 1):
+                    if n in bad and raw.endswith(b"\n") and raw.strip() and _parse(raw) is None:
+                        found[n] = (offset, raw)
+                    offset += len(raw)
+            if not found:
+                return None
+            last = max(found)
+            cut = last == n and last > covered and found[last][0] + len(found[last][1]) == offset
+            aside = path.with_name(f"{path.name}.aside-{now.strftime('%Y%m%dT%H%M%S%fZ')}")
+            write_atomic(aside, b"".join(raw for _, raw in found.values()), mode=0o600)
+            if cut:
+                fh.truncate(found[last][0])
+                os.fsync(fh.fileno())
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return aside, [{"line": line, "sha256": line_hash(raw), "bytes": len(raw), "cut": cut and line == last}
+                   for line, (_, raw) in found.items()]
+
+
 def _last_newline_end(fh, size: int) -> int:
     """Offset just after the file's last newline (0 if it has none)."""
     pos = size
@@ -214,10 +301,10 @@ def _tail(fh, path: Path, hint: tuple[int, int] | None) -> tuple[dict[str, Any] 
     fh.seek(size - 1)
     if fh.read(1) != b"\n":
         raise TornTail(f"{path}: the last line is incomplete (a crashed writer); run `engram audit repair`")
-    return _last_object(fh, size, path), _count_lines(fh, size, hint)
+    return _last_object(fh, size), _count_lines(fh, size, hint)
 
 
-def _last_object(fh, size: int, path: Path) -> dict[str, Any] | None:
+def _last_object(fh, size: int) -> dict[str, Any] | None:
     buf, pos = b"", size
     while pos > 0:
         step = min(_TAIL_CHUNK, pos)
@@ -229,7 +316,7 @@ def _last_object(fh, size: int, path: Path) -> dict[str, Any] | None:
         complete = buf if pos == 0 else buf[buf.find(b"\n") + 1:]  # drop a line begun before this chunk
         for raw in reversed(complete.split(b"\n")):
             if raw.strip():
-                return _parse(raw, path)
+                return _parse(raw)
     return None  # only blank lines: the next line starts the chain
 
 
@@ -249,11 +336,12 @@ def _count_lines(fh, size: int, hint: tuple[int, int] | None) -> int:
     return lines
 
 
-def _parse(raw: bytes, path: Path) -> dict[str, Any]:
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    """The last line's object; None when it is not a JSON object. The next line then starts a new chain
+    (``prev_hash`` of zeros), as memoryd's writer does after a corrupt line: the bad line never blocks the log,
+    verify reports it, and ``engram audit repair`` sets it aside."""
     try:
         obj = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise StoreError(f"{path}: a line near the end is not JSON; run `engram audit verify`") from None
-    if not isinstance(obj, dict):
-        raise StoreError(f"{path}: a line near the end is not a JSON object")
-    return obj
+        return None
+    return obj if isinstance(obj, dict) else None

@@ -29,6 +29,7 @@ from store.audit import GENESIS, accumulate, line_hash, memoryd_link, this_hash
 from store.checkpoints import Checkpoint
 
 VALID, TAMPERED, TORN, UNREADABLE = "valid", "tampered", "torn_tail", "unreadable"
+SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside
 MAX_PROBLEMS = 1000  # listed; the rest are counted
 
 
@@ -49,7 +50,8 @@ class Verdict:
     memoryd_lines: int = 0  # lines without this_hash: memoryd's, or any writer's through memoryd's rule
     engram_lines: int = 0
     legacy_numbered: int = 0  # engram lines numbered by engram 0.1's writer (see _Chain.seq_problem)
-    checkpoint: str = "none"  # none | matched | what went wrong
+    set_aside: int = 0  # bad lines left in place and named by a repair's event (see Verdict.forgive)
+    checkpoint: str = "none"  # none | matched | missing | what went wrong
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
 
@@ -66,9 +68,23 @@ class Verdict:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(Problem(line, reason))
 
+    def forgive(self, lines: set[int]) -> None:
+        """Drop the "unparsable" problem of each of ``lines``: lines ``engram audit repair`` set aside, named by
+        line and hash in its event. Every other problem stays."""
+        if not lines:
+            return
+        self.set_aside = len(lines)
+        self.problems = [p for p in self.problems if not (p.line in lines and p.reason.startswith("unparsable"))]
+        self.problem_count -= len(lines)
+        first = self.problems[0] if self.problems else None
+        self.bad_line, self.reason = (first.line, first.reason) if first else (None, None)
+        if self.problem_count == 0:
+            self.status = VALID
+
     def summary(self) -> str:
         if self.status == VALID:
-            return (f"valid: {self.lines} lines ({self.memoryd_lines} memoryd, {self.engram_lines} engram), "
+            aside = f", {self.set_aside} set aside by repair" if self.set_aside else ""
+            return (f"valid: {self.lines} lines ({self.memoryd_lines} memoryd, {self.engram_lines} engram{aside}), "
                     f"head {self.head}; checkpoint {self.checkpoint}")
         if self.status == TORN:
             return (f"torn tail after line {self.lines}: {self.reason} (recoverable, not tampering: "
@@ -78,34 +94,38 @@ class Verdict:
         return f"{self.status}: {where}{self.reason}{more}"
 
 
-def verify(path: Path, checkpoint: Checkpoint | None = None,
+def verify(path: Path, *checkpoints: Checkpoint | None,
            progress: Callable[[int], None] | None = None) -> Verdict:
-    """Verify the whole log, collecting every problem. ``progress(bytes_read)`` is called every 10k lines."""
-    verdict = Verdict(VALID, checkpoint="none" if checkpoint is None else "pending")
+    """Verify the whole log against every checkpoint given (engram's own and its kept copy; None ones are
+    skipped), collecting every problem. ``progress(bytes_read)`` is called every 10k lines."""
+    pins = list({(c.log_id, c.size, c.head): c for c in checkpoints if c is not None}.values())  # a copy: once
+    verdict = Verdict(VALID, checkpoint="pending" if pins else "none")
     try:
         fh = path.open("rb")
     except FileNotFoundError:
-        return _against_checkpoint(verdict, checkpoint)
+        return _against_checkpoints(verdict, pins)
     except OSError as exc:
         return Verdict(UNREADABLE, reason=str(exc))
-    chain = _Chain(verdict)
+    chain, torn = _Chain(verdict), None
     with fh:
         try:
             for n, raw in enumerate(fh, 1):
                 if not raw.endswith(b"\n"):
-                    if verdict.status == VALID:
-                        verdict.status, verdict.reason = TORN, f"{len(raw)} bytes with no newline at the end"
+                    torn = f"{len(raw)} bytes with no newline at the end"
                     break
                 chain.check(n, raw)
                 verdict.head = accumulate(verdict.head or "", raw)
-                if checkpoint is not None:
-                    _check_pin(verdict, n, raw, checkpoint)
+                for pin in pins:
+                    _check_pin(verdict, n, raw, pin)
                 verdict.lines, verdict.offset = n, verdict.offset + len(raw)
                 if progress is not None and n % 10_000 == 0:
                     progress(verdict.offset)
         except OSError as exc:
             return Verdict(UNREADABLE, reason=str(exc))
-    return _against_checkpoint(verdict, checkpoint)
+    verdict.forgive(chain.forgiven())
+    if torn and verdict.status == VALID:
+        verdict.status, verdict.reason = TORN, torn
+    return _against_checkpoints(verdict, pins)
 
 
 class _Chain:
@@ -120,6 +140,12 @@ class _Chain:
         self.last_seq: tuple[int, int] | None = None  # the previous engram line's (seq, line)
         self.legacy_base = 0  # see seq_problem
         self.legacy_since = 0
+        self.unparsable: dict[int, str] = {}  # line -> its hash
+        self.named: set[tuple[int, str]] = set()  # (line, hash) set aside by a repair's event
+
+    def forgiven(self) -> set[int]:
+        """The unparsable lines a later repair event names, hash and all (a line edited since is not)."""
+        return {line for line, digest in self.named if self.unparsable.get(line) == digest}
 
     def check(self, n: int, raw: bytes) -> None:
         if not raw.strip():
@@ -133,10 +159,15 @@ class _Chain:
         if obj is not None and not isinstance(obj, dict):
             obj = None
             problems.append("unparsable: not a JSON object")
-        if obj is not None:
+        if obj is None:
+            self.unparsable[n] = line_hash(raw)
+        else:
             if "this_hash" in obj:
                 self.verdict.engram_lines += 1
-                problems += self.engram_problems(n, obj)
+                own = self.engram_problems(n, obj)
+                if not own and obj.get("event_type") == SET_ASIDE:
+                    self.named |= _named_lines(obj)
+                problems += own
             else:
                 self.verdict.memoryd_lines += 1
             link = self.link_problem(n, obj)
@@ -195,6 +226,14 @@ class _Chain:
                 "edited, or this one inserted or moved, or a line between them removed)")
 
 
+def _named_lines(obj: dict[str, Any]) -> set[tuple[int, str]]:
+    try:
+        records = json.loads(obj.get("details") or "{}").get("lines", [])
+        return {(int(r["line"]), str(r["sha256"])) for r in records if not r.get("cut")}
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return set()
+
+
 def _check_pin(verdict: Verdict, n: int, raw: bytes, checkpoint: Checkpoint) -> None:
     if n == 1 and line_hash(raw) != checkpoint.log_id:
         verdict.add(n, "checkpoint log_id mismatch: the log was replaced since the checkpoint")
@@ -203,15 +242,14 @@ def _check_pin(verdict: Verdict, n: int, raw: bytes, checkpoint: Checkpoint) -> 
                        "(history rewritten with recomputed hashes)")
 
 
-def _against_checkpoint(verdict: Verdict, checkpoint: Checkpoint | None) -> Verdict:
-    if checkpoint is None or verdict.status == UNREADABLE:
+def _against_checkpoints(verdict: Verdict, pins: list[Checkpoint]) -> Verdict:
+    if verdict.status == UNREADABLE:
         return verdict
-    if verdict.lines < checkpoint.size:
-        reason = (f"truncated: the checkpoint of {checkpoint.ts} records {checkpoint.size} lines, "
-                  f"the log has {verdict.lines}")
-        verdict.add(None, reason)
-        verdict.checkpoint = "larger than log"
-        return verdict
+    for pin in pins:
+        if verdict.lines < pin.size:
+            verdict.add(None, f"truncated: the checkpoint of {pin.ts} records {pin.size} lines, "
+                              f"the log has {verdict.lines}")
+            verdict.checkpoint = "larger than log"
     if verdict.checkpoint == "pending":
         verdict.checkpoint = "matched"
     return verdict

@@ -6,6 +6,12 @@ honest one. A checkpoint pins ``{log_id: hash of line 1, size: lines, head: runn
 an Ed25519 key in engram's config directory (0600) and stored in engram's state directory, so a person (or
 process) able to rewrite the data root cannot also rewrite the evidence without the key. A checkpoint can be
 printed and kept elsewhere, and checked later against the log.
+
+Deleting the stored checkpoint must not switch that protection off. Once engram has finished a write to a log,
+a missing checkpoint is a finding, never a reason to sign the log afresh: the evidence is the log's own engram
+lines, and the copy engram keeps in a second directory the user chooses (``[audit] checkpoint_copy`` in
+config.toml, or ``$ENGRAM_CHECKPOINT_COPY``: another disk, a synced folder, anywhere outside the data root).
+Only a person starts a new checkpoint (``engram audit checkpoint --restore``/``--reset``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,8 +29,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from store.atomic import ensure_dir, write_atomic
-from store.audit import first_line, fold_lines, line_hash
+from store.audit import first_engram_line, first_line, fold_lines, line_hash
 from store.errors import StoreError
+from store.settings import load_settings
 
 KEY_FILE = "audit-signing-key.pem"
 FORMAT = "engram-checkpoint/1"  # what ``head`` means; a checkpoint of another format is never compared
@@ -31,6 +39,11 @@ FORMAT = "engram-checkpoint/1"  # what ``head`` means; a checkpoint of another f
 
 class CheckpointRejected(StoreError):
     """A checkpoint whose signature does not verify: forged, altered, or signed by another key."""
+
+
+class CheckpointMissing(StoreError):
+    """engram has checkpointed this log before and the checkpoint is gone: nothing is signed until a person
+    says what to trust."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +86,17 @@ def _public_b64(key: Ed25519PublicKey) -> str:
 
 
 class CheckpointBook:
-    """The checkpoints of one data root: the newest one signed, in engram's state directory."""
+    """The checkpoints of one data root: the newest one signed, in engram's state directory, and a copy of it
+    in the directory the user chose (``copy_dir``), which is never created by engram: a drive that is not
+    mounted must not be replaced by a directory on the local disk."""
 
-    def __init__(self, root: Path, state_dir: Path, config_dir: Path) -> None:
+    def __init__(self, root: Path, state_dir: Path, config_dir: Path, copy_dir: Path | None = None) -> None:
         self.root = str(root.resolve())
         root_id = hashlib.sha256(self.root.encode("utf-8")).hexdigest()[:16]
         self.path = state_dir / "checkpoints" / f"{root_id}.json"
+        self.copy_path = None if copy_dir is None else copy_dir / f"{root_id}.json"
         self.key_path = config_dir / KEY_FILE
+        self.warning: str | None = None  # set when the copy could not be kept up to date
         self._key: Ed25519PrivateKey | None = None
 
     def key(self) -> Ed25519PrivateKey:
@@ -107,13 +124,42 @@ class CheckpointBook:
 
     def latest(self) -> Checkpoint | None:
         """The stored checkpoint, verified against engram's own key; None if there is none yet."""
+        return self._load(self.path)
+
+    def kept_copy(self) -> Checkpoint | None:
+        """The copy in the user's chosen directory, verified against engram's own key; None if there is none."""
+        return None if self.copy_path is None else self._load(self.copy_path)
+
+    def _load(self, path: Path) -> Checkpoint | None:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        checkpoint = Checkpoint.from_json(text, str(self.path))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CheckpointRejected(f"{path}: unreadable checkpoint ({exc})") from None
+        checkpoint = Checkpoint.from_json(text, str(path))
         self.verify_signature(checkpoint, trusted=True)
         return checkpoint
+
+    def missing(self, log: Path, besides: set[str]) -> str | None:
+        """Why this log should have a checkpoint and has none (the finding "checkpoint missing"), or None.
+
+        ``besides``: op_ids of engram events being appended right now, which do not count as a write engram had
+        finished (and checkpointed) before: a first write that crashed before its checkpoint is no alarm.
+        """
+        if self.latest() is not None:
+            return None
+        gone = (f"checkpoint missing: {self.path} is gone (deleted, engram's state directory cleared, or the root "
+                "moved)")
+        fix = ("; compare with a checkpoint you kept (`engram audit checkpoint --restore FILE`), or, if you trust "
+               "the log as it is, `engram audit checkpoint --reset`")
+        copy = self.kept_copy()
+        if copy is not None:
+            return f"{gone}; the copy of {copy.ts} ({copy.size} lines) is still at {self.copy_path}{fix}"
+        line = first_engram_line(log, besides)
+        if line is not None:
+            return f"{gone}, yet engram has written to this log (line {line}){fix}"
+        return None
 
     def verify_signature(self, checkpoint: Checkpoint, trusted: bool) -> None:
         """``trusted``: only engram's own key counts. Otherwise the key the checkpoint names is used (a printed
@@ -131,17 +177,20 @@ class CheckpointBook:
         sig = base64.b64encode(self.key().sign(unsigned.payload())).decode("ascii")
         return Checkpoint(**{**asdict(unsigned), "sig": sig})
 
-    def advance(self, log: Path, now: datetime, verified: tuple[int, str, int] | None = None
-                ) -> Checkpoint | None:
+    def advance(self, log: Path, now: datetime, verified: tuple[int, str, int] | None = None,
+                besides: set[str] | None = None) -> Checkpoint | None:
         """Move the stored checkpoint to the log's last complete line, and return it.
 
         From a stored checkpoint only the lines after its offset are read and folded into its digest, so what
         it pinned stays pinned even if the file was rewritten meanwhile (verify will show it). ``verified`` is
         ``(lines, digest, offset)`` from a full verify, taken as is. Returns None, and keeps the stored
         checkpoint as evidence, when the log no longer continues it (replaced, or cut below its offset). A
-        forged stored checkpoint raises :class:`CheckpointRejected` and is never overwritten.
+        forged stored checkpoint raises :class:`CheckpointRejected` and is never overwritten; a missing one where
+        engram has written before (see :meth:`missing`; ``besides`` as there) raises :class:`CheckpointMissing`.
         """
         current = self.latest()
+        if current is None and (why := self.missing(log, besides or set())):
+            raise CheckpointMissing(why)
         first = first_line(log)
         if first is None or (current is not None and current.log_id != line_hash(first)):
             return None
@@ -151,15 +200,57 @@ class CheckpointBook:
             if verified is None:
                 return None
         size, head, offset = verified
-        if current is not None and current.size >= size:
-            return current
-        checkpoint = self.sign(line_hash(first), size, head, offset, now)
+        if current is None or current.size < size:
+            current = self.sign(line_hash(first), size, head, offset, now)
+            ensure_dir(self.path.parent, mode=0o700)
+            write_atomic(self.path, current.to_json().encode("utf-8"), mode=0o600)
+        self._keep_copy(current)
+        return current
+
+    def _keep_copy(self, checkpoint: Checkpoint) -> None:
+        """Bring the copy up to ``checkpoint``; a copy directory that is gone is a warning, not an error (the
+        checkpoint itself is safe, and the next advance tries again)."""
+        self.warning = None
+        if self.copy_path is None:
+            return
+        text = checkpoint.to_json()
+        try:
+            if self.copy_path.read_text(encoding="utf-8") == text:
+                return
+        except (OSError, UnicodeDecodeError):
+            pass
+        if not self.copy_path.parent.is_dir():
+            self.warning = f"checkpoint copy not kept: {self.copy_path.parent} is not a directory (not mounted?)"
+            return
+        try:
+            write_atomic(self.copy_path, text.encode("utf-8"), mode=0o600)
+        except OSError as exc:
+            self.warning = f"checkpoint copy not kept at {self.copy_path}: {exc.strerror or exc}"
+
+    def start(self, log: Path, now: datetime) -> Checkpoint | None:
+        """Sign the log as it is now, replacing whatever is stored: only on a person's word (``--reset``,
+        ``--restore``), never on the way through a write."""
+        first = first_line(log)
+        folded = fold_lines(log, 0, "", 0)
+        if first is None or folded is None:
+            return None
+        checkpoint = self.sign(line_hash(first), *folded, now)
         ensure_dir(self.path.parent, mode=0o700)
         write_atomic(self.path, checkpoint.to_json().encode("utf-8"), mode=0o600)
+        self._keep_copy(checkpoint)
         return checkpoint
+
+
+COPY_ENV = "ENGRAM_CHECKPOINT_COPY"
+
+
+def copy_dir_setting() -> Path | None:
+    """Where the user keeps the checkpoint's copy: ``$ENGRAM_CHECKPOINT_COPY``, else ``[audit] checkpoint_copy``."""
+    chosen = os.environ.get(COPY_ENV) or load_settings().checkpoint_copy
+    return Path(chosen).expanduser() if chosen else None
 
 
 def default_book(root: Path) -> CheckpointBook:
     from store.paths import engram_config_dir, engram_state_dir
 
-    return CheckpointBook(root, engram_state_dir(), engram_config_dir())
+    return CheckpointBook(root, engram_state_dir(), engram_config_dir(), copy_dir_setting())

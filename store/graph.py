@@ -143,7 +143,7 @@ def rename_entity(store: Store, entity_id: str, name: str) -> None:
     def update() -> None:
         Entity.update(name=name, aliases=json.dumps(aliases, ensure_ascii=False)).where(Entity.id == entity_id).execute()
 
-    store.apply(Change("entity_renamed", entity_id, entity.scope_hash, {"from": entity.name, "to": name},
+    store.apply(Change("entity_renamed", entity_id, entity.scope_hash, {"old_name": entity.name, "new_name": name},
                        index_update=update))
 
 

@@ -24,7 +24,7 @@ from store.atomic import read_regular, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
-from store.errors import NotFound, StoreError, UnsafePath
+from store.errors import ENVIRONMENT_ERRORS, NotFound, StoreError, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
 from store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger
 from store.paths import RootLayout, load_memoryd_config, resolve_data_root
@@ -79,6 +79,7 @@ class Store:
         self.keys = keys
         self.actor = actor
         self.audit_warning: str | None = None  # set when an event could not be appended yet
+        self.notice: str | None = None  # set by close(): see audit_notice
         self._registering = False  # re-registering sensitive scopes after a rebuild (see apply_many)
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
         self.checkpoints = default_book(layout.root)
@@ -100,7 +101,20 @@ class Store:
         return cls(layout, index, keys, actor)
 
     def close(self) -> None:
+        try:
+            self.notice = self.audit_notice()  # what the session leaves untold in the log, said as it ends
+        except ENVIRONMENT_ERRORS:
+            self.notice = self.audit_warning
         self.index.close()
+
+    def audit_notice(self) -> str | None:
+        """Why the last append or checkpoint failed, else how many committed events still wait for the log:
+        a decision that is saved but not yet audited is never left unsaid."""
+        waiting = len(self.queued_events())
+        if self.audit_warning or not waiting:
+            return self.audit_warning
+        return (f"{waiting} audit event{'s' if waiting > 1 else ''} saved but not yet in audit/audit.jsonl; "
+                "`engram audit repair` appends them")
 
     def __enter__(self) -> Store:
         return self
@@ -192,6 +206,10 @@ class Store:
             written = {write.relpath for write in writes}
             retiring = {op_id: retire.plan(self.layout, change.removals, change.scrubs, written)
                         for op_id, change, _ in queued}
+            sensitive = self.sensitive_scopes()  # as the change leaves them: a scope being marked counts
+            for _, _, event in queued:
+                if event["scope_hash"] in sensitive:
+                    event["details"] = audit.private_details(event["details"])
             rows = [{"op_id": op_id, "created_at": stamp,
                      "event": json.dumps(retire.carry(event, retiring[op_id]), ensure_ascii=False)}
                     for op_id, _, event in queued]
@@ -242,7 +260,7 @@ class Store:
             for batch in chunked([op_id for op_id, _ in rows], _BATCH):
                 for outbox in (AuditOutbox, OutboxGuard):
                     outbox.delete().where(outbox.op_id.in_(batch)).execute()
-        self._advance_checkpoint()
+        self._advance_checkpoint({op_id for op_id, _ in rows})
         return 0
 
     def queued_events(self) -> list[tuple[str, str]]:
@@ -268,15 +286,18 @@ class Store:
             return None
         return checkpoint.size, checkpoint.offset
 
-    def _advance_checkpoint(self) -> None:
+    def _advance_checkpoint(self, appended: set[str]) -> None:
+        """``appended``: op_ids of the events just written (they are not evidence of an earlier checkpoint)."""
         try:
-            advanced = self.checkpoints.advance(self.layout.audit_path, utcnow())
+            advanced = self.checkpoints.advance(self.layout.audit_path, utcnow(), besides=appended)
         except (StoreError, OSError) as exc:
             self.audit_warning = f"audit checkpoint not advanced: {exc}"
             return
         if advanced is None:
             self.audit_warning = ("audit checkpoint not advanced: the log no longer continues it; "
                                   "run `engram audit verify`")
+        else:
+            self.audit_warning = self.checkpoints.warning
 
     def _write_file(self, path: Path, write: FileWrite | DataWrite, durable: bool) -> None:
         if isinstance(write, DataWrite):

@@ -3,6 +3,8 @@
     theme = "engram-dark"          # a theme from themes/ (or any Textual theme)
     [keys]
     "queue.approve" = "a,y"       # action id = key(s); ids are listed in docs/keymap.md
+    [audit]
+    checkpoint_copy = "/mnt/backup/engram"   # a directory outside the data root for the checkpoint's copy
 
 A missing file means defaults; a broken one is an error that names the file and the problem.
 """
@@ -21,6 +23,7 @@ from store.paths import engram_config_dir
 class Settings:
     theme: str | None = None
     keys: dict[str, str] = field(default_factory=dict)
+    checkpoint_copy: str | None = None
 
 
 def settings_path() -> Path:
@@ -42,4 +45,8 @@ def load_settings(path: Path | None = None) -> Settings:
         raise StoreError(f"{path}: theme must be a name")
     if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
         raise StoreError(f"{path}: [keys] maps action ids to key names, e.g. \"queue.approve\" = \"a\"")
-    return Settings(theme, dict(keys))
+    audit = data.get("audit", {})
+    copy = audit.get("checkpoint_copy") if isinstance(audit, dict) else None
+    if not isinstance(audit, dict) or (copy is not None and not (isinstance(copy, str) and copy)):
+        raise StoreError(f"{path}: [audit] checkpoint_copy is a directory, e.g. checkpoint_copy = \"/mnt/backup\"")
+    return Settings(theme, dict(keys), copy)

@@ -34,7 +34,8 @@ def memoryd_verify_chain(path: Path) -> tuple[bool, int]:
 
 
 def memoryd_append(path: Path, event: dict) -> None:
-    """memoryd's ``append_event``: flock, link to the last non-blank line, write whatever dict it is given."""
+    """memoryd's ``append_event``: flock, link to the last non-blank line (zeros when it is not JSON), write
+    whatever dict it is given, right after whatever the file ends with (a torn tail included)."""
     with path.open("a+", encoding="utf-8") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         fh.seek(0)
@@ -42,7 +43,10 @@ def memoryd_append(path: Path, event: dict) -> None:
         for line in fh:
             if line.strip():
                 last = line.strip()
-        prev = memoryd_link(json.loads(last)) if last else GENESIS
+        try:
+            prev = memoryd_link(json.loads(last)) if last else GENESIS
+        except json.JSONDecodeError:  # memoryd: "corrupt prior line → reset chain"
+            prev = GENESIS
         fh.seek(0, 2)
         fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev},
                             ensure_ascii=False) + "\n")

@@ -299,7 +299,7 @@ async def test_scopes_pane_runs_the_drift_check_when_shown(console):
         assert findings.row_count == 0  # not run at start: it reads every file
         await pilot.press("7")
         await settle(console, pilot)
-        rows = [findings.get_row_at(i) for i in range(findings.row_count)]
+        rows = [[str(c) for c in findings.get_row_at(i)] for i in range(findings.row_count)]
         assert ["26", "yes", "decay state in the index but not in the frontmatter"] in rows
         assert "198 memories" in str(console.query_one("#summary", Static).render())
 

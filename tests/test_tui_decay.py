@@ -33,12 +33,12 @@ async def test_distribution_and_lists(store):
     async with app.run_test(size=SIZE) as pilot:
         table = await open_pane(app, pilot)
         dist = app.query_one("#decay-dist", DataTable)
-        assert sum(int(dist.get_row_at(r)[1]) for r in range(dist.row_count)) == Memory.select().where(
+        assert sum(int(str(dist.get_row_at(r)[1])) for r in range(dist.row_count)) == Memory.select().where(
             (Memory.decay_state == "alive") & ~Memory.body_path.contains("/forgotten/")).count()
         await pilot.press("t")
         assert dist.columns[next(iter(dist.columns))].label.plain == "type"
         await pilot.press("l")  # dim
-        assert {table.get_row_at(r)[0] for r in range(table.row_count)} == {"dim"}
+        assert {str(table.get_row_at(r)[0]) for r in range(table.row_count)} == {"dim"}
 
 
 async def test_revive_pin_ttl_forget_by_keys(store, fixture_root):

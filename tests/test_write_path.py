@@ -15,6 +15,7 @@ from store import memories, promotions
 from store.domain import DecayState, MemoryType
 from store.errors import Conflict, UnsafePath
 from store.frontmatter import Frontmatter, MemoryDoc, parse
+from store import audit_ops
 from store.audit_ops import repair_log
 from store.index import Memory, Promotion, SupersedesChain
 from store.rebuild import rebuild_index
@@ -76,6 +77,7 @@ MUTATIONS = {
         Promotion.get(Promotion.status == "rejected").id))),
     "rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
     "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
+    "audit_ops.restart_checkpoint": ("audit_checkpoint_reset", lambda s: audit_ops.restart_checkpoint(s)),
     "grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
     "grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
     "supersedes.undo_supersede": ("supersede_undone", lambda s: undo_supersede(

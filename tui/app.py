@@ -7,10 +7,12 @@ and the user's keymap all read it. Loading and checking run in workers; errors b
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.filter import LineFilter
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
@@ -39,8 +41,11 @@ PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": Supersed
 from tui.screens.help import HelpScreen
 from tui.screens.importer import ImportScreen
 from tui.screens.prompt import TextPrompt
+from tui.terminal_safe import visible
 from tui.threads import ReleasingExecutor
+from tui.widgets.safe import ControlFilter
 
+CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"
 WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
 
@@ -61,6 +66,16 @@ class EngramApp(App[None]):
             self.register_theme(Theme(**spec))
         self.theme = settings.theme or DEFAULT_THEME
         self.set_keymap(settings.keys)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        return [*super().get_line_filters(), CONTROL_FILTER]  # see tui.widgets.safe
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification as plain text, whatever the caller asked (widgets pass ``markup=True`` on): messages
+        carry data (titles, paths, errors quoting a file), which must neither be read as markup nor drive the
+        terminal."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def compose(self) -> ComposeResult:
         yield Header()

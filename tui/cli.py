@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from store import promotions
-from store.audit_ops import check_printed, current_checkpoint, repair_log, verify_log
+from store.audit_ops import NotSigned, check_printed, current_checkpoint, repair_log, restart_checkpoint, verify_log
 from store.audit_verify import UNREADABLE, VALID, EventFilter, events
 from store.check import KINDS, check
 from store.crypto import PASSPHRASE_ENV
@@ -136,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
     what = checkpoint.add_mutually_exclusive_group(required=True)
     what.add_argument("--print", action="store_true", dest="print_", help="verify, then print the checkpoint")
     what.add_argument("--check", metavar="FILE", type=Path, help="check the log against a kept checkpoint")
+    what.add_argument("--restore", metavar="FILE", type=Path,
+                      help="after a 'checkpoint missing': check the log against a kept checkpoint, then sign it anew")
+    what.add_argument("--reset", action="store_true",
+                      help="after a 'checkpoint missing': trust the log as it is and sign it anew (recorded)")
     return parser
 
 
@@ -176,6 +180,23 @@ def _run(command: str, args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `engram ls | head`: the reader left; say nothing more
         sys.stdout = None
         return EXIT_OK
+    finally:
+        _tell_notices()
+
+
+_OPENED: list[Store] = []  # every store a command opened: what each left unsaid is told when the command ends
+
+
+def _store(args: argparse.Namespace, **options: Any) -> Store:
+    store = Store.open(args.root, **options)
+    _OPENED.append(store)
+    return store
+
+
+def _tell_notices() -> None:
+    for notice in dict.fromkeys(store.notice for store in _OPENED if store.notice):
+        print(f"engram: {notice}", file=sys.stderr)
+    _OPENED.clear()
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -207,7 +228,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         report = check(store)
     lines = [f"{report.files} files, {report.rows} index rows"]
     for kind, item in report.to_json()["findings"].items():
@@ -219,10 +240,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         result = repair(store)
-        if store.audit_warning:
-            print(f"engram: {store.audit_warning}", file=sys.stderr)
     remaining = result.remaining.to_json() if result.remaining else {}
     left = {k: v for k, v in remaining.get("findings", {}).items() if k != "locked_file"}
     text = "\n".join([*(f"fixed: {m}" for m in result.fixed), *(f"failed: {m}" for m in result.failed),
@@ -249,7 +268,7 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         items = list_memories(store)
     text = "\n".join(f"{i.type:<10} {i.scope_hash:<13} {i.decay_state:<14} {i.state:<22} {i.slug}  {i.title}"
                      for i in items)
@@ -258,7 +277,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         c = counts(store)
     text = "\n".join([
         f"memories {c.memories} ({c.encrypted} encrypted)",
@@ -273,7 +292,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         verdict = verify_log(store)
     listed = [f"  line {p.line}: {p.reason}" if p.line else f"  {p.reason}" for p in verdict.problems[:50]]
     if verdict.problem_count > len(listed):
@@ -285,7 +304,7 @@ def _audit_verify(args: argparse.Namespace) -> int:
 
 def _audit_log(args: argparse.Namespace) -> int:
     where = EventFilter(scope=args.scope, since=args.since, event_type=args.event_type, target=args.target)
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         found = events(store.layout.audit_path, where)
         if args.json:
             print(json.dumps(list(found), ensure_ascii=False, indent=2))
@@ -297,19 +316,25 @@ def _audit_log(args: argparse.Namespace) -> int:
 
 
 def _audit_repair(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         message = repair_log(store)
         warning = store.audit_warning
     _emit(args, {"result": message, "warning": warning}, message)
-    if warning:
-        print(f"engram: {warning}", file=sys.stderr)
     return EXIT_OK
 
 
 def _audit_checkpoint(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         if args.print_:
             print(current_checkpoint(store).to_json())
+            return EXIT_OK
+        if args.restore or args.reset:
+            try:
+                message = restart_checkpoint(store, args.restore)
+            except NotSigned as exc:
+                _emit(args, {**exc.verdict.to_json(), "signed": False}, str(exc))
+                return EXIT_FINDING
+            _emit(args, {"result": message, "warning": store.audit_warning}, message)
             return EXIT_OK
         verdict, own = check_printed(store, args.check)
     note = "" if own else " (signed by another engram's key)"
@@ -318,7 +343,7 @@ def _audit_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _promotions_list(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         items = pending_queue(store, args.sort, parse_query(args.filter))
     data = [{**vars(i), "dura_avg": round(i.dura_avg, 3), "triggers": list(i.triggers)} for i in items]
     text = "\n".join(f"{i.id:>6} {i.dura_avg:.2f} {i.type:<10} {i.scope_hash:<13} "
@@ -358,7 +383,7 @@ def _open_with_key(args: argparse.Namespace, needs_key: Callable[[Store], bool] 
     """The store, with memoryd's passphrase from the environment or, where ``needs_key`` says the command will
     want it, a masked prompt at a terminal (asked once per run, a second time only when :func:`_confirming`
     wants it)."""
-    store = Store.open(args.root)
+    store = _store(args)
     keys = store.keys
     if keys.key_source != "passphrase":
         return store
@@ -447,7 +472,7 @@ def _unlock_check(args: argparse.Namespace) -> int:
 
 
 def _scopes(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         infos = scopes(store, args.discover if args.discover is not None else default_discovery_dirs())
         data = [i.to_json(store) for i in infos]
         now = store.now()
@@ -463,7 +488,7 @@ def _scopes(args: argparse.Namespace) -> int:
 
 
 def _grant(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         scope, root = resolve_scope(store, args.scope)
         grant = issue_grant(store, scope, args.duration, args.task, root or project_dir(store, scope))
         _emit(args, grant.to_json(store.now()), f"scope {scope}: grant {grant.describe(store.now())}")
@@ -471,7 +496,7 @@ def _grant(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    with Store.open(args.root) as store:
+    with _store(args) as store:
         scope, _ = resolve_scope(store, args.scope)
         revoke_grant(store, scope)
     _emit(args, {"scope_hash": scope, "revoked": True}, f"scope {scope}: grant revoked")
@@ -479,7 +504,7 @@ def _revoke(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    with Store.open(args.root, actor="engram-import") as store:
+    with _store(args, actor="engram-import") as store:
         plan = preview(store, importer(args.system), args.path,
                        Options(scope=args.scope, everything=args.everything, redact=args.redact))
         data = plan.to_json()

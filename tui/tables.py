@@ -1,13 +1,34 @@
-"""DataTables whose columns fit the terminal: fixed widths, and one column (the title) taking the rest."""
+"""DataTables that show data as it is (never as markup), and whose columns fit the terminal: fixed widths, and one
+column (the title) taking the rest."""
 
 from __future__ import annotations
 
+from rich.text import TextType
 from textual import events
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellType, ColumnKey, RowKey
+
+from tui.widgets.safe import plain
 
 
-class FitTable(DataTable):
+class PlainTable(DataTable):
+    """A DataTable whose text cells are data, never markup: each str cell is shown as :func:`plain` text."""
+
+    def add_row(self, *cells: CellType, height: int | None = 1, key: str | None = None,
+                label: TextType | None = None) -> RowKey:
+        return super().add_row(*(_plain(cell) for cell in cells), height=height, key=key, label=label)
+
+    def update_cell(self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *,
+                    update_width: bool = False) -> None:
+        super().update_cell(row_key, column_key, _plain(value), update_width=update_width)
+
+
+def _plain(cell: CellType) -> CellType:
+    return plain(cell) if isinstance(cell, str) else cell
+
+
+class FitTable(PlainTable):
     """A DataTable that says when its own size changes, so its owner can fit the columns to the new width
     (auto widths would follow the longest cell and push a horizontal scrollbar onto small terminals)."""
 

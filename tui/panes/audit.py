@@ -21,6 +21,7 @@ from store.audit_view import AuditLog, parse_filter
 from store.errors import StoreError
 from store.service import Store
 from tui.keymap import AUDIT_ACTIONS, bindings
+from tui.terminal_safe import visible
 from tui.widgets.linelist import LineList
 
 BAD = Style(color="red", bold=True, reverse=True)
@@ -66,9 +67,9 @@ class AuditList(LineList):
     def _line(self, n: str, ts: str, actor: str, event: str, scope: str, target: str) -> Text:
         if self.size.width < NARROW:  # no actor, and the time without year and seconds: room for the target
             short = ts[5:16] if ts[:4].isdigit() else ts[:11]
-            return Text(f" {n:>7}  {short:<11}  {event[:24]:<24}  {scope[:12]:<12}  {target}", no_wrap=True,
-                        end="")
-        return Text(f" {n:>7}  {ts:<19}  {actor[:14]:<14}  {event[:26]:<26}  {scope[:12]:<12}  {target}",
+            return Text(visible(f" {n:>7}  {short:<11}  {event[:24]:<24}  {scope[:12]:<12}  {target}"),
+                        no_wrap=True, end="")
+        return Text(visible(f" {n:>7}  {ts:<19}  {actor[:14]:<14}  {event[:26]:<26}  {scope[:12]:<12}  {target}"),
                     no_wrap=True, end="")
 
 
@@ -228,7 +229,7 @@ class AuditPane(Vertical):
                 data["details"] = json.loads(data["details"])
             except json.JSONDecodeError:
                 pass
-        self.show_detail(f"Line {n}", json.dumps(data, indent=2, ensure_ascii=False))
+        self.show_detail(f"Line {n}", visible(json.dumps(data, indent=2, ensure_ascii=False)))
 
     def show_detail(self, title: str, body: str) -> None:
         self.query_one("#audit-detail", Static).update(Text.assemble((title, "bold"), "\n\n", body))

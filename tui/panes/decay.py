@@ -12,13 +12,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
-from store.decay import (LISTS, MOVED, Step, apply_sweep, distribution, forget_now, listing, plan_sweep, revive,
-                         set_ttl)
+from store.decay import LISTS, MOVED, Step, apply_sweep, distribution, forget_now, listing, plan_sweep, revive, set_ttl
 from store.errors import StoreError
 from store.service import Store
 from tui.actions import attempt
 from tui.keymap import DECAY_ACTIONS, bindings
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.tables import PlainTable
 
 STATES = (("alive", "green"), ("dim", "yellow"), ("soft-forgotten", "magenta"), (MOVED, "red"))
 BAR = 30
@@ -46,10 +46,10 @@ class DecayPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="decay-title")
-        yield DataTable(id="decay-dist", cursor_type="none", zebra_stripes=True)
+        yield PlainTable(id="decay-dist", cursor_type="none", zebra_stripes=True)
         yield Static("", id="decay-list-title")
         with Horizontal(id="decay-bottom"):
-            yield DataTable(id="decay-list", cursor_type="row", zebra_stripes=True)
+            yield PlainTable(id="decay-list", cursor_type="row", zebra_stripes=True)
         yield ProgressBar(id="decay-progress", show_eta=False)
 
     def on_mount(self) -> None:

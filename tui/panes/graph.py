@@ -14,12 +14,25 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from store.graph import (MAX_HOPS, EntityRow, Hop, Rel, conflicts, entities, mentioned_in, merge_entities,
-                         neighbourhood, rename_entity, supersede_relation)
+from store.graph import (
+    MAX_HOPS,
+    EntityRow,
+    Hop,
+    Rel,
+    conflicts,
+    entities,
+    mentioned_in,
+    merge_entities,
+    neighbourhood,
+    rename_entity,
+    supersede_relation,
+)
 from store.service import Store
 from tui.actions import attempt
 from tui.keymap import GRAPH_ACTIONS, bindings
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.tables import PlainTable
+from tui.widgets.safe import plain
 
 
 class GraphPane(Horizontal):
@@ -35,12 +48,12 @@ class GraphPane(Horizontal):
     def compose(self) -> ComposeResult:
         with Vertical(id="graph-left"):
             yield Input(placeholder="entity name (fuzzy), scope:HASH", id="graph-filter")
-            yield DataTable(id="entities", cursor_type="row", zebra_stripes=True)
+            yield PlainTable(id="entities", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="graph-right"):
             yield Static("", id="entity-head")
             yield Tree("relations", id="neighbourhood")
             yield Static("", id="entity-conflicts")
-            yield DataTable(id="entity-memories", cursor_type="row")
+            yield PlainTable(id="entity-memories", cursor_type="row")
 
     def on_show(self) -> None:
         if not self.loaded:
@@ -96,13 +109,13 @@ class GraphPane(Horizontal):
     def show_details(self, centre: Hop, found: dict, memories: list) -> None:  # noqa: ANN001
         tree = self.query_one("#neighbourhood", Tree)
         tree.clear()
-        tree.root.set_label(centre.label)
+        tree.root.set_label(plain(centre.label))
         self._add(tree.root, centre)
         tree.root.expand_all()
         lines = [f"[b]{len(found)} conflicts[/b]" + (" (one subject, one predicate, several objects)" if found else "")]
         for (subject, predicate), rows in found.items():
             objects = ", ".join(sorted({r.object_id.split(':')[-1] for r in rows}))
-            lines.append(f"  {escape(subject.split(':')[-1])} {predicate}: {escape(objects)}")
+            lines.append(f"  {escape(subject.split(':')[-1])} {escape(predicate)}: {escape(objects)}")
         self.query_one("#entity-conflicts", Static).update("\n".join(lines))
         table = self.query_one("#entity-memories", DataTable)
         table.clear(columns=True)
@@ -113,9 +126,9 @@ class GraphPane(Horizontal):
     def _add(self, parent: TreeNode, hop: Hop) -> None:
         for predicate, pairs in sorted(hop.by_predicate.items()):
             total = len(pairs) + hop.more.get(predicate, 0)
-            group = parent.add(Text(f"{predicate} ({total})", style="bold"), expand=True)
+            group = parent.add(plain(f"{predicate} ({total})", style="bold"), expand=True)
             for rel, child in pairs:
-                label = Text(child.label)
+                label = plain(child.label)
                 if child.seen_before:
                     label.append("  ↑ shown above", style="dim")
                 if child.by_predicate and not child.seen_before:

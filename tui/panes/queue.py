@@ -14,16 +14,17 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from store import promotions
-from store.errors import KeyUnavailable, StoreError
+from store.errors import StoreError
 from store.query import QuerySyntaxError, parse
 from store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
 from store.service import Store
 from tui.keymap import QUEUE_ACTIONS, bindings
-from tui.tables import FitTable, fit_columns
 from tui.screens.edit import EditScreen
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.tables import FitTable, fit_columns
 from tui.widgets.promotion import PromotionView
+from tui.widgets.safe import plain
 
 PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
 
@@ -126,7 +127,7 @@ class QueuePane(Vertical):
         if item.sensitive:
             state = "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
         return ("●" if item.id in self.marked else " ", str(item.id), f"{item.dura_avg:.2f}", item.type, state,
-                Text(item.title))  # Text: a title is not Rich markup
+                plain(item.title))
 
     def update_status(self) -> None:
         pages = max(1, -(-len(self.items) // PAGE))

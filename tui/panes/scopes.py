@@ -25,7 +25,7 @@ from store.stats import Counts, counts
 from tui.keymap import SCOPES_ACTIONS, bindings
 from tui.screens.grant import GrantScreen
 from tui.screens.prompt import Confirm, TextPrompt
-from tui.tables import FitTable, fit_columns
+from tui.tables import FitTable, PlainTable, fit_columns
 
 
 class ScopesPane(Vertical):
@@ -47,7 +47,7 @@ class ScopesPane(Vertical):
                 yield Static("", id="scope-detail")
                 yield Static("Drift between files and index", classes="title")
                 yield ProgressBar(id="progress", show_eta=False)
-                yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+                yield PlainTable(id="findings", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one("#scope-progress").display = False

@@ -15,6 +15,7 @@ from store.explain import explain
 from store.search import SearchIndex, SearchResult
 from store.service import Store
 from tui.keymap import SEARCH_ACTIONS, bindings
+from tui.terminal_safe import visible
 from tui.widgets.hitlist import HitList
 
 SHOWN = 100
@@ -141,7 +142,7 @@ class SearchPane(Vertical):
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Cannot open", severity="error")
             text = f"**{slug} cannot be opened:** {exc}"
-        self.app.call_from_thread(self.query_one("#search-memory", Markdown).update, text)
+        self.app.call_from_thread(self.query_one("#search-memory", Markdown).update, visible(text))
 
     def action_back(self) -> None:
         panel = self.query_one("#search-open")

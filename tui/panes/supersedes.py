@@ -20,12 +20,23 @@ from textual.widgets.tree import TreeNode
 from store.errors import StoreError
 from store.memories import add_supersede, view_memory
 from store.service import Store
-from store.supersedes import (FILE_ONLY, PROPOSED, Link, Listed, Node, confirm_supersede, forest, listed_links,
-                              reject_supersede, undo_supersede)
+from store.supersedes import (
+    FILE_ONLY,
+    PROPOSED,
+    Link,
+    Listed,
+    Node,
+    confirm_supersede,
+    forest,
+    listed_links,
+    reject_supersede,
+    undo_supersede,
+)
 from tui.actions import attempt
 from tui.keymap import SUPERSEDES_ACTIONS, bindings
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.widgets.safe import plain
 from tui.widgets.sidediff import side_by_side
 
 DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you", FILE_ONLY: "file only"}
@@ -109,7 +120,7 @@ class SupersedesPane(Container):
 
     @staticmethod
     def _memory_label(node: Node) -> Text:
-        text = Text(node.title or node.slug)
+        text = plain(node.title or node.slug)
         if node.cycle:
             text.append("  ↻ cycle: already above", style="bold red")
         return text

@@ -26,7 +26,7 @@ class GrantScreen(ModalScreen[tuple[str, str | None] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Grant agents read access to {self.scope}", classes="dialog-title")
+            yield Label(f"Grant agents read access to {self.scope}", classes="dialog-title", markup=False)
             yield OptionList(*(Option(text, id=key) for key, text in CHOICES), id="durations")
             yield Input(placeholder="task id (optional), then enter", id="task")
             yield Label("o once · s session · t task · enter ok · esc cancel", classes="hint")

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label
 
 from tui.keymap import ALL_ACTIONS
+from tui.tables import PlainTable
 
 
 class HelpScreen(ModalScreen[None]):
@@ -24,7 +25,7 @@ class HelpScreen(ModalScreen[None]):
             yield Label(Text("Keys (remap them in ~/.config/engram/config.toml, section [keys])"),
                         classes="dialog-title")
             yield Input(placeholder="type to filter", id="filter")
-            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            yield PlainTable(id="keys", cursor_type="row", zebra_stripes=True)
             yield Label("esc close", classes="hint")
 
     def on_mount(self) -> None:

@@ -18,6 +18,7 @@ from store.importers import IMPORTERS, importer
 from store.importers.base import Options
 from store.importers.run import ImportResult, Preview, apply_import, preview
 from store.service import Store
+from tui.tables import PlainTable
 
 SYSTEMS = {"openrelix": "OpenRelix state root", "cognirelay": "CogniRelay repository",
            "codex": "Codex home (~/.codex)", "eternego": "eternego persona home/"}
@@ -51,7 +52,7 @@ class ImportScreen(ModalScreen[ImportResult | None]):
             yield ProgressBar(id="import-progress", show_eta=False)
             yield Static("", id="import-summary")
             with Horizontal(id="import-preview"):
-                yield DataTable(id="import-counts", cursor_type="row", zebra_stripes=True)
+                yield PlainTable(id="import-counts", cursor_type="row", zebra_stripes=True)
                 with VerticalScroll(id="import-findings-box"):
                     yield Static("", id="import-findings")
             yield Button("Import", id="import-go", variant="primary")

@@ -10,6 +10,7 @@ from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from store.search import SearchIndex
+from tui.widgets.safe import plain
 
 
 class MemoryPicker(ModalScreen[str | None]):
@@ -23,7 +24,7 @@ class MemoryPicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(self.question, classes="dialog-title")
+            yield Label(self.question, classes="dialog-title", markup=False)
             yield Input(self.initial, id="query", placeholder="search: words, type:, scope: …")
             yield OptionList(id="results")
             yield Label("type to search · ↓ to the list · enter pick · esc cancel", classes="hint")
@@ -44,7 +45,7 @@ class MemoryPicker(ModalScreen[str | None]):
         results = self.query_one("#results", OptionList)
         results.clear_options()
         found = self.index.search(text, limit=50)
-        results.add_options(Option(f"{h.type:<10} {h.title}", id=h.slug) for h in found.hits)
+        results.add_options(Option(plain(f"{h.type:<10} {h.title}"), id=h.slug) for h in found.hits)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)

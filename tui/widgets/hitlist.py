@@ -15,6 +15,7 @@ from rich.text import Text
 
 from store.search import Hit
 from tui.widgets.linelist import LineList
+from tui.widgets.safe import plain
 
 COLUMNS = (("type", 10), ("scope", 12), ("state", 16), ("created", 10))  # then the title takes the rest
 NARROW = 100  # below this width the title keeps room to be read: type and a shorter state only
@@ -52,7 +53,7 @@ class HitList(LineList):
         cells = {"type": hit.type, "scope": hit.scope_hash, "created": hit.created_at[:10],
                  "state": hit.decay_state + ((" locked" if hit.scope_hash in self.locked else " enc")
                                              if hit.encrypted else "")}
-        title = Text(hit.title)
+        title = plain(hit.title)
         title.highlight_words(self.words, style=MATCH, case_sensitive=False)
         return self._line(cells, title)
 

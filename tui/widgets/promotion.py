@@ -8,6 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
 from store.queue import DURA_LABELS, PromotionDetail
+from tui.terminal_safe import visible
 
 
 def dura_bar(value: float, width: int = 20) -> Text:
@@ -42,8 +43,8 @@ class PromotionView(VerticalScroll):
             dura.append_text(dura_bar(detail.dura.get(key, 0.0)))
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
-        self.query_one("#detail-body", Markdown).update(detail.body)
-        self.query_one("#detail-meta", Markdown).update("\n\n".join(_meta(detail)))
+        self.query_one("#detail-body", Markdown).update(visible(detail.body))
+        self.query_one("#detail-meta", Markdown).update(visible("\n\n".join(_meta(detail))))
 
 
 def _meta(detail: PromotionDetail) -> list[str]:
