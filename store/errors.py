@@ -63,3 +63,7 @@ class PassphraseUnconfirmed(KeyUnavailable):
 # What the disk or SQLite can raise under engram on a bad day (full disk, read-only file system, a damaged index
 # page): the CLI and the console report these as one line, like a StoreError, never as a traceback.
 ENVIRONMENT_ERRORS = (OSError, sqlite3.DatabaseError, _PeeweeDatabaseError)
+
+
+class NoIndex(StoreError):
+    """The root has no index.db, and the command only looks: it reports that rather than create an empty one."""

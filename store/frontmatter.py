@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from store.domain import DecayState, MemoryType
-from store.errors import BadMemoryFile
+from store.errors import BadInput, BadMemoryFile
 
 SLUG_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -95,9 +95,13 @@ class Frontmatter(BaseModel):
         return value
 
     def replace(self, **changes: Any) -> Frontmatter:
-        """A validated copy with ``changes`` applied (``model_copy(update=)`` would skip validation)."""
+        """A validated copy with ``changes`` applied (``model_copy(update=)`` would skip validation). Changes
+        that come from the index (another writer's row) may be invalid: that is a :class:`BadInput`."""
         data = {**self.model_dump(), **changes}
-        return Frontmatter.model_validate(data)
+        try:
+            return Frontmatter.model_validate(data)
+        except ValidationError as exc:
+            raise BadInput(f"{self.slug}: {field_problem(exc)}") from None
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """The mapping memoryd would dump: its key order, its omissions, then the unknown keys."""
@@ -195,7 +199,11 @@ def parse(data: bytes, path: str) -> MemoryDoc:
     try:
         fm = Frontmatter.model_validate(loaded)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "frontmatter"
-        raise BadMemoryFile(path, f"bad frontmatter field {field}: {first['msg']}") from None
+        raise BadMemoryFile(path, f"bad frontmatter {field_problem(exc)}") from None
     return MemoryDoc(frontmatter=fm, body=body, lead=rest[:len(rest) - len(body)])
+
+
+def field_problem(exc: ValidationError) -> str:
+    """The first invalid field and why, in one line: ``field scope_hash: Value error, ...``."""
+    first = exc.errors()[0]
+    return f"field {'.'.join(str(p) for p in first['loc']) or 'frontmatter'}: {first['msg']}"

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from store import keyproof
 from store.domain import DecayState, MemoryType, PromotionStatus
-from store.errors import Conflict, NotFound
-from store.frontmatter import Frontmatter, MemoryDoc
+from store.errors import BadInput, Conflict, NotFound
+from store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
 from store.service import Change, Store
 
@@ -81,8 +83,18 @@ class Edits:
 
 
 def promoted_doc(promotion: Promotion, now: datetime, edits: Edits = Edits()) -> MemoryDoc:
-    """The memory file an approval writes, as memoryd writes it (with the person's edits, if any)."""
-    fm = Frontmatter(
+    """The memory file an approval writes, as memoryd writes it (with the person's edits, if any). A promotion
+    row no memory can come from (a scope or slug climbing out of its directory, a bad date) is refused whole."""
+    try:
+        fm = _promoted_frontmatter(promotion, now, edits)
+    except ValidationError as exc:
+        raise BadInput(f"promotion #{promotion.id} cannot become a memory: {field_problem(exc)}; nothing changed"
+                       ) from None
+    return MemoryDoc(frontmatter=fm, body=edits.body if edits.body is not None else promotion.proposed_body)
+
+
+def _promoted_frontmatter(promotion: Promotion, now: datetime, edits: Edits) -> Frontmatter:
+    return Frontmatter(
         title=edits.title if edits.title is not None else promotion.proposed_title,
         slug=promoted_slug(promotion), type=edits.type or promoted_type(promotion),
         scope_hash=promotion.scope_hash,
@@ -91,7 +103,6 @@ def promoted_doc(promotion: Promotion, now: datetime, edits: Edits = Edits()) ->
         source="promotion", created_at=now, promoted_from=promotion.source_session_slug,
         supersedes=[s for s in parse_json_list(promotion.proposed_supersedes) if isinstance(s, str)],
     )
-    return MemoryDoc(frontmatter=fm, body=edits.body if edits.body is not None else promotion.proposed_body)
 
 
 def propose(store: Store, proposal: Proposal) -> int:

@@ -44,6 +44,7 @@ class RekeyResult:
 
     scopes: list[Progress] = field(default_factory=list)
     keyring_updated: bool = False  # the OS keyring held memoryd's old passphrase, and now holds the new one
+    already: bool = False  # every file was under the new key and no rekey was under way: nothing was done
 
     @property
     def done(self) -> int:
@@ -69,8 +70,9 @@ def rekey_passphrase(store: Store, new_passphrase: str,
     if not new_passphrase:
         raise KeyUnavailable("a rekey to a new passphrase needs the new passphrase")
     new_keys = {scope: derive_passphrase_key(new_passphrase, scope, store.keys.kdf_iters) for scope in plan}
-    for scope, key in new_keys.items():
-        _still_under_old_key(store, scope, key, keep=False)
+    under_old = sum(_still_under_old_key(store, scope, key, keep=False).under_old for scope, key in new_keys.items())
+    if not under_old and not Rekey.select().where(Rekey.scope_hash.in_(list(plan))).exists():
+        return RekeyResult(already=True)  # a rerun of a finished rekey: no change, so no event either
     _record_start(store, list(plan), sum(plan.values()), "passphrase")
     old = store.keys.passphrase
     result = RekeyResult()
@@ -189,6 +191,7 @@ class _Split:
 
     todo: list[tuple[str, MemoryDoc]] = field(default_factory=list)
     done: list[tuple[str, MemoryDoc, bytes, bytes]] = field(default_factory=list)
+    under_old: int = 0  # how many files are still under the current key (counted when not kept too)
 
 
 def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes, keep: bool = True) -> _Split:
@@ -209,6 +212,7 @@ def _still_under_old_key(store: Store, scope_hash: str, new_key: bytes, keep: bo
         try:
             plain = decrypt(data, store.keys.key_for(scope_hash), scope_hash, rel)
             opened += 1
+            split.under_old += 1
             if keep:
                 split.todo.append((rel, parse(plain, rel)))
         except DecryptionFailed:

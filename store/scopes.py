@@ -24,6 +24,7 @@ from store.errors import BadInput, NotFound, StoreError, UnsafePath
 from store.grants import Grant, grants
 from store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger
 from store.paths import check_scope_name, scope_hash_for, scope_root_for
+from store.scan import scope_files
 from store.service import Change, Store
 
 UNSCOPED = "_unscoped"
@@ -40,7 +41,7 @@ class ScopeInfo:
     encrypted: int = 0
     bound: int = 0  # encrypted memories in engram's binding manifest
     grant: Grant | str | None = None  # a grant, or why its file could not be read
-    plaintext_files: int = 0  # plaintext .md rows in a sensitive scope (mark was interrupted, or memoryd wrote)
+    plaintext_files: int = 0  # plaintext .md files on disk in a sensitive scope (as check finds them, not rows)
     index_leaks: dict[str, int] = field(default_factory=dict)  # what of it index.db holds in clear
 
     @property
@@ -54,7 +55,8 @@ class ScopeInfo:
     def findings(self) -> list[str]:
         found = []
         if self.plaintext_files:
-            found.append(f"{self.plaintext_files} plaintext files in a sensitive scope (engram repair encrypts them)")
+            found.append(f"{self.plaintext_files} plaintext files in a sensitive scope (`engram check` names them, "
+                         "`engram repair` encrypts them)")
         if self.index_leaks:
             what = ", ".join(f"{n} {kind}" for kind, n in self.index_leaks.items())
             found.append(f"index.db holds in clear: {what} (memoryd needs them there; engram copies them nowhere)")
@@ -116,7 +118,7 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
     for s in infos.values():
         if s.sensitive:
             s.locked = not store.keys.can_open(s.scope_hash)
-            s.plaintext_files = s.memories - s.encrypted
+            s.plaintext_files = sum(not e.encrypted for e in scope_files(store.layout, s.scope_hash))
             s.index_leaks = _index_leaks(s.scope_hash)
     return sorted(infos.values(), key=lambda s: (-s.memories, s.scope_hash))
 

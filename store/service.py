@@ -24,7 +24,7 @@ from store.atomic import read_regular, write_atomic
 from store.checkpoints import default_book
 from store.crypto import KeyRing, decrypt, encrypt
 from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
-from store.errors import ENVIRONMENT_ERRORS, NotFound, StoreError, UnsafePath
+from store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
 from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
 from store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger
 from store.paths import RootLayout, load_memoryd_config, resolve_data_root
@@ -89,13 +89,18 @@ class Store:
 
     @classmethod
     def open(cls, root: str | os.PathLike[str] | None = None, *, actor: str = "engram-cli",
-             create: bool = False, keys: KeyRing | None = None) -> Store:
-        """Open the data root (``--root``, ``$MEMORYD_DATA_ROOT`` or memoryd's default)."""
+             create: bool = False, keys: KeyRing | None = None, create_index: bool = True) -> Store:
+        """Open the data root (``--root``, ``$MEMORYD_DATA_ROOT`` or memoryd's default). A root with memory files
+        and no index.db gets an empty one, unless ``create_index`` is false (a command that only looks):
+        then it raises :class:`NoIndex`."""
         layout = RootLayout(resolve_data_root(root))
         if not create and not layout.root.is_dir():
             raise StoreError(f"{layout.root}: no such data root (use --root, or `engram demo` to make one)")
         if create:
             layout.scopes_dir.mkdir(parents=True, exist_ok=True)
+        if not create_index and not layout.index_path.exists():
+            raise NoIndex(f"{layout.index_path}: missing (memoryd's rebuild-index under way, or deleted): "
+                          "`engram repair` or `engram rebuild-index` makes it from the files")
         index = Index.open(layout.index_path, create=create or layout.scopes_dir.is_dir())
         keys = keys or KeyRing.from_config(load_memoryd_config())
         return cls(layout, index, keys, actor)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from textual.widget import Widget
 
-from store.errors import StoreError
+from store.errors import ENVIRONMENT_ERRORS, StoreError
 
 
 def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable[[], None]) -> bool:
@@ -16,6 +16,9 @@ def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable
         act()
     except StoreError as exc:
         widget.notify(str(exc), title="Nothing changed", severity="error")
+        return False
+    except ENVIRONMENT_ERRORS as exc:  # a read-only file system, a full disk: `engram check` says what is left
+        widget.notify(f"{type(exc).__name__}: {exc}", title="Not done", severity="error")
         return False
     widget.notify(done, timeout=3)
     then()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 
-from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
@@ -42,7 +41,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.importer import ImportScreen
 from tui.screens.prompt import TextPrompt
 from tui.terminal_safe import visible
-from tui.threads import ReleasingExecutor
+from tui.threads import ReleasingExecutor, background
 from tui.widgets.safe import ControlFilter
 
 CONTROL_FILTER = ControlFilter()
@@ -122,7 +121,7 @@ class EngramApp(App[None]):
             parts.append("READ-ONLY")
         self.query_one("#status", Static).update("  ·  ".join(parts))
 
-    @work(thread=True, exclusive=True, group="audit")
+    @background("audit")
     def check_audit(self) -> None:
         try:
             verdict = verify_log(self.store)
@@ -146,7 +145,7 @@ class EngramApp(App[None]):
         self.store.index.release()
         self.watch_store()
 
-    @work(thread=True, exclusive=True, group="watch")
+    @background("watch")
     def watch_store(self) -> None:
         """Ask the store's change feed, off the UI thread, what memoryd (or anyone) changed since last time."""
         try:

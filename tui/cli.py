@@ -26,6 +26,7 @@ from store.errors import (
     ENVIRONMENT_ERRORS,
     BadInput,
     KeyUnavailable,
+    NoIndex,
     PassphraseUnconfirmed,
     StoreError,
     WrongKey,
@@ -228,7 +229,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    try:
+        opened = _store(args, create_index=False)
+    except NoIndex as exc:  # a finding, not a reason to write an empty index.db
+        _emit(args, {"drift": True, "index_missing": str(exc)}, f"drift found: {exc}")
+        return EXIT_FINDING
+    with opened as store:
         report = check(store)
     lines = [f"{report.files} files, {report.rows} index rows"]
     for kind, item in report.to_json()["findings"].items():
@@ -436,7 +442,8 @@ def _rekey(args: argparse.Namespace) -> int:
             print(f"memoryd keeps one passphrase for every sensitive scope: this re-encrypts all {len(plan)} of them "
                   f"({sum(plan.values()):,} memories) under the new passphrase", file=sys.stderr)
             result = rekey_passphrase(store, _new_passphrase())
-            text = (f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; memoryd needs it "
+            text = ("every memory is already under the new passphrase: nothing changed" if result.already else
+                    f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; memoryd needs it "
                     "from now on: " + ("the OS keyring holds it" if result.keyring_updated
                                        else f"set {PASSPHRASE_ENV} to it, or run `memoryd set-passphrase`"))
     _emit(args, {"scopes": [vars(p) for p in result.scopes], "done": result.done,

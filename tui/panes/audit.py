@@ -11,7 +11,7 @@ import numpy as np
 from rich.markup import escape
 from rich.style import Style
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, ProgressBar, Sparkline, Static
@@ -22,6 +22,7 @@ from store.errors import StoreError
 from store.service import Store
 from tui.keymap import AUDIT_ACTIONS, bindings
 from tui.terminal_safe import visible
+from tui.threads import background
 from tui.widgets.linelist import LineList
 
 BAD = Style(color="red", bold=True, reverse=True)
@@ -106,7 +107,7 @@ class AuditPane(Vertical):
             self.size_loaded = size
             self.load()
 
-    @work(thread=True, exclusive=True, group="audit-load")
+    @background("audit-load")
     def load(self) -> None:
         log = AuditLog(self.store.layout.audit_path)
         self.app.call_from_thread(self.loaded, log, log.per_day())
@@ -147,7 +148,7 @@ class AuditPane(Vertical):
             return
         self.filter_lines(where, text)
 
-    @work(thread=True, exclusive=True, group="audit-filter")
+    @background("audit-filter")
     def filter_lines(self, where, text: str) -> None:  # noqa: ANN001 (an AuditFilter)
         log = self.audit_log
         if log is None:
@@ -169,7 +170,7 @@ class AuditPane(Vertical):
 
     # ------------------------------------------------------------------ verify, checkpoint
 
-    @work(thread=True, exclusive=True, group="audit-verify")
+    @background("audit-verify")
     def action_verify(self) -> None:
         bar = self.query_one("#audit-progress", ProgressBar)
         path = self.store.layout.audit_path
@@ -206,7 +207,7 @@ class AuditPane(Vertical):
         listing.show(self.audit_log, np.arange(1, len(self.audit_log) + 1, dtype=np.int64), at_line=listing.bad_line)
         listing.focus()
 
-    @work(thread=True, exclusive=True, group="audit-verify")
+    @background("audit-verify")
     def action_checkpoint(self) -> None:
         try:
             text = current_checkpoint(self.store).to_json()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Static
@@ -19,6 +19,7 @@ from tui.actions import attempt
 from tui.keymap import DECAY_ACTIONS, bindings
 from tui.screens.prompt import Confirm, TextPrompt
 from tui.tables import PlainTable
+from tui.threads import background
 
 STATES = (("alive", "green"), ("dim", "yellow"), ("soft-forgotten", "magenta"), (MOVED, "red"))
 BAR = 30
@@ -164,7 +165,7 @@ class DecayPane(Vertical):
                                      f"{chr(10) + '  …' if len(steps) > 8 else ''}\nApply it? (y/n)"),
                              lambda yes: self.run_sweep(steps) if yes else None)
 
-    @work(thread=True, exclusive=True, group="decay-sweep")
+    @background("decay-sweep")
     def run_sweep(self, steps: list[Step]) -> None:
         bar = self.query_one("#decay-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from rich.markup import escape
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static, Tree
@@ -32,6 +32,7 @@ from tui.actions import attempt
 from tui.keymap import GRAPH_ACTIONS, bindings
 from tui.screens.prompt import Confirm, TextPrompt
 from tui.tables import PlainTable
+from tui.threads import background
 from tui.widgets.safe import plain
 
 
@@ -99,7 +100,7 @@ class GraphPane(Horizontal):
             "into · s supersede a relation")
         self.load_entity(row.id, self.hops)
 
-    @work(thread=True, exclusive=True, group="graph-entity")
+    @background("graph-entity")
     def load_entity(self, entity_id: str, hops: int) -> None:
         centre = neighbourhood(self.store, entity_id, hops)
         found = conflicts(self.store, entity_id)

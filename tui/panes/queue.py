@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
@@ -23,6 +23,7 @@ from tui.screens.edit import EditScreen
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
 from tui.tables import FitTable, fit_columns
+from tui.threads import background
 from tui.widgets.promotion import PromotionView
 from tui.widgets.safe import plain
 
@@ -82,7 +83,7 @@ class QueuePane(Vertical):
 
     # ------------------------------------------------------------------ loading
 
-    @work(thread=True, exclusive=True, group="queue-load")
+    @background("queue-load")
     def reload(self, keep: int | None = None) -> None:
         """Load the pending promotions off the UI thread, then show the page holding ``keep`` (or the cursor)."""
         try:
@@ -156,7 +157,7 @@ class QueuePane(Vertical):
         if item is not None:
             self.load_detail(item.id)
 
-    @work(thread=True, exclusive=True, group="queue-detail")
+    @background("queue-detail")
     def load_detail(self, promotion_id: int) -> None:
         try:
             detail = promotion_detail(self.store, promotion_id)
@@ -285,7 +286,7 @@ class QueuePane(Vertical):
         else:
             self.run_decisions(label, act, ids)
 
-    @work(thread=True, group="queue-act")
+    @background("queue-act", exclusive=False)
     def run_decisions(self, label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> None:
         self.busy = True
         done: list[promotions.Decision] = []
@@ -355,11 +356,11 @@ class QueuePane(Vertical):
         self.app.push_screen(MemoryPicker(f"Merge #{item.id} into which memory?", index,
                                           f"scope:{item.scope_hash} "), merge_into)
 
-    @work(thread=True, group="queue-act")
+    @background("queue-act", exclusive=False)
     def action_undo(self) -> None:
         self.replay(self.undo_stack, self.redo_stack, self.undo_step, "undid")
 
-    @work(thread=True, group="queue-act")
+    @background("queue-act", exclusive=False)
     def action_redo(self) -> None:
         self.replay(self.redo_stack, self.undo_stack, lambda step: step.redo(), "redid")
 

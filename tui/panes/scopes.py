@@ -9,7 +9,7 @@ from pathlib import PurePath
 
 from rich.markup import escape
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
@@ -26,6 +26,7 @@ from tui.keymap import SCOPES_ACTIONS, bindings
 from tui.screens.grant import GrantScreen
 from tui.screens.prompt import Confirm, TextPrompt
 from tui.tables import FitTable, PlainTable, fit_columns
+from tui.threads import background
 
 
 class ScopesPane(Vertical):
@@ -68,7 +69,7 @@ class ScopesPane(Vertical):
 
     # ------------------------------------------------------------------ the list of scopes
 
-    @work(thread=True, exclusive=True, group="scopes-list")
+    @background("scopes-list")
     def load_scopes(self) -> None:
         """Labels may need a look at session files and project directories: off the UI thread."""
         try:
@@ -170,7 +171,7 @@ class ScopesPane(Vertical):
                 self.app.ask_unlock(then, [info.scope_hash])
         self.app.push_screen(Confirm(question), answered)
 
-    @work(thread=True, exclusive=True, group="scopes-convert")
+    @background("scopes-convert")
     def convert(self, scope_hash: str, encrypt: bool) -> None:
         bar = self.query_one("#scope-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)
@@ -244,7 +245,7 @@ class ScopesPane(Vertical):
             return
         self.run_rekey(None, first)
 
-    @work(thread=True, exclusive=True, group="scopes-convert")
+    @background("scopes-convert")
     def run_rekey(self, scope_hash: str | None, passphrase: str | None) -> None:
         """``passphrase``: every sensitive scope to it; else ``scope_hash`` to a new random key."""
         bar = self.query_one("#scope-progress", ProgressBar)
@@ -320,7 +321,7 @@ class ScopesPane(Vertical):
         self.load_scopes()
         self.run_check()
 
-    @work(thread=True, exclusive=True, group="scopes-check")
+    @background("scopes-check")
     def run_check(self) -> None:
         """Load the counts, then read every file and compare it with the index, all off the UI thread."""
         bar = self.query_one("#progress", ProgressBar)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Markdown, ProgressBar, Static
@@ -16,6 +16,7 @@ from store.search import SearchIndex, SearchResult
 from store.service import Store
 from tui.keymap import SEARCH_ACTIONS, bindings
 from tui.terminal_safe import visible
+from tui.threads import background
 from tui.widgets.hitlist import HitList
 
 SHOWN = 100
@@ -45,7 +46,7 @@ class SearchPane(Vertical):
         self.query_one("#search-open").display = False
         self.load()
 
-    @work(thread=True, exclusive=True, group="search-load")
+    @background("search-load")
     def load(self) -> None:
         """Titles, triggers and fields (index.db only, quick): the merge picker needs them from the start."""
         index = SearchIndex.load(self.store)
@@ -75,7 +76,7 @@ class SearchPane(Vertical):
         self.query_one("#search-status", Static).update("reloading the index…")
         self.load()
 
-    @work(thread=True, exclusive=True, group="search-enrich")
+    @background("search-enrich")
     def enrich(self, index: SearchIndex) -> None:
         bar = self.query_one("#search-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)
@@ -135,7 +136,7 @@ class SearchPane(Vertical):
         panel.focus()
         self.read_memory(slug)
 
-    @work(thread=True, exclusive=True, group="search-open")
+    @background("search-open")
     def read_memory(self, slug: str) -> None:
         try:
             text = explain(self.store, slug)

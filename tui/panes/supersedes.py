@@ -11,7 +11,7 @@ from collections.abc import Callable
 from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static, Tree
@@ -36,6 +36,7 @@ from tui.actions import attempt
 from tui.keymap import SUPERSEDES_ACTIONS, bindings
 from tui.screens.pick import MemoryPicker
 from tui.screens.prompt import Confirm, TextPrompt
+from tui.threads import background
 from tui.widgets.safe import plain
 from tui.widgets.sidediff import side_by_side
 
@@ -67,7 +68,7 @@ class SupersedesPane(Container):
             self.reload()
             self.read_files()
 
-    @work(thread=True, exclusive=True, group="supersedes-load")
+    @background("supersedes-load")
     def reload(self, changed: str | None = None) -> None:
         """The forest again; after an action on ``changed``'s links, its file is read again first."""
         try:
@@ -80,7 +81,7 @@ class SupersedesPane(Container):
             return
         self.app.call_from_thread(self.show_forest, roots)
 
-    @work(thread=True, exclusive=True, group="supersedes-files")
+    @background("supersedes-files")
     def read_files(self) -> None:
         """Read every file's ``supersedes`` (one read per file), with a progress bar, then show the full forest."""
         bar = self.query_one("#chains-progress", ProgressBar)
@@ -142,7 +143,7 @@ class SupersedesPane(Container):
             return
         self.show_link(link)
 
-    @work(thread=True, exclusive=True, group="supersedes-detail")
+    @background("supersedes-detail")
     def show_link(self, link: Link) -> None:
         """The link's facts, then the older memory turned into the newer one, as a diff (reading a sensitive
         memory is audited, as everywhere)."""

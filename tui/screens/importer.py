@@ -5,7 +5,7 @@ progress bar. Reading and writing run in workers; nothing is written before the 
 from __future__ import annotations
 
 from rich.markup import escape
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -19,6 +19,7 @@ from store.importers.base import Options
 from store.importers.run import ImportResult, Preview, apply_import, preview
 from store.service import Store
 from tui.tables import PlainTable
+from tui.threads import background
 
 SYSTEMS = {"openrelix": "OpenRelix state root", "cognirelay": "CogniRelay repository",
            "codex": "Codex home (~/.codex)", "eternego": "eternego persona home/"}
@@ -84,7 +85,7 @@ class ImportScreen(ModalScreen[ImportResult | None]):
                           redact=self.query_one("#import-redact", Checkbox).value)
         self.read_preview(system.id if system and system.id in IMPORTERS else "codex", path, options)
 
-    @work(thread=True, exclusive=True, group="import")
+    @background("import")
     def read_preview(self, system: str, path: str, options: Options) -> None:
         bar = self.query_one("#import-progress", ProgressBar)
         self.app.call_from_thread(self._busy, f"reading {system} at {path}…")
@@ -139,7 +140,7 @@ class ImportScreen(ModalScreen[ImportResult | None]):
             self.query_one("#import-go", Button).disabled = True
             self.write(self.plan)
 
-    @work(thread=True, exclusive=True, group="import")
+    @background("import")
     def write(self, plan: Preview) -> None:
         bar = self.query_one("#import-progress", ProgressBar)
         self.app.call_from_thread(self._busy, f"importing {plan.items:,} items…")
