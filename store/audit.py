@@ -15,9 +15,11 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from store.atomic import ensure_dir, write_atomic
 from store.errors import StoreError
@@ -205,26 +207,41 @@ def repair_torn_tail(path: Path, now: datetime) -> tuple[Path, int] | None:
     Only bytes after the last newline are touched; valid lines are never rewritten. Returns the fragment's
     file and size, or None when the tail is whole. The caller records the repair as an event.
     """
+    with _locked(path) as fh:
+        if fh is None:
+            return None
+        size = fh.seek(0, os.SEEK_END)
+        keep = _last_newline_end(fh, size)
+        if keep == size:
+            return None
+        fh.seek(keep)
+        fragment = fh.read(size - keep)
+        aside = _beside(path, "torn", now)
+        write_atomic(aside, fragment, mode=0o600)
+        fh.truncate(keep)
+        os.fsync(fh.fileno())
+    return aside, len(fragment)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[BinaryIO | None]:
+    """The log open for a repair under the writers' lock (memoryd's ``flock``); None if there is no log."""
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
-        return None
+        yield None
+        return
     with os.fdopen(fd, "r+b", buffering=0) as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
-            size = fh.seek(0, os.SEEK_END)
-            keep = _last_newline_end(fh, size)
-            if keep == size:
-                return None
-            fh.seek(keep)
-            fragment = fh.read(size - keep)
-            aside = path.with_name(f"{path.name}.torn-{now.strftime('%Y%m%dT%H%M%S%fZ')}")
-            write_atomic(aside, fragment, mode=0o600)
-            fh.truncate(keep)
-            os.fsync(fh.fileno())
+            yield fh
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return aside, len(fragment)
+
+
+def _beside(path: Path, what: str, now: datetime) -> Path:
+    """Where a repair keeps what it took out of the log: ``audit.jsonl.<what>-<time>``."""
+    return path.with_name(f"{path.name}.{what}-{now.strftime('%Y%m%dT%H%M%S%fZ')}")
 
 
 def set_aside(path: Path, bad: set[int], covered: int, now: datetime) -> tuple[Path, list[dict[str, Any]]] | None:
@@ -236,31 +253,25 @@ def set_aside(path: Path, bad: set[int], covered: int, now: datetime) -> tuple[P
     is: removing it would move every later line, and engram's ``seq`` is a line's position. It is then known by
     the event (see :mod:`store.audit_verify`), not hidden. A line that parses by now is left out.
     """
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "r+b", buffering=0) as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            found: dict[int, tuple[int, bytes]] = {}  # line -> (offset, raw)
-            offset, n = 0, 0
-            with path.open("rb") as lines:  # read under the writers' lock held on ``fh``
-                for n, raw in enumerate(lines, 1):
-                    if n in bad and raw.endswith(b"\n") and raw.strip() and _parse(raw) is None:
-                        found[n] = (offset, raw)
-                    offset += len(raw)
-            if not found:
-                return None
-            last = max(found)
-            cut = last == n and last > covered and found[last][0] + len(found[last][1]) == offset
-            aside = path.with_name(f"{path.name}.aside-{now.strftime('%Y%m%dT%H%M%S%fZ')}")
-            write_atomic(aside, b"".join(raw for _, raw in found.values()), mode=0o600)
-            if cut:
-                fh.truncate(found[last][0])
-                os.fsync(fh.fileno())
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with _locked(path) as fh:
+        if fh is None:
+            return None
+        found: dict[int, tuple[int, bytes]] = {}  # line -> (offset, raw)
+        offset, n = 0, 0
+        with path.open("rb") as lines:  # read under the writers' lock held on ``fh``
+            for n, raw in enumerate(lines, 1):
+                if n in bad and raw.endswith(b"\n") and raw.strip() and _parse(raw) is None:
+                    found[n] = (offset, raw)
+                offset += len(raw)
+        if not found:
+            return None
+        last = max(found)
+        cut = last == n and last > covered and found[last][0] + len(found[last][1]) == offset
+        aside = _beside(path, "aside", now)
+        write_atomic(aside, b"".join(raw for _, raw in found.values()), mode=0o600)
+        if cut:
+            fh.truncate(found[last][0])
+            os.fsync(fh.fileno())
     return aside, [{"line": line, "sha256": line_hash(raw), "bytes": len(raw), "cut": cut and line == last}
                    for line, (_, raw) in found.items()]
 
