@@ -1,13 +1,17 @@
-"""Every write command killed at every named crash point, and at later moments of its run, then run again and
-followed by ``repair``: in every trial ``check`` finds nothing the trial added, memoryd's reader loads every
-file, no plaintext is left in a sensitive scope, and no memory is duplicated or lost."""
+"""Every write command killed at every named crash point, at later moments of its run and at random moments
+(SIGKILL), then run again and followed by ``repair``: in every trial ``check`` finds nothing the trial added,
+memoryd's reader loads every file, no plaintext is left in a sensitive scope, and no memory is duplicated or
+lost."""
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -34,15 +38,24 @@ ACTIONS = ["approve", "approve-sensitive", "reject", "merge", "mark", "unmark", 
            "forget-sensitive", "revive", "retype", "sweep", "grant"]
 
 
-def drive(root: Path, action: str, arg: str, crash: str | None = None) -> int:
+def drive(root: Path, action: str, arg: str, crash: str | None = None, kill_after: float | None = None) -> int:
+    """Run the action in its own process: killed at the named ``crash`` point, or with SIGKILL ``kill_after``
+    seconds in (wherever it is then: a random moment; if it has finished by then, it simply ran)."""
     env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent.parent}{os.pathsep}{Path(__file__).parent}"}
     env.pop("ENGRAM_CRASH_AT", None)
     if crash:
         env["ENGRAM_CRASH_AT"] = crash
-    done = subprocess.run([sys.executable, str(DRIVER), str(root), action, arg], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode in (0, 137), done.stderr[-2000:]
-    return done.returncode
+    with subprocess.Popen([sys.executable, str(DRIVER), str(root), action, arg], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        try:
+            _, err = run.communicate(timeout=kill_after if kill_after is not None else 120)
+        except subprocess.TimeoutExpired:
+            if kill_after is None:
+                raise
+            run.send_signal(signal.SIGKILL)
+            _, err = run.communicate()
+    assert run.returncode in (0, 137, -signal.SIGKILL), err[-2000:]
+    return run.returncode
 
 
 def files_by_slug(root: Path) -> Counter[str]:
@@ -121,12 +134,16 @@ def prepared(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.parametrize("moment", MOMENTS)
 @pytest.mark.parametrize("action", ACTIONS)
 def test_a_killed_write_is_whole_after_a_rerun_and_repair(prepared, action, moment):
-    root = prepared
+    trial(prepared, action, moment)
+
+
+def trial(root: Path, action: str, moment: str | None = None, kill_after: float | None = None) -> None:
+    """Kill the action, run it again, repair: the root is as whole as before, by every measure."""
     with Store.open(root, keys=keys(), actor="engram-test") as store:
         name, arg = argument(store, action)
         before = check(store).counts()
     slugs = set(files_by_slug(root))
-    killed = drive(root, name, arg, crash=moment)
+    killed = drive(root, name, arg, crash=moment, kill_after=kill_after)
     drive(root, name, arg)  # the person runs it again
     passphrase = NEW if name == "rekey" else OLD
     with Store.open(root, keys=keys(passphrase), actor="engram-test") as store:
@@ -144,6 +161,21 @@ def test_a_killed_write_is_whole_after_a_rerun_and_repair(prepared, action, mome
     assert slugs <= set(counted)  # nothing lost
 
 
+@pytest.mark.parametrize("share", [0.75, 0.9])
+@pytest.mark.parametrize("action", ACTIONS)
+def test_a_write_killed_at_a_random_moment_is_whole_after_a_rerun_and_repair(prepared, tmp_path, action, share):
+    """The same, with SIGKILL at a moment no crash point names: the action is timed on a copy first, then killed
+    around ``share`` of that time in (jittered, seeded per trial), which lands in its writes, since most of a run
+    before them is the interpreter starting. Wherever it lands, the checks must hold."""
+    copy = Path(shutil.copytree(prepared, tmp_path / "timing"))
+    with Store.open(copy, keys=keys(), actor="engram-test") as store:
+        name, arg = argument(store, action)
+    started = time.monotonic()
+    drive(copy, name, arg)
+    took = time.monotonic() - started
+    trial(prepared, action, kill_after=took * share * random.Random(f"{action}{share}").uniform(0.9, 1.1))
+
+
 @pytest.mark.parametrize("action", ["mark", "forget-sensitive"])
 def test_a_kill_while_zeroing_plaintext_is_whole_after_a_rerun_and_repair(prepared, action):
-    test_a_killed_write_is_whole_after_a_rerun_and_repair(prepared, action, SCRUB_POINT)
+    trial(prepared, action, SCRUB_POINT)
