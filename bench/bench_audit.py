@@ -20,12 +20,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from store.audit import GENESIS, append_event, canonical_json, memoryd_link, this_hash  # noqa: E402
+from engram.store.audit.chain import GENESIS, append_event, canonical_json, memoryd_link, this_hash  # noqa: E402
 
 VERIFY = r"""
 import json, resource, sys, time
 from pathlib import Path
-from store.audit_verify import verify
+from engram.store.audit.verify import verify
 t = time.perf_counter()
 v = verify(Path(sys.argv[1]))
 print(json.dumps({"s": time.perf_counter() - t, "status": v.status, "lines": v.lines,

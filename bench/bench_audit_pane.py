@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store.audit_view import AuditLog, parse_filter  # noqa: E402
+from engram.store.audit.view import AuditLog, parse_filter  # noqa: E402
 
 
 def main() -> None:

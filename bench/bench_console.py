@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store import promotions  # noqa: E402
-from store.crypto import KeyRing  # noqa: E402
-from store.demo import DEMO_PASSPHRASE  # noqa: E402
-from store.index import Promotion  # noqa: E402
-from store.search import SearchIndex  # noqa: E402
-from store.service import Store  # noqa: E402
+from engram.store import promotions  # noqa: E402
+from engram.store.demo import DEMO_PASSPHRASE  # noqa: E402
+from engram.store.index import Promotion  # noqa: E402
+from engram.store.search import SearchIndex  # noqa: E402
+from engram.store.sensitive.crypto import KeyRing  # noqa: E402
+from engram.store.service import Store  # noqa: E402
 
 QUERIES = ["kafka lag", "type:fact pinned", "^how roll", "灰度 30%", "!type:session scope:28c4 webhook",
            "rollback | restart", "config/ledger.yaml", "tag:backend idempotency"]
@@ -50,8 +50,8 @@ def typing(index: SearchIndex) -> list[float]:
 
 
 async def open_time(root: Path) -> float:
-    from tui.app import EngramApp
-    from tui.panes.queue import QueuePane
+    from engram.tui.app import EngramApp
+    from engram.tui.panes.queue import QueuePane
 
     with Store.open(root, keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
         start = time.perf_counter()
@@ -68,8 +68,8 @@ async def on_screen(root: Path) -> tuple[list[float], list[float]]:
     Textual runs after the next screen refresh; what Pilot does after posting does not enter the figure."""
     from textual.widgets import Input
 
-    from tui.app import EngramApp
-    from tui.panes.search import SearchPane
+    from engram.tui.app import EngramApp
+    from engram.tui.panes.search import SearchPane
 
     samples: list[float] = []
     posted: list[float] = []  # when the key being answered was posted; empty when no key is

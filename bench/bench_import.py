@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "importers"))
 
 from generate import codex_home  # noqa: E402
-from store.importers import importer  # noqa: E402
-from store.importers.run import apply_import, preview  # noqa: E402
-from store.index import Memory  # noqa: E402
-from store.service import Store  # noqa: E402
 
+from engram.store.importers import importer  # noqa: E402
+from engram.store.importers.run import apply_import, preview  # noqa: E402
+from engram.store.index import Memory  # noqa: E402
+from engram.store.service import Store  # noqa: E402
 
 TRACE = "--trace" in sys.argv
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store.crypto import KeyRing  # noqa: E402
-from store.demo import DEMO_PASSPHRASE, PROJECTS, scope_hash_of  # noqa: E402
-from store.rekey import rekey_passphrase  # noqa: E402
-from store.sensitive import mark_sensitive, unmark_sensitive  # noqa: E402
-from store.service import Store  # noqa: E402
+from engram.store.demo import DEMO_PASSPHRASE, PROJECTS, scope_hash_of  # noqa: E402
+from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive  # noqa: E402
+from engram.store.sensitive.crypto import KeyRing  # noqa: E402
+from engram.store.sensitive.rekey import rekey_passphrase  # noqa: E402
+from engram.store.service import Store  # noqa: E402
 
 
 def main() -> None:

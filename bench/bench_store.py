@@ -16,34 +16,34 @@ from pathlib import Path
 
 STEP = r"""
 import json, resource, sys, time
-from store.crypto import KeyRing
-from store.demo import DEMO_PASSPHRASE
-from store.service import Store
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.demo import DEMO_PASSPHRASE
+from engram.store.service import Store
 root, step = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
 with Store.open(root, keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
     if step == "open":
-        from store.stats import counts
+        from engram.store.stats import counts
         counts(store)
     elif step == "read":
-        from store.frontmatter import parse
-        from store.scan import FileEntry, walk
+        from engram.store.frontmatter import parse
+        from engram.store.drift.scan import FileEntry, walk
         for e in walk(store.layout):
             if isinstance(e, FileEntry):
                 parse(store.read_bytes(e.relpath), e.relpath)
     elif step == "check":
-        from store.check import check
+        from engram.store.drift.check import check
         check(store)
     elif step == "rebuild":
-        from store.rebuild import rebuild_index
+        from engram.store.drift.rebuild import rebuild_index
         rebuild_index(store)
 print(json.dumps({"s": time.perf_counter() - t, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 BUILD = r"""
 import sys, time
-from store.demo import build_demo
-from store.service import Store
+from engram.store.demo import build_demo
+from engram.store.service import Store
 t = time.perf_counter()
 with Store.open(sys.argv[1], create=True, actor="engram-bench") as store:
     build_demo(store, int(sys.argv[2]))

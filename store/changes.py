@@ -18,9 +18,9 @@ from typing import TypeVar
 
 from peewee import DatabaseError
 
-from store.errors import StoreError
-from store.index import Memory, Promotion
-from store.service import Store
+from engram.store.errors import StoreError
+from engram.store.index import Memory, Promotion
+from engram.store.service import Store
 
 K = TypeVar("K", int, str)
 _FileState = tuple[int, int, int, int] | None  # (device, inode, size, mtime in ns), None when absent

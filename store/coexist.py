@@ -2,7 +2,7 @@
 
 memoryd's rebuild deletes index.db and builds it again from the ``.md`` files only: ``.md.enc`` rows, promotions
 and ``sensitive_scopes`` are gone (memoryd's next save into a scope it no longer knows is sensitive would be
-plaintext). engram notices (its identity is missing from the new index.db, see :class:`store.index.Index`),
+plaintext). engram notices (its identity is missing from the new index.db, see :class:`engram.store.index.Index`),
 keeps treating the scopes it knew as sensitive, and ``engram repair`` restores, from engram.db's copies, the
 registrations (and their markers), the promotions (ids kept where free), and finally the identity; the
 encrypted files are indexed again by the ordinary ``enc_without_row`` repair, which needs their keys.
@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from store.index import Imported, Memory, Promotion, PromotionNote
-from store.scan import FileEntry
-from store.service import Change, Store
+from engram.store.drift.scan import FileEntry
+from engram.store.index import Imported, Memory, Promotion, PromotionNote
+from engram.store.service import Change, Store
 
 PROMOTION_COLUMNS = ("id", "source_session_slug", "proposed_type", "proposed_title", "proposed_body",
                      "proposed_triggers", "dura_score", "reasoning", "proposed_supersedes", "scope_hash", "status",
@@ -53,7 +53,7 @@ def _index_rows(store: Store) -> list[dict[str, Any]]:
 
 def register_again(store: Store, scope: Unregistered) -> str:
     """The scope's ``sensitive_scopes`` row (and memoryd's marker in the project, where engram knows it)."""
-    from store.sensitive import (  # sensitive builds on the store, as repair does
+    from engram.store.sensitive.convert import (  # sensitive builds on the store, as repair does
         register,
         write_marker,
     )

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from store.domain import FORGOTTEN_DIR, DecayState
-from store.errors import BadInput
-from store.frontmatter import MemoryDoc
-from store.index import Memory
-from store.service import Change, FileWrite, Store
+from engram.store.domain import FORGOTTEN_DIR, DecayState
+from engram.store.errors import BadInput
+from engram.store.frontmatter import MemoryDoc
+from engram.store.index import Memory
+from engram.store.service import Change, FileWrite, Store
 
 DIM_AFTER = timedelta(days=30)
 MOVE_AFTER = timedelta(days=90)

@@ -14,13 +14,13 @@ import random
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
-from store.crypto import KeyRing
-from store.domain import DecayState, MemoryType
-from store.frontmatter import Frontmatter, MemoryDoc
-from store.errors import Conflict
-from store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain
-from store.promotions import Proposal, approve, promotion_values, reject
-from store.service import Change, Store, chunked
+from engram.store.domain import DecayState, MemoryType
+from engram.store.errors import Conflict
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain
+from engram.store.promotions import Proposal, approve, promotion_values, reject
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Change, Store, chunked
 
 DEMO_PASSPHRASE = "engram-demo-passphrase"
 """The demo's sensitive scope opens with this (set ``MEMORYD_MASTER_PASSPHRASE`` to it, or type it to unlock)."""

@@ -6,13 +6,13 @@ import json
 
 import yaml
 
-from store import binding
-from store.audit_verify import EventFilter, events
-from store.frontmatter import parse
-from store.index import Promotion, SupersedesChain
-from store.memories import view_memory
-from store.promotions import dura_of
-from store.service import Store
+from engram.store.audit.verify import EventFilter, events
+from engram.store.frontmatter import parse
+from engram.store.index import Promotion, SupersedesChain
+from engram.store.memories import view_memory
+from engram.store.promotions import dura_of
+from engram.store.sensitive import binding
+from engram.store.service import Store
 
 
 def explain(store: Store, slug: str) -> str:

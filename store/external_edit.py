@@ -12,9 +12,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from store.atomic import ensure_dir
-from store.errors import StoreError
-from store.paths import engram_state_dir
+from engram.store.errors import StoreError
+from engram.store.paths import engram_state_dir
+from engram.store.write.atomic import ensure_dir
 
 
 def editor_command() -> list[str] | None:

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from store.domain import DecayState, MemoryType
-from store.errors import BadInput, BadMemoryFile
+from engram.store.domain import DecayState, MemoryType
+from engram.store.errors import BadInput, BadMemoryFile
 
 SLUG_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 

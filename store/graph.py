@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from peewee import fn
 from rapidfuzz import fuzz, process
 
-from store.errors import BadInput, Conflict, NotFound
-from store.index import Entity, Memory, Relation
-from store.service import Change, Store
+from engram.store.errors import BadInput, Conflict, NotFound
+from engram.store.index import Entity, Memory, Relation
+from engram.store.service import Change, Store
 
 MAX_HOPS = 3
 PER_PREDICATE = 50  # relations listed per predicate and node; the rest are counted (a popular tool has thousands)

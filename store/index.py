@@ -28,8 +28,8 @@ from peewee import (
     TextField,
 )
 
-from migrations import ENGRAM_PREFIX, migration_files
-from store.errors import Conflict, DatabaseLocked, ReadOnlyStore, StoreError
+from engram.migrations import ENGRAM_PREFIX, migration_files
+from engram.store.errors import Conflict, DatabaseLocked, ReadOnlyStore, StoreError
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -290,7 +290,7 @@ class Imported(_Own):
 
 
 class KeyVerifier(_Own):
-    """Proof of the root's master passphrase (migration 107): see :mod:`store.keyproof`."""
+    """Proof of the root's master passphrase (migration 107): see :mod:`engram.store.sensitive.keyproof`."""
 
     id = IntegerField(primary_key=True)
     salt = TextField()

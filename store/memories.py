@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from store.domain import DecayState, MemoryType
-from store.errors import Conflict, NotFound
-from store.frontmatter import MemoryDoc
-from store.index import Memory, SupersedesChain
-from store.service import Change, Store
+from engram.store.domain import DecayState, MemoryType
+from engram.store.errors import Conflict, NotFound
+from engram.store.frontmatter import MemoryDoc
+from engram.store.index import Memory, SupersedesChain
+from engram.store.service import Change, Store
 
 
 def create_memory(store: Store, doc: MemoryDoc) -> str:

@@ -6,8 +6,8 @@ values and slugs come from files and databases a person or another tool may have
 
 from __future__ import annotations
 
-import hashlib
 import functools
+import hashlib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -16,9 +16,9 @@ from typing import Any
 
 import platformdirs
 
-from store.domain import FORGOTTEN_DIR, MemoryType
-from store.errors import StoreError, UnsafePath
-from store.frontmatter import check_slug
+from engram.store.domain import FORGOTTEN_DIR, MemoryType
+from engram.store.errors import StoreError, UnsafePath
+from engram.store.frontmatter import check_slug
 
 APP = "engram"
 

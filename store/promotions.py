@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from store import keyproof
-from store.domain import DecayState, MemoryType, PromotionStatus
-from store.errors import BadInput, Conflict, NotFound
-from store.frontmatter import Frontmatter, MemoryDoc, field_problem
-from store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
-from store.service import Change, Store
+from engram.store.domain import DecayState, MemoryType, PromotionStatus
+from engram.store.errors import BadInput, Conflict, NotFound
+from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
+from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
+from engram.store.sensitive import keyproof
+from engram.store.service import Change, Store
 
 DURA_KEYS = ("D", "U", "R", "A")
 
@@ -198,7 +198,7 @@ def target_scopes(store: Store, promotion_ids: Iterable[int]) -> set[str]:
 
 
 def prove_keys(store: Store, promotion_ids: Iterable[int]) -> None:
-    """Prove the key of every sensitive scope these promotions would be written into (see :mod:`store.keyproof`),
+    """Prove the key of every sensitive scope these promotions would be written into (see :mod:`engram.store.sensitive.keyproof`),
     so a wrong passphrase refuses a batch of approvals before the first, not half way through."""
     for scope in sorted(target_scopes(store, promotion_ids) & store.sensitive_scopes()):
         keyproof.prove(store, scope)

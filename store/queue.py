@@ -5,11 +5,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from store.errors import StoreError
-from store.index import Memory, Promotion, PromotionNote
-from store.promotions import dura_of, parse_json_list
-from store.query import Query, matches
-from store.service import Store
+from engram.store.errors import StoreError
+from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.promotions import dura_of, parse_json_list
+from engram.store.query import Query, matches
+from engram.store.service import Store
 
 SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
 DURA_LABELS = {"D": "Durable", "U": "Useful", "R": "Reusable", "A": "Accurate"}

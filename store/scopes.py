@@ -20,12 +20,12 @@ from typing import Any
 
 from peewee import fn
 
-from store.errors import BadInput, NotFound, StoreError, UnsafePath
-from store.grants import Grant, grants
-from store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger
-from store.paths import check_scope_name, scope_hash_for, scope_root_for
-from store.scan import scope_files
-from store.service import Change, Store
+from engram.store.drift.scan import scope_files
+from engram.store.errors import BadInput, NotFound, StoreError, UnsafePath
+from engram.store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger
+from engram.store.paths import check_scope_name, scope_hash_for, scope_root_for
+from engram.store.sensitive.grants import Grant, grants
+from engram.store.service import Change, Store
 
 UNSCOPED = "_unscoped"
 

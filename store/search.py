@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from store.errors import StoreError
-from store.index import Memory
-from store.query import Query, QuerySyntaxError, Term, parse
-from store.service import Store
+from engram.store.errors import StoreError
+from engram.store.index import Memory
+from engram.store.query import Query, QuerySyntaxError, Term, parse
+from engram.store.service import Store
 
 RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, head matches first, newest first
 REFINE = 20_000  # a term one key longer than a cached one with at most this many hits filters those in Python

@@ -19,15 +19,17 @@ from typing import Any
 
 from peewee import EXCLUDED, SQL
 
-from store import audit, binding, faults, keyproof, retire
-from store.atomic import read_regular, write_atomic
-from store.checkpoints import default_book
-from store.crypto import KeyRing, decrypt, encrypt
-from store.domain import FORGOTTEN_DIR, DecayState, MemoryType
-from store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
-from store.frontmatter import MemoryDoc, index_datetime, parse, serialize
-from store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger
-from store.paths import RootLayout, load_memoryd_config, resolve_data_root
+from engram.store.audit import chain
+from engram.store.audit.checkpoints import default_book
+from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
+from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
+from engram.store.frontmatter import MemoryDoc, index_datetime, parse, serialize
+from engram.store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger
+from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
+from engram.store.sensitive import binding, keyproof
+from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
+from engram.store.write import faults, retire
+from engram.store.write.atomic import read_regular, write_atomic
 
 
 def utcnow() -> datetime:
@@ -214,7 +216,7 @@ class Store:
             sensitive = self.sensitive_scopes()  # as the change leaves them: a scope being marked counts
             for _, _, event in queued:
                 if event["scope_hash"] in sensitive:
-                    event["details"] = audit.private_details(event["details"])
+                    event["details"] = chain.private_details(event["details"])
             rows = [{"op_id": op_id, "created_at": stamp,
                      "event": json.dumps(retire.carry(event, retiring[op_id]), ensure_ascii=False)}
                     for op_id, _, event in queued]
@@ -230,7 +232,7 @@ class Store:
         """memoryd's rebuild-index dropped the ``sensitive_scopes`` rows, and memoryd's next save into such a scope
         would be plaintext: engram's first write after noticing registers the scopes it knew again (audited, as
         ``repair`` does), before its own change. The rest of what the rebuild took waits for ``repair``."""
-        from store import coexist  # coexist builds on the store
+        from engram.store import coexist  # coexist builds on the store
 
         self._registering = True
         try:
@@ -243,7 +245,7 @@ class Store:
         """Append every queued event to the audit log, oldest first (one locked write), then advance the signed
         checkpoint; returns how many events are still queued.
 
-        Events a crashed writer already appended are not written twice (see :func:`audit.append_events`).
+        Events a crashed writer already appended are not written twice (see :func:`chain.append_events`).
         """
         self.audit_warning = None
         rows = self.queued_events()
@@ -255,7 +257,7 @@ class Store:
             retire.finish(self.layout, retiring)
             events.append(event)
         try:
-            audit.append_events(self.layout.audit_path, events,
+            chain.append_events(self.layout.audit_path, events,
                                 position_hint=self._audit_position_hint())
         except (StoreError, OSError) as exc:
             self.audit_warning = f"change saved, audit event queued: {exc}"
@@ -286,8 +288,8 @@ class Store:
             checkpoint = self.checkpoints.latest()
         except StoreError:
             return None
-        first = audit.first_line(self.layout.audit_path)
-        if checkpoint is None or first is None or audit.line_hash(first) != checkpoint.log_id:
+        first = chain.first_line(self.layout.audit_path)
+        if checkpoint is None or first is None or chain.line_hash(first) != checkpoint.log_id:
             return None
         return checkpoint.size, checkpoint.offset
 

@@ -15,8 +15,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from store.errors import StoreError
-from store.paths import engram_config_dir
+from engram.store.errors import StoreError
+from engram.store.paths import engram_config_dir
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ from typing import Any
 
 from peewee import fn
 
-from store.errors import StoreError
-from store.frontmatter import parse
-from store.index import Entity, Memory, Promotion, Relation, SupersedesChain
-from store.scan import FileEntry, walk
-from store.service import Store
+from engram.store.drift.scan import FileEntry, walk
+from engram.store.errors import StoreError
+from engram.store.frontmatter import parse
+from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.service import Store
 
 
 @dataclass

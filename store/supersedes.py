@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from store.errors import Conflict, NotFound, StoreError
-from store.frontmatter import MemoryDoc, parse
-from store.index import Memory, SupersedesChain
-from store.service import Change, Store
+from engram.store.errors import Conflict, NotFound, StoreError
+from engram.store.frontmatter import MemoryDoc, parse
+from engram.store.index import Memory, SupersedesChain
+from engram.store.service import Change, Store
 
 PROPOSED = "digest"  # memoryd's decided_by for a link its digest proposes but does not apply with confidence
 FILE_ONLY = "file"  # shown as decided_by for a link only the newer file's frontmatter lists (no index row)

@@ -9,8 +9,8 @@ import keyring
 import pytest
 from keyring.backend import KeyringBackend
 
-from store.crypto import KeyRing
-from store.service import Store
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memoryd-small"
 PASSPHRASE = "engram-fixture-passphrase-2026"

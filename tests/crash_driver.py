@@ -10,17 +10,18 @@ import shutil
 import sys
 from pathlib import Path
 
-from store import decay, grants, promotions, sensitive
-from store.crypto import PASSPHRASE_ENV, KeyRing
-from store.domain import MemoryType
-from store.errors import Conflict
-from store.importers import importer
-from store.importers.base import Options
-from store.importers.run import apply_import, preview
-from store.memories import edit_memory
-from store.paths import load_memoryd_config
-from store.rekey import rekey_passphrase
-from store.service import Store
+from engram.store import decay, promotions
+from engram.store.domain import MemoryType
+from engram.store.errors import Conflict
+from engram.store.importers import importer
+from engram.store.importers.base import Options
+from engram.store.importers.run import apply_import, preview
+from engram.store.memories import edit_memory
+from engram.store.paths import load_memoryd_config
+from engram.store.sensitive import convert, grants
+from engram.store.sensitive.crypto import PASSPHRASE_ENV, KeyRing
+from engram.store.sensitive.rekey import rekey_passphrase
+from engram.store.service import Store
 
 OLD, NEW = "engram-fixture-passphrase-2026", "a-new-passphrase-after-a-crash"
 CODEX = Path(__file__).parent / "fixtures" / "importers" / "codex"
@@ -35,9 +36,9 @@ def run(store: Store, action: str, arg: str) -> None:
         pid, into = arg.split(":")
         promotions.merge(store, int(pid), into)
     elif action == "mark":
-        sensitive.mark_sensitive(store, arg)
+        convert.mark_sensitive(store, arg)
     elif action == "unmark":
-        sensitive.unmark_sensitive(store, arg)
+        convert.unmark_sensitive(store, arg)
     elif action == "rekey":
         rekey_passphrase(store, NEW)
     elif action == "import":

@@ -33,5 +33,5 @@ def run_engram(root: Path, *args: str, env: dict[str, str], crash: str | None = 
     full = {**os.environ, **env, "PYTHONPATH": str(Path(__file__).parent.parent)}
     if crash:
         full["ENGRAM_CRASH_AT"] = crash
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args, "--root", str(root)], env=full,
+    return subprocess.run([sys.executable, "-m", "engram", *args, "--root", str(root)], env=full,
                           capture_output=True).returncode

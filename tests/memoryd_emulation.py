@@ -10,11 +10,11 @@ import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
-from migrations import migration_files
-from store.audit import GENESIS, memoryd_link
-from store.domain import MemoryType
-from store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
-from store.service import memory_row
+from engram.migrations import migration_files
+from engram.store.audit.chain import GENESIS, memoryd_link
+from engram.store.domain import MemoryType
+from engram.store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
+from engram.store.service import memory_row
 
 
 def memoryd_verify_chain(path: Path) -> tuple[bool, int]:
@@ -141,7 +141,7 @@ def memoryd_load_failures(root: Path, passphrase: str, kdf_iters: int = 600_000)
 
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    from store.crypto import derive_passphrase_key
+    from engram.store.sensitive.crypto import derive_passphrase_key
 
     failures, keys = [], {}
     con = sqlite3.connect(root / "index.db")

@@ -3,9 +3,7 @@ it mechanically, property tests, concurrent writers, checkpoints and tail repair
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import hashlib
 import json
 import multiprocessing
 from datetime import datetime, timezone
@@ -15,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.audit import GENESIS, TornTail, accumulate, append_event, append_events, memoryd_link, this_hash
-from store.audit_verify import TAMPERED, TORN, VALID, verify
-from store.checkpoints import CheckpointBook, CheckpointRejected
+from engram.store.audit.chain import GENESIS, TornTail, accumulate, append_event, append_events, memoryd_link, this_hash
+from engram.store.audit.checkpoints import CheckpointBook, CheckpointRejected
+from engram.store.audit.verify import TAMPERED, TORN, VALID, verify
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from store.domain import DecayState
-from store.index import Memory
-from store.memories import set_decay
-from store.service import Store
-from tui.cli import main
+from engram.store.domain import DecayState
+from engram.store.index import Memory
+from engram.store.memories import set_decay
+from engram.store.service import Store
+from engram.tui.cli import main
 
 
 def run(capsys, *args):

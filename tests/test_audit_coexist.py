@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memoryd_emulation import memoryd_append, memoryd_verify_chain
 
-from store.audit import append_event, memoryd_link, this_hash
-from store.audit_verify import TAMPERED, VALID, verify
+from engram.store.audit.chain import append_event, memoryd_link, this_hash
+from engram.store.audit.verify import TAMPERED, VALID, verify
 
 
 class Writers:

@@ -8,20 +8,20 @@ import json
 import shutil
 from pathlib import Path
 
+from helpers import events
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store import graph
-from store.audit import IDENTIFIER_KEYS, private_details
-from store.domain import MemoryType
-from store.importers import importer
-from store.importers.base import Options
-from store.importers.run import apply_import, preview
-from store.index import Entity, Memory
-from store.paths import scope_hash_for
-from store.promotions import Proposal, propose, reject
-from store.sensitive import mark_sensitive
-from helpers import events
+from engram.store import graph
+from engram.store.audit.chain import IDENTIFIER_KEYS, private_details
+from engram.store.domain import MemoryType
+from engram.store.importers import importer
+from engram.store.importers.base import Options
+from engram.store.importers.run import apply_import, preview
+from engram.store.index import Entity, Memory
+from engram.store.paths import scope_hash_for
+from engram.store.promotions import Proposal, propose, reject
+from engram.store.sensitive.convert import mark_sensitive
 
 FINANCE, PLAIN = "35998c22af79", "710d5aaf7a15"
 CANARY = "Quartz-Heron salary figure"

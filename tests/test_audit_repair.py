@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from store.audit_ops import repair_log, verify_log
-from store.audit_verify import TAMPERED, VALID
-from store.domain import DecayState
-from store.index import Memory
-from store.memories import set_decay
-from store.service import Store
 from helpers import events
 from memoryd_emulation import memoryd_append, memoryd_verify_chain
-from tui.cli import main
+
+from engram.store.audit.ops import repair_log, verify_log
+from engram.store.audit.verify import TAMPERED, VALID
+from engram.store.domain import DecayState
+from engram.store.index import Memory
+from engram.store.memories import set_decay
+from engram.store.service import Store
+from engram.tui.cli import main
 
 EVENT = {"scope_hash": "710d5aaf7a15", "event_type": "access_granted", "tool": "search_memory", "result": "ok"}
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import audit_view
-from store.audit_view import AuditLog, parse_filter
-from store.errors import BadInput
+from engram.store.audit import view as audit_view
+from engram.store.audit.view import AuditLog, parse_filter
+from engram.store.errors import BadInput
 
 
 @settings(max_examples=60, deadline=None)

@@ -9,16 +9,16 @@ from datetime import datetime, timedelta, timezone
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from store.binding import BOUND, CHANGED, ROLLED_BACK, SWAPPED, UNBOUND, verify
-from store.check import check
-from store.crypto import derive_passphrase_key
-from store.explain import explain
-from store.frontmatter import parse, serialize
-from store.index import Binding, Memory
-from store.memories import edit_memory
-from store.repair import repair
-from store.sensitive import mark_sensitive, unmark_sensitive
-from store.service import memory_row
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.explain import explain
+from engram.store.frontmatter import parse, serialize
+from engram.store.index import Binding, Memory
+from engram.store.memories import edit_memory
+from engram.store.sensitive.binding import BOUND, CHANGED, ROLLED_BACK, SWAPPED, UNBOUND, verify
+from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
+from engram.store.sensitive.crypto import derive_passphrase_key
+from engram.store.service import memory_row
 
 PASSPHRASE = "engram-fixture-passphrase-2026"
 FINANCE, WEB = "35998c22af79", "710d5aaf7a15"

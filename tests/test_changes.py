@@ -8,12 +8,12 @@ import sqlite3
 
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_proposes, memoryd_rebuild_index
 
-from store.changes import ChangeFeed
-from store.check import check
-from store.index import Promotion
-from store.promotions import approve, reject
-from store.repair import repair
-from store.service import Store
+from engram.store.changes import ChangeFeed
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.index import Promotion
+from engram.store.promotions import approve, reject
+from engram.store.service import Store
 
 
 def test_nothing_changed_is_none(store):

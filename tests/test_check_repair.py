@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from store.check import check
-from store.index import Memory, Promotion
-from store.repair import repair
-from store.service import Store
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.index import Memory, Promotion
+from engram.store.service import Store
 
 FIXTURE_QUIRKS = {"file_without_row": 2, "approved_without_memory": 1, "decay_index_only": 26}
 
@@ -111,7 +111,7 @@ def test_slug_changed_by_hand_rekeys_the_row(store, fixture_root):
 
 
 def test_wrong_passphrase_is_one_finding_per_scope_not_damage(fixture_root):
-    from store.crypto import KeyRing
+    from engram.store.sensitive.crypto import KeyRing
 
     with Store.open(fixture_root, keys=KeyRing(passphrase="not-it")) as store:
         report = check(store)

@@ -7,15 +7,14 @@ from pathlib import Path
 
 from helpers import run_engram
 
-from store.audit_ops import verify_log
-from store.audit_verify import TAMPERED, VALID
-from store.domain import DecayState
-from store.index import Memory, Promotion
-from store.memories import set_decay
-from store.paths import engram_config_dir
-from store.service import Store
-from tui.cli import main
-
+from engram.store.audit.ops import verify_log
+from engram.store.audit.verify import TAMPERED, VALID
+from engram.store.domain import DecayState
+from engram.store.index import Memory, Promotion
+from engram.store.memories import set_decay
+from engram.store.paths import engram_config_dir
+from engram.store.service import Store
+from engram.tui.cli import main
 
 PLAIN = "710d5aaf7a15"  # a scope that is not sensitive: a decision there needs no key
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tui.cli import main
+from engram.tui.cli import main
 
 
 def run(capsys, *args):

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from memoryd_emulation import memoryd_decides
 
-from store.check import check
-from store.errors import Conflict
-from store.frontmatter import MemoryDoc, parse, serialize
-from store.index import Promotion
-from store.promotions import approve, defer, reject, undo
-from store.service import Store
-from store.supersedes import confirm_supersede, links, undo_supersede
+from engram.store.drift.check import check
+from engram.store.errors import Conflict
+from engram.store.frontmatter import MemoryDoc, parse, serialize
+from engram.store.index import Promotion
+from engram.store.promotions import approve, defer, reject, undo
+from engram.store.service import Store
+from engram.store.supersedes import confirm_supersede, links, undo_supersede
 
 
 def memory_files(root) -> dict[str, bytes]:

@@ -14,11 +14,11 @@ from conftest import PASSPHRASE
 from helpers import events
 from memoryd_emulation import memoryd_proposes, memoryd_verify_chain
 
-from store.audit_verify import VALID, verify
-from store.check import check
-from store.crypto import KeyRing
-from store.index import Promotion
-from store.service import Store
+from engram.store.audit.verify import VALID, verify
+from engram.store.drift.check import check
+from engram.store.index import Promotion
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
 
 ROUNDS, PER_ROUND = 6, 24
 TESTS = Path(__file__).parent
@@ -51,7 +51,7 @@ def env(**extra: str) -> dict[str, str]:
 def race(root: Path, verb: str, ids: list[int], seed: int) -> tuple[dict, dict[int, str]]:
     """Both processes started together on the same promotions, engram holding each decision open for a moment
     between planning it and taking the write lock; engram's JSON report and what memoryd decided."""
-    engram = subprocess.Popen([sys.executable, "-m", "tui.cli", "promotions", verb, *map(str, ids), "--json",
+    engram = subprocess.Popen([sys.executable, "-m", "engram", "promotions", verb, *map(str, ids), "--json",
                                "--root", str(root)], env=env(ENGRAM_PAUSE_AT="planned:0.02"),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     memoryd = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(seed), *map(str, ids)], env=env(),

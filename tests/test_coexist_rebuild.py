@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index
 
-from store.check import check
-from store.errors import Conflict
-from store.index import Memory, Promotion, PromotionNote, ScopeLabel
-from store.promotions import approve, reject
-from store.repair import repair
-from store.scopes import set_label
-from store.sensitive import mark_sensitive
-from store.service import Store
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.errors import Conflict
+from engram.store.index import Memory, Promotion, PromotionNote, ScopeLabel
+from engram.store.promotions import approve, reject
+from engram.store.scopes import set_label
+from engram.store.sensitive.convert import mark_sensitive
+from engram.store.service import Store
 
 
 def sensitive_rows(root: Path) -> set[str]:
@@ -83,7 +83,7 @@ def test_after_a_rebuild_an_approval_into_a_sensitive_scope_is_still_encrypted(f
 
 
 def test_import_records_survive_a_rebuild(fixture_root, unlocked_keys):
-    from store.index import Imported
+    from engram.store.index import Imported
 
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         store.index.writable()

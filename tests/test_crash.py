@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from store import faults
-from store.check import check
-from store.index import Memory, Promotion
-from store.promotions import approve
-from store.repair import repair
-from store.service import Store
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.index import Memory, Promotion
+from engram.store.promotions import approve
+from engram.store.service import Store
+from engram.store.write import faults
 
 APPROVE = """
 import sys
-from store.service import Store
-from store.promotions import approve
+from engram.store.service import Store
+from engram.store.promotions import approve
 with Store.open(sys.argv[1], actor="engram-crash") as s:
     approve(s, int(sys.argv[2]))
 """

@@ -16,19 +16,18 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from store.atomic import SCRUB_POINT
-from store.check import check
-from store.crypto import KeyRing
-from store.decay import forget_now
-from store.index import Imported, Memory, Promotion
-from store.repair import repair
-from store.sensitive import mark_sensitive, unmark_sensitive
-from store.service import Store
-
 from conftest import FIXTURE
 from crash_driver import NEW, OLD
 from memoryd_emulation import memoryd_load_failures
+
+from engram.store.decay import forget_now
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.index import Imported, Memory, Promotion
+from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.store.write.atomic import SCRUB_POINT
 
 DRIVER = Path(__file__).parent / "crash_driver.py"
 PLAIN, FINANCE = "5727cb99a38b", "35998c22af79"

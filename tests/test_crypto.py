@@ -6,10 +6,10 @@ import base64
 
 import pytest
 
-from store.crypto import KeyRing, decrypt, derive_passphrase_key, encrypt
-from store.errors import DecryptionFailed, KeyUnavailable
-from store.index import Memory
-from store.paths import scope_hash_for
+from engram.store.errors import DecryptionFailed, KeyUnavailable
+from engram.store.index import Memory
+from engram.store.paths import scope_hash_for
+from engram.store.sensitive.crypto import KeyRing, decrypt, derive_passphrase_key, encrypt
 
 SCOPE = "35998c22af79"
 

@@ -3,16 +3,26 @@ in forgotten/ left alone), written through to frontmatter; revive, recall, ttl, 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
-
-from store.decay import (MOVED, apply_sweep, distribution, forget_now, listing, plan_sweep, record_recall, revive,
-                         set_ttl, state_of)
-from store.domain import DecayState
-from store.errors import BadInput
-from store.index import Memory
 from helpers import events
+
+from engram.store.decay import (
+    MOVED,
+    apply_sweep,
+    distribution,
+    forget_now,
+    listing,
+    plan_sweep,
+    record_recall,
+    revive,
+    set_ttl,
+    state_of,
+)
+from engram.store.domain import DecayState
+from engram.store.errors import BadInput
+from engram.store.index import Memory
 
 LATER = datetime(2027, 6, 1, tzinfo=timezone.utc)
 

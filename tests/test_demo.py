@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from store.check import check
-from store.crypto import KeyRing
-from store.demo import DEMO_PASSPHRASE, build_demo
-from store.index import Entity, Memory, Promotion, Relation, SupersedesChain
-from store.scan import FileEntry, walk
-from store.service import Store
+from engram.store.demo import DEMO_PASSPHRASE, build_demo
+from engram.store.drift.check import check
+from engram.store.drift.scan import FileEntry, walk
+from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
 
 
 def make(root, n=300, seed=3):
@@ -49,7 +49,7 @@ def test_demo_has_everything_a_person_should_see(tmp_path):
 def test_demo_refuses_a_root_with_memories(fixture_root):
     import pytest
 
-    from store.errors import Conflict
+    from engram.store.errors import Conflict
 
     with Store.open(fixture_root) as store, pytest.raises(Conflict):
         build_demo(store, 10)

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from store.errors import StoreError
-from store.external_edit import edit_in_editor
-from store.paths import engram_state_dir
+from engram.store.errors import StoreError
+from engram.store.external_edit import edit_in_editor
+from engram.store.paths import engram_state_dir
 
 EDITOR = """
 import os, stat, sys

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.domain import MemoryType
-from store.errors import BadMemoryFile
-from store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
-from store.scan import FileEntry, walk
+from engram.store.domain import MemoryType
+from engram.store.drift.scan import FileEntry, walk
+from engram.store.errors import BadMemoryFile
+from engram.store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
 
 
 def memoryd_body(data: bytes) -> str:
@@ -35,7 +34,7 @@ def test_every_fixture_file_round_trips_byte_for_byte(store):
 
 
 def test_fingerprint_matches_memoryd_index(store):
-    from store.index import Memory
+    from engram.store.index import Memory
 
     for row in Memory.select():
         doc = store.read_doc(row.body_path)
@@ -43,7 +42,7 @@ def test_fingerprint_matches_memoryd_index(store):
 
 
 def test_naive_and_aware_datetimes_keep_their_form(store):
-    from store.index import Memory
+    from engram.store.index import Memory
 
     naive = Memory.get(Memory.slug == "2026-04-03-0ad3f2d6-c878-4ae0-a32e-f1eac3693486")
     doc = store.read_doc(naive.body_path)

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
-from store.service import Store
-from tui.app import EngramApp
-from tui.cli import main
 from helpers import settle
+
+from engram.store.service import Store
+from engram.tui.app import EngramApp
+from engram.tui.cli import main
 
 SECONDS = 60  # per command: the slowest (repair, rebuild-index) take about a second on this root
 PLAIN_FILE = "scopes/710d5aaf7a15/decisions/2026-11-12-Switch_from_Vite_to_Sentry-1794522153.md"

@@ -6,12 +6,19 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from store.errors import BadInput, Conflict
-from store.graph import (conflicts, entities, mentioned_in, merge_entities, neighbourhood, rename_entity,
-                         supersede_relation)
-from store.index import Entity, Relation
 from helpers import events
+
+from engram.store.errors import BadInput, Conflict
+from engram.store.graph import (
+    conflicts,
+    entities,
+    mentioned_in,
+    merge_entities,
+    neighbourhood,
+    rename_entity,
+    supersede_relation,
+)
+from engram.store.index import Entity, Relation
 
 
 def test_entities_by_mentions_and_fuzzy_name(store):

@@ -10,24 +10,23 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from store.errors import StoreError
-from store.index import Memory
-from store.service import Store
-
 from conftest import PASSPHRASE
+
+from engram.store.errors import StoreError
+from engram.store.index import Memory
+from engram.store.service import Store
 
 
 def engram(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), "MEMORYD_MASTER_PASSPHRASE": PASSPHRASE}
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args, "--root", str(root)], env=env,
+    return subprocess.run([sys.executable, "-m", "engram", *args, "--root", str(root)], env=env,
                           capture_output=True, text=True, timeout=60)  # a hang fails here, not forever
 
 
 @pytest.fixture(params=["fifo", "symlink"])
 def hostile(request, fixture_root: Path, tmp_path: Path) -> Path:
     """A memory's file replaced by a FIFO, or by a symlink to a file outside the root."""
-    with Store.open(fixture_root) as store:
+    with Store.open(fixture_root):
         row = Memory.select().where(Memory.body_path.endswith(".md")).order_by(Memory.slug).first()
     path = fixture_root / row.body_path
     path.unlink()

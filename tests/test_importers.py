@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from store.domain import MemoryType
-from store.importers import base, importer
-from store.importers.base import Options
-from store.importers.run import apply_import, preview
-from store.index import Imported, Memory, Promotion, SupersedesChain
-from store.paths import scope_hash_for
-from store.promotions import approve, dura_of, parse_json_list
 from helpers import events
+
+from engram.store.domain import MemoryType
+from engram.store.importers import base, importer
+from engram.store.importers.base import Options
+from engram.store.importers.run import apply_import, preview
+from engram.store.index import Imported, Memory, Promotion, SupersedesChain
+from engram.store.paths import scope_hash_for
+from engram.store.promotions import approve, dura_of, parse_json_list
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 sys.path.insert(0, str(FIXTURES))
@@ -197,7 +197,7 @@ def test_cognirelay_capsules(store, source):
 
 
 def test_a_rejected_imported_supersede_is_not_proposed_again(store, source):
-    from store.supersedes import reject_supersede
+    from engram.store.supersedes import reject_supersede
 
     path = source("cognirelay")
     plan = imported(store, "cognirelay", path)
@@ -251,7 +251,7 @@ def test_scope_option_puts_everything_in_one_scope(store, source):
 
 
 def test_scope_option_takes_a_project_directory_and_refuses_one_that_does_not_exist(store, source, tmp_path):
-    from store.errors import BadInput
+    from engram.store.errors import BadInput
 
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
@@ -273,8 +273,8 @@ def test_promotions_into_a_sensitive_scope_are_refused(store, source):
 
 
 def test_sessions_into_a_locked_sensitive_scope_are_refused_before_anything_is_written(fixture_root, source):
-    from store.crypto import KeyRing
-    from store.service import Store
+    from engram.store.sensitive.crypto import KeyRing
+    from engram.store.service import Store
 
     with Store.open(fixture_root, keys=KeyRing(), actor="engram-test") as locked:
         sensitive = sorted(locked.sensitive_scopes())[0]
@@ -283,7 +283,7 @@ def test_sessions_into_a_locked_sensitive_scope_are_refused_before_anything_is_w
 
 
 def test_a_path_that_does_not_exist_is_a_clear_error(store, tmp_path):
-    from store.errors import BadInput
+    from engram.store.errors import BadInput
     with pytest.raises(BadInput, match="no such file"):
         preview(store, importer("codex"), tmp_path / "nowhere")
 
@@ -292,11 +292,12 @@ def test_a_path_that_does_not_exist_is_a_clear_error(store, tmp_path):
 def test_an_import_killed_anywhere_finishes_when_run_again(fixture_root, tmp_path, point):
     """A real process is killed at each step of the write path during an import of 450 rollouts (3 batches);
     running the import again leaves every rollout imported once, each audited once, and nothing to repair."""
-    from store.check import check
-    from store.repair import repair
-    from store.crypto import KeyRing
-    from store.service import Store
     from helpers import run_engram
+
+    from engram.store.drift.check import check
+    from engram.store.drift.repair import repair
+    from engram.store.sensitive.crypto import KeyRing
+    from engram.store.service import Store
 
     home = codex_home(tmp_path / "codex", 450)
     env = {"MEMORYD_MASTER_PASSPHRASE": "engram-fixture-passphrase-2026"}

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from store.errors import DatabaseLocked, ReadOnlyStore
-from store.index import Memory
-from store.memories import set_decay
-from store.domain import DecayState
-from store.service import Store
+from engram.store.domain import DecayState
+from engram.store.errors import DatabaseLocked, ReadOnlyStore
+from engram.store.index import Memory
+from engram.store.memories import set_decay
+from engram.store.service import Store
 
 MEMORYD_MIGRATIONS = ["001_initial_schema.sql", "002_sensitive_scope.sql", "003_sensitive_scopes_table.sql",
                       "004_knowledge_graph.sql", "005_profile_self_learning.sql"]
@@ -87,7 +87,7 @@ def test_engram_01_tables_inside_index_db_are_read_then_moved_out(fixture_root, 
         INSERT INTO _schema_migrations VALUES ('104_engram_scope_labels.sql', '2026-11-01 00:00:00');""")
     con.commit()
     con.close()
-    from store.index import ScopeLabel
+    from engram.store.index import ScopeLabel
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         assert [r.label for r in ScopeLabel.select()] == ["ledger"]
         first_write(store)
@@ -119,7 +119,7 @@ def test_newer_schema_opens_read_only_and_refuses_writes(fixture_root, unlocked_
 
 
 def test_locked_database_is_a_clear_error(fixture_root, unlocked_keys, monkeypatch):
-    monkeypatch.setattr("store.index.BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr("engram.store.index.BUSY_TIMEOUT_MS", 100)
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         row = Memory.get(Memory.body_path.endswith(".md") & (Memory.decay_state == "alive"))
         before = (fixture_root / row.body_path).read_bytes()

@@ -9,21 +9,20 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
-from store import keyproof
-from store.crypto import KeyRing, opens_verifier
-from store.domain import MemoryType
-from store.errors import PassphraseUnconfirmed, WrongKey
-from store.frontmatter import Frontmatter, MemoryDoc
-from store.index import KeyVerifier, Promotion
-from store.memories import create_memory
-from store.rekey import rekey_passphrase
-from store.sensitive import mark_sensitive, unmark_sensitive
-from store.service import Store
-from tui.cli import main
-
 from conftest import PASSPHRASE
 from memoryd_emulation import memoryd_proposes
+
+from engram.store.domain import MemoryType
+from engram.store.errors import PassphraseUnconfirmed, WrongKey
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.index import KeyVerifier, Promotion
+from engram.store.memories import create_memory
+from engram.store.sensitive import keyproof
+from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
+from engram.store.sensitive.crypto import KeyRing, opens_verifier
+from engram.store.sensitive.rekey import rekey_passphrase
+from engram.store.service import Store
+from engram.tui.cli import main
 
 PLAIN, FINANCE = "5727cb99a38b", "35998c22af79"
 TYPO = PASSPHRASE + "x"

@@ -1,9 +1,12 @@
-"""The architecture's two rules, checked on the source: store/ never imports Textual; tui/ runs no SQL and
-writes no files (it calls the store)."""
+"""The architecture's two rules: store/ never loads Textual or Rich, and the CLI starts without Textual (both checked
+in a fresh interpreter); tui/ runs no SQL and writes no files (it calls the store)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
@@ -13,15 +16,31 @@ def sources(package: str) -> dict[str, str]:
     return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in (ROOT / package).rglob("*.py")}
 
 
-def test_store_imports_no_textual():
-    offenders = [path for path, text in sources("store").items()
-                 if re.search(r"^\s*(import|from)\s+(textual|rich)\b", text, re.M)]
-    assert offenders == []
+def loaded_after(statement: str) -> set[str]:
+    """The top-level modules a fresh interpreter holds after ``statement``: what importing it really pulls in."""
+    code = f"import sys; {statement}; print('\\n'.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return set(done.stdout.split())
+
+
+def test_the_store_loads_neither_textual_nor_rich():
+    every_module = "; ".join(f"import {m}" for m in store_modules())
+    assert {"textual", "rich"} & loaded_after(every_module) == set()
+
+
+def test_the_cli_starts_without_textual():
+    assert "textual" not in loaded_after("import engram.tui.cli")
+
+
+def store_modules() -> list[str]:
+    return sorted("engram.store." + ".".join(p.relative_to(ROOT / "store").with_suffix("").parts)
+                  for p in (ROOT / "store").rglob("*.py") if p.name != "__init__.py")
 
 
 FORBIDDEN_IN_TUI = [
     r"^\s*(import|from)\s+(sqlite3|peewee)\b",  # SQL drivers
-    r"^\s*from\s+store\.index\s+import",  # ORM models: queries belong in store/
+    r"^\s*from\s+engram\.store\.index\s+import",  # ORM models: queries belong in store/
     r"\.execute(_sql)?\(", r"\.select\(", r"\.(write_text|write_bytes)\(",  # SQL, file writes
     r"\bopen\([^)]*['\"][wa]", r"os\.(replace|rename|remove|unlink)\(", r"shutil\.",  # file writes, moves
 ]
@@ -34,7 +53,7 @@ def test_tui_has_no_sql_and_no_file_writes():
 
 
 def test_every_action_id_is_documented():
-    from tui.keymap import ALL_ACTIONS
+    from engram.tui.keymap import ALL_ACTIONS
 
     documented = (ROOT / "docs" / "keymap.md").read_text(encoding="utf-8")
     assert [a.id for a in ALL_ACTIONS if f"`{a.id}`" not in documented] == []

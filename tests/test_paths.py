@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store.errors import UnsafePath
-from store.paths import RootLayout
+from engram.store.errors import UnsafePath
+from engram.store.paths import RootLayout
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.query import Query, QuerySyntaxError, Term, matches, parse
+from engram.store.query import Query, QuerySyntaxError, Term, matches, parse
 
 PARSES = [
     ("", Query(())),

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import json
 
-from store.check import check
-from store.crypto import KeyRing
-from store.index import Memory
-from store.rekey import rekey_passphrase
-from store.repair import repair
-from store.scopes import scopes
-from store.service import Store
 from helpers import events
-from tui.cli import main
+
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.index import Memory
+from engram.store.scopes import scopes
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.sensitive.rekey import rekey_passphrase
+from engram.store.service import Store
+from engram.tui.cli import main
 
 OLD, NEW = "engram-fixture-passphrase-2026", "a-new-passphrase-for-both"
 FINANCE = "35998c22af79"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from store.check import check
-from store.index import Entity, Memory, Promotion, Relation, SupersedesChain
-from store.rebuild import open_for_rebuild, rebuild_index
-from store.service import Store
+from engram.store.drift.check import check
+from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
+from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.service import Store
 
 
 def test_rebuild_keeps_promotions_graph_sensitivity_and_decay(store, fixture_root):

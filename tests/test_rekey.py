@@ -13,16 +13,16 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from helpers import events, run_engram
 from memoryd_emulation import memoryd_rebuild_index
 
-from store import faults
-from store.binding import BOUND, verify
-from store.check import check
-from store.crypto import KeyRing, derive_passphrase_key
-from store.errors import StoreError, WrongKey
-from store.frontmatter import parse
-from store.index import Memory
-from store.repair import repair
-from store.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
-from store.service import Store
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.errors import StoreError, WrongKey
+from engram.store.frontmatter import parse
+from engram.store.index import Memory
+from engram.store.sensitive.binding import BOUND, verify
+from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key
+from engram.store.sensitive.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
+from engram.store.service import Store
+from engram.store.write import faults
 
 OLD, NEW = "engram-fixture-passphrase-2026", "a-new-passphrase-for-finance"
 FINANCE, HEALTH = "35998c22af79", "91c2073b561e"  # the fixture's two sensitive scopes
@@ -167,8 +167,8 @@ def test_keyring_mode_gives_one_scope_a_new_random_key(fixture_root, memory_keyr
 def test_keyring_mode_stopped_half_way_keeps_both_keys_and_finishes(fixture_root, memory_keyring, monkeypatch):
     old_keys = keyring_mode(fixture_root, memory_keyring)
     before = plaintexts(fixture_root, keys=old_keys)
-    monkeypatch.setattr("store.sensitive.BATCH", 5)
-    monkeypatch.setattr("store.rekey.BATCH", 5)
+    monkeypatch.setattr("engram.store.sensitive.convert.BATCH", 5)
+    monkeypatch.setattr("engram.store.sensitive.rekey.BATCH", 5)
     real_apply, calls = Store.apply, []
 
     def stop_on_the_second_batch(self, change):

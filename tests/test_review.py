@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from store import promotions
-from store.domain import MemoryType
-from store.errors import Conflict
-from store.index import Memory, Promotion, PromotionNote, SupersedesChain
-from store.memories import edit_memory
+from engram.store import promotions
+from engram.store.domain import MemoryType
+from engram.store.errors import Conflict
+from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain
+from engram.store.memories import edit_memory
 
 
 def pending() -> Promotion:

@@ -14,14 +14,14 @@ from conftest import PASSPHRASE
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from helpers import run_engram
 
-from store.crypto import KeyRing
-from store.domain import MemoryType
-from store.frontmatter import Frontmatter, MemoryDoc
-from store.index import Memory
-from store.memories import create_memory
-from store.scopes import set_label
-from store.sensitive import mark_sensitive
-from store.service import Store
+from engram.store.domain import MemoryType
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.index import Memory
+from engram.store.memories import create_memory
+from engram.store.scopes import set_label
+from engram.store.sensitive.convert import mark_sensitive
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
 
 
 def memoryd_hash(path: Path) -> str:

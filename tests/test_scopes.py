@@ -9,16 +9,16 @@ import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
-from store import grants as grants_mod
-from store.crypto import KeyRing, derive_passphrase_key, encrypt
-from store.errors import Conflict, KeyUnavailable, NotFound, UnsafePath, WrongKey
-from store.grants import Grant, grants, issue_grant, revoke_grant
-from store.scopes import discover_roots, scopes
-from store.sensitive import lock, mark_sensitive, unlock
-from store.service import Store
-from tui.cli import main
 from helpers import events
+
+from engram.store.errors import Conflict, KeyUnavailable, NotFound, UnsafePath, WrongKey
+from engram.store.scopes import discover_roots, scopes
+from engram.store.sensitive import grants as grants_mod
+from engram.store.sensitive.convert import lock, mark_sensitive, unlock
+from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key, encrypt
+from engram.store.sensitive.grants import Grant, grants, issue_grant, revoke_grant
+from engram.store.service import Store
+from engram.tui.cli import main
 
 PASSPHRASE = "engram-fixture-passphrase-2026"
 HEALTH, FINANCE, WEB = "91c2073b561e", "35998c22af79", "710d5aaf7a15"
@@ -55,7 +55,7 @@ def test_scope_roots_are_discovered_by_hashing_project_directories(tmp_path):
     project = tmp_path / "code" / "billing"
     (project / ".git").mkdir(parents=True)
     (tmp_path / "code" / "other").mkdir()
-    from store.paths import scope_hash_for
+    from engram.store.paths import scope_hash_for
     wanted = scope_hash_for(project)
     assert discover_roots([tmp_path], {wanted, "000000000000"}) == {wanted: str(project.resolve())}
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store.crypto import KeyRing
-from store.query import QuerySyntaxError, matches, parse
-from store.search import SearchIndex
-from store.service import Store
+from engram.store.query import QuerySyntaxError, matches, parse
+from engram.store.search import SearchIndex
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
 
 
 def test_titles_triggers_and_fields(store):

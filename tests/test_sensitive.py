@@ -11,19 +11,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-from store import faults
-from store.check import check
-from store.crypto import KeyRing
-from store.errors import KeyUnavailable
-from store.index import Memory
-from store.repair import repair
-from store.sensitive import mark_sensitive, unmark_sensitive
-from store.service import Store
-
 from conftest import PASSPHRASE
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from helpers import run_engram
+
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.errors import KeyUnavailable
+from engram.store.index import Memory
+from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.store.write import faults
 
 SCOPE = "5727cb99a38b"
 CANARY = b"CANARY-7f3e-sensitive-body"

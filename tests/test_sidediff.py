@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.widgets.sidediff import aligned
+from engram.tui.widgets.sidediff import aligned
 
 lines = st.lists(st.sampled_from(["a", "b", "c", "use vite", "use sentry", ""]), max_size=12)
 

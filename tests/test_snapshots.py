@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from textual.worker import WorkerCancelled
 
-from store.crypto import KeyRing
-from store.service import Store
-from tui.app import EngramApp
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.tui.app import EngramApp
 
 
 @pytest.fixture

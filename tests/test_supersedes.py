@@ -4,15 +4,22 @@ undoing links with the frontmatter kept in step with the index, each audited."""
 from __future__ import annotations
 
 import pytest
-
-from store.errors import Conflict, NotFound
-from store.crypto import KeyRing
-from store.index import Memory, SupersedesChain
-from store.service import Store
-from store.memories import add_supersede
-from store.supersedes import (FILE_ONLY, confirm_supersede, forest, links, listed_links, reject_supersede,
-                              undo_supersede)
 from helpers import events
+
+from engram.store.errors import Conflict, NotFound
+from engram.store.index import Memory, SupersedesChain
+from engram.store.memories import add_supersede
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.store.supersedes import (
+    FILE_ONLY,
+    confirm_supersede,
+    forest,
+    links,
+    listed_links,
+    reject_supersede,
+    undo_supersede,
+)
 
 
 def frontmatter_supersedes(store, slug: str) -> list[str]:

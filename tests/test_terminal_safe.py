@@ -8,11 +8,10 @@ import sqlite3
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from tui.cli import main
-from tui.terminal_safe import UNSAFE, visible
-
 from memoryd_emulation import memoryd_append
+
+from engram.tui.cli import main
+from engram.tui.terminal_safe import UNSAFE, visible
 
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"  # write "evil" to the clipboard
 CLEAR = "\x1b[2J\x1b[H"

@@ -7,22 +7,22 @@ import json
 import sqlite3
 
 import pytest
+from helpers import events, settle
 from textual.widgets import DataTable, Input, Markdown, Static
 
-from store.crypto import KeyRing
-from store.domain import MemoryType
-from store.index import Memory, Promotion, PromotionNote
-from store.promotions import Proposal, propose
-from store.service import Store
-from store.settings import Settings
-from tui.app import EngramApp
-from tui.panes.queue import QueuePane
-from tui.panes.search import SearchPane
-from tui.widgets.hitlist import MATCH, HitList
-from tui.screens.edit import EditScreen
-from tui.screens.help import HelpScreen
-from tui.screens.pick import MemoryPicker
-from helpers import events, settle
+from engram.store.domain import MemoryType
+from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.promotions import Proposal, propose
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.store.settings import Settings
+from engram.tui.app import EngramApp
+from engram.tui.panes.queue import QueuePane
+from engram.tui.panes.search import SearchPane
+from engram.tui.screens.edit import EditScreen
+from engram.tui.screens.help import HelpScreen
+from engram.tui.screens.pick import MemoryPicker
+from engram.tui.widgets.hitlist import MATCH, HitList
 
 SIZE = (140, 45)
 

@@ -3,14 +3,14 @@ filters, verification finding and highlighting the first bad line, the checkpoin
 
 from __future__ import annotations
 
+from helpers import settle
 from textual.widgets import Sparkline, Static
 
-from store.audit_view import AuditLog, parse_filter
-from store.crypto import KeyRing
-from store.service import Store
-from tui.app import EngramApp
-from tui.panes.audit import BAD, AuditList
-from helpers import settle
+from engram.store.audit.view import AuditLog, parse_filter
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.tui.app import EngramApp
+from engram.tui.panes.audit import BAD, AuditList
 
 SIZE = (140, 45)
 

@@ -9,12 +9,13 @@ import errno
 import sqlite3
 from pathlib import Path
 
-from store.index import Promotion
-from store.service import Store
-from tui.app import EngramApp
-from tui.cli import main
-from tui.panes.queue import QueuePane
 from helpers import settle
+
+from engram.store.index import Promotion
+from engram.store.service import Store
+from engram.tui.app import EngramApp
+from engram.tui.cli import main
+from engram.tui.panes.queue import QueuePane
 
 SIZE = (140, 45)
 
@@ -94,7 +95,7 @@ async def test_a_read_only_file_system_fails_the_approval_not_the_console(fixtur
 
 
 def test_the_cli_says_one_line_for_a_scope_climbing_out(fixture_root, capsys):
-    with Store.open(fixture_root) as store:
+    with Store.open(fixture_root):
         pid = Promotion.select().where(Promotion.status == "pending", Promotion.scope_hash == "710d5aaf7a15"
                                        ).first().id
     set_column(fixture_root, pid, "scope_hash = '../../evil'")

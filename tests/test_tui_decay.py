@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from helpers import events, settle
 from textual.widgets import DataTable
 
-from store.decay import plan_sweep, state_of
-from store.index import Memory
-from tui.app import EngramApp
-from tui.screens.prompt import Confirm
-from helpers import events, settle
+from engram.store.decay import plan_sweep, state_of
+from engram.store.index import Memory
+from engram.tui.app import EngramApp
+from engram.tui.screens.prompt import Confirm
 
 SIZE = (140, 45)
 LATER = datetime(2027, 6, 1, tzinfo=timezone.utc)

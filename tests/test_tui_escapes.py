@@ -6,17 +6,17 @@ from __future__ import annotations
 import html
 import re
 
+from helpers import settle
 from rich.segment import Segment
 from textual.color import Color
 from textual.widgets import Input
 
-from store.audit import append_event
-from store.domain import MemoryType
-from store.index import Entity, Memory
-from store.promotions import Proposal, propose
-from tui.app import EngramApp
-from tui.widgets.safe import ControlFilter
-from helpers import settle
+from engram.store.audit.chain import append_event
+from engram.store.domain import MemoryType
+from engram.store.index import Entity, Memory
+from engram.store.promotions import Proposal, propose
+from engram.tui.app import EngramApp
+from engram.tui.widgets.safe import ControlFilter
 
 OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # writes "rm -rf ~" to the clipboard
 HOSTILE = f"[/x] [bold red]loud[/] {OSC52}\x1b[2J\u202eevil"

@@ -3,12 +3,12 @@ marking a relation superseded; index and audit checked afterwards."""
 
 from __future__ import annotations
 
+from helpers import events, settle
 from textual.widgets import DataTable, Static, Tree
 
-from store.index import Entity, Relation
-from tui.app import EngramApp
-from tui.panes.graph import GraphPane
-from helpers import events, settle
+from engram.store.index import Entity, Relation
+from engram.tui.app import EngramApp
+from engram.tui.panes.graph import GraphPane
 
 SIZE = (140, 45)
 

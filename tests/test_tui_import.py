@@ -6,14 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from helpers import events, settle
 from textual.widgets import DataTable, Static
 
-from store.index import Memory, Promotion
-from tui.app import EngramApp
-from tui.panes.queue import QueuePane
-from tui.panes.search import SearchPane
-from tui.screens.importer import ImportScreen
-from helpers import events, settle
+from engram.store.index import Memory, Promotion
+from engram.tui.app import EngramApp
+from engram.tui.panes.queue import QueuePane
+from engram.tui.panes.search import SearchPane
+from engram.tui.screens.importer import ImportScreen
 
 SIZE = (140, 45)
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"

@@ -13,8 +13,8 @@ from memoryd_emulation import (
 )
 from textual.widgets import DataTable
 
-from tui.app import EngramApp
-from tui.panes.queue import QueuePane
+from engram.tui.app import EngramApp
+from engram.tui.panes.queue import QueuePane
 
 SIZE = (140, 45)
 

@@ -10,17 +10,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from helpers import events, settle
 from textual.widgets import DataTable, ProgressBar, Tree
 
-from store.crypto import KeyRing
-from store.decay import plan_sweep, state_of
-from store.demo import DEMO_PASSPHRASE, build_demo
-from store.graph import PER_PREDICATE, entities
-from store.index import Entity, Memory, Relation
-from store.service import Store
-from tui.app import EngramApp
-from tui.panes.graph import GraphPane
-from helpers import events, settle
+from engram.store.decay import plan_sweep, state_of
+from engram.store.demo import DEMO_PASSPHRASE, build_demo
+from engram.store.graph import PER_PREDICATE, entities
+from engram.store.index import Entity, Memory, Relation
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+from engram.tui.app import EngramApp
+from engram.tui.panes.graph import GraphPane
 
 SIZE = (140, 45)
 MEMORIES = 5000

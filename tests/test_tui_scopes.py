@@ -8,20 +8,20 @@ import base64
 import json
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from helpers import events, settle
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
-from store.crypto import KeyRing, derive_passphrase_key
-from store.domain import MemoryType
-from store.frontmatter import Frontmatter, MemoryDoc
-from store.index import Memory
-from store.memories import create_memory
-from store.service import Store
-from tui.app import EngramApp
-from tui.panes.scopes import ScopesPane
-from tui.screens.grant import GrantScreen
-from tui.screens.prompt import Confirm, TextPrompt
-from tui.widgets.hitlist import HitList
-from helpers import events, settle
+from engram.store.domain import MemoryType
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.index import Memory
+from engram.store.memories import create_memory
+from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key
+from engram.store.service import Store
+from engram.tui.app import EngramApp
+from engram.tui.panes.scopes import ScopesPane
+from engram.tui.screens.grant import GrantScreen
+from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.widgets.hitlist import HitList
 
 SIZE = (140, 45)
 PASSPHRASE = "engram-fixture-passphrase-2026"

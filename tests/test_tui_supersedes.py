@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
+from helpers import events, settle
 from textual.widgets import Static, Tree
 
-from store.index import SupersedesChain
-from tui.app import EngramApp
-from helpers import events, settle
+from engram.store.index import SupersedesChain
+from engram.tui.app import EngramApp
 
 SIZE = (140, 45)
 

@@ -6,19 +6,18 @@ import json
 
 import pytest
 
-from store.binding import bind_files
-from store.grants import issue_grant, revoke_grant
-from store import decay, graph
-from store.scopes import set_label
-from store.supersedes import confirm_supersede, links, reject_supersede, undo_supersede
-from store import memories, promotions
-from store.domain import DecayState, MemoryType
-from store.errors import Conflict, UnsafePath
-from store.frontmatter import Frontmatter, MemoryDoc, parse
-from store import audit_ops
-from store.audit_ops import repair_log
-from store.index import Memory, Promotion, SupersedesChain
-from store.rebuild import rebuild_index
+from engram.store import decay, graph, memories, promotions
+from engram.store.audit import ops as audit_ops
+from engram.store.audit.ops import repair_log
+from engram.store.domain import DecayState, MemoryType
+from engram.store.drift.rebuild import rebuild_index
+from engram.store.errors import Conflict, UnsafePath
+from engram.store.frontmatter import Frontmatter, MemoryDoc, parse
+from engram.store.index import Memory, Promotion, SupersedesChain
+from engram.store.scopes import set_label
+from engram.store.sensitive.binding import bind_files
+from engram.store.sensitive.grants import issue_grant, revoke_grant
+from engram.store.supersedes import confirm_supersede, links, reject_supersede, undo_supersede
 
 
 def audit_lines(root):
@@ -27,7 +26,7 @@ def audit_lines(root):
 
 def memoryd_chain_ok(lines) -> bool:
     """memoryd's own verification rule: each prev_hash is sha256 of the previous line minus its prev_hash."""
-    from store.audit import GENESIS, memoryd_link
+    from engram.store.audit.chain import GENESIS, memoryd_link
 
     return lines[0]["prev_hash"] == GENESIS and all(
         b["prev_hash"] == memoryd_link(a) for a, b in zip(lines, lines[1:]))
@@ -75,11 +74,11 @@ MUTATIONS = {
         & (Memory.type != "session")).slug)),
     "promotions.undo": ("undo_applied", lambda s: promotions.undo(s, promotions.Rejected(
         Promotion.get(Promotion.status == "rejected").id))),
-    "rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
-    "audit_ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
-    "audit_ops.restart_checkpoint": ("audit_checkpoint_reset", lambda s: audit_ops.restart_checkpoint(s)),
-    "grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
-    "grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
+    "drift.rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
+    "audit.ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
+    "audit.ops.restart_checkpoint": ("audit_checkpoint_reset", lambda s: audit_ops.restart_checkpoint(s)),
+    "sensitive.grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
+    "sensitive.grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
     "supersedes.undo_supersede": ("supersede_undone", lambda s: undo_supersede(
         s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "auto"][0])),
     "supersedes.confirm_supersede": ("supersede_confirmed", lambda s: confirm_supersede(
@@ -95,7 +94,7 @@ MUTATIONS = {
         s, "entity:tool:pnpm", "entity:library:zod")),
     "graph.supersede_relation": ("relation_superseded", lambda s: graph.supersede_relation(s, 1)),
     "scopes.set_label": ("scope_labeled", lambda s: set_label(s, "710d5aaf7a15", "Acme web shop")),
-    "binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
+    "sensitive.binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
         (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
         for rel in [Memory.get(Memory.scope_hash == "35998c22af79").body_path]])),
 }
@@ -106,31 +105,31 @@ NOT_ONE_EVENT = {
     "coexist.register_again": "one sensitive_scope_restored event (needs a rebuilt index: test_coexist_rebuild)",
     "coexist.restore_promotions": "one promotions_restored event when anything is restored (test_coexist_rebuild)",
     "coexist.claim_index": "one index_rebuild_reconciled event once nothing is missing (test_coexist_rebuild)",
-    "sensitive.register": "the index step inside mark's and repair's changes, which carry the event",
-    "repair.repair": "runs many fixes, each its own mutation with its own event",
+    "sensitive.convert.register": "the index step inside mark's and repair's changes, which carry the event",
+    "drift.repair.repair": "runs many fixes, each its own mutation with its own event",
     "demo.build_demo": "one import event, then the approvals and rejections a person would have made",
     "promotions.write_promoted": "the shared step of approve and repair, which name its event",
-    "audit_ops.verify_log": "reads the data root; writes only engram's own checkpoint",
-    "audit_ops.current_checkpoint": "verify_log, then prints",
-    "audit_ops.check_printed": "reads only",
+    "audit.ops.verify_log": "reads the data root; writes only engram's own checkpoint",
+    "audit.ops.current_checkpoint": "verify_log, then prints",
+    "audit.ops.check_printed": "reads only",
     "stats.counts": "reads only",
     "stats.list_memories": "reads only",
-    "check.check": "reads only",
+    "drift.check.check": "reads only",
     "stats.pending_count": "reads only",
     "queue.pending_queue": "reads only",
     "queue.promotion_detail": "reads only (names sensitive files, never opens them)",
     "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
-    "sensitive.unlock": "derives keys in memory; nothing on disk changes",
+    "sensitive.convert.unlock": "derives keys in memory; nothing on disk changes",
     "scopes.resolve_scope": "reads only",
     "scopes.project_dir": "reads only",
-    "sensitive.lock": "forgets keys held in memory; nothing on disk changes",
-    "sensitive.check_key": "decrypts one file in memory; keeps the passphrase verifier (engram.db) when missing",
-    "keyproof.prove": "decrypts in memory; keeps the passphrase verifier (engram's own state, not the root's data)",
-    "keyproof.opens_own_files": "decrypts in memory; keeps the passphrase verifier when missing",
+    "sensitive.convert.lock": "forgets keys held in memory; nothing on disk changes",
+    "sensitive.convert.check_key": "decrypts one file in memory; keeps the passphrase verifier (engram.db) when missing",
+    "sensitive.keyproof.prove": "decrypts in memory; keeps the passphrase verifier (engram's own state, not the root's data)",
+    "sensitive.keyproof.opens_own_files": "decrypts in memory; keeps the passphrase verifier when missing",
     "promotions.target_scopes": "reads only",
     "promotions.prove_keys": "keyproof.prove for each scope, before any decision",
-    "keyproof.remember": "engram's own passphrase verifier in engram.db, not the root's data",
-    "grants.grants": "reads only",
+    "sensitive.keyproof.remember": "engram's own passphrase verifier in engram.db, not the root's data",
+    "sensitive.grants.grants": "reads only",
     "decay.distribution": "reads only",
     "graph.entities": "reads only",
     "graph.neighbourhood": "reads only",
@@ -144,18 +143,18 @@ NOT_ONE_EVENT = {
     "supersedes.listed_links": "reads only",
     "importers.run.preview": "reads only: what an import would write",
     "importers.run.apply_import": "one import_item event per item written, then one import_run event",
-    "rekey.rekey_passphrase": "one rekey_started for every scope, one memory_rekeyed per batch, a scope_rekeyed "
+    "sensitive.rekey.rekey_passphrase": "one rekey_started for every scope, one memory_rekeyed per batch, a scope_rekeyed "
                               "per scope (tests/test_rekey.py)",
-    "rekey.rekey_random": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
-    "rekey.plan_passphrase_rekey": "reads only",
-    "binding.record": "the binding row of one encrypted write, inside that write's transaction",
-    "binding.verify": "reads only",
-    "binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
-    "repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
+    "sensitive.rekey.rekey_random": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
+    "sensitive.rekey.plan_passphrase_rekey": "reads only",
+    "sensitive.binding.record": "the binding row of one encrypted write, inside that write's transaction",
+    "sensitive.binding.verify": "reads only",
+    "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
+    "drift.repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
     "scopes.scopes": "reads only",
-    "sensitive.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
+    "sensitive.convert.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
                                 "(tests/test_sensitive.py counts them)",
-    "sensitive.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",
+    "sensitive.convert.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",
 }
 
 
@@ -164,15 +163,15 @@ def store_api() -> set[str]:
     import inspect
     import pkgutil
 
-    import store as package
+    import engram.store as package
 
     found = set()
-    for info in pkgutil.walk_packages(package.__path__, "store."):  # subpackages too (store.importers)
+    for info in pkgutil.walk_packages(package.__path__, "engram.store."):  # subpackages too
         module = importlib.import_module(info.name)
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             params = list(inspect.signature(fn).parameters)
             if fn.__module__ == module.__name__ and not name.startswith("_") and params[:1] == ["store"]:
-                found.add(f"{info.name.removeprefix('store.')}.{name}")
+                found.add(f"{info.name.removeprefix('engram.store.')}.{name}")
     return found
 
 
@@ -270,8 +269,8 @@ def test_files_written_keep_memoryd_readable_form(store, fixture_root):
 
 
 def test_index_constraint_violation_is_a_conflict_and_commits_nothing(store, fixture_root):
-    from store.errors import Conflict
-    from store.service import Change
+    from engram.store.errors import Conflict
+    from engram.store.service import Change
 
     row = a_plain_memory()
     doc = store.read_doc(row.body_path)
@@ -286,7 +285,7 @@ def test_index_constraint_violation_is_a_conflict_and_commits_nothing(store, fix
 
 def test_torn_audit_tail_is_never_glued_onto(store, fixture_root):
     """A crashed writer's partial last line: the change is saved, its event waits in the outbox."""
-    from store.check import check
+    from engram.store.drift.check import check
 
     log = fixture_root / "audit" / "audit.jsonl"
     log.write_bytes(log.read_bytes() + b'{"seq": 201, "ts": "2026-')

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from textual.widget import Widget
 
-from store.errors import ENVIRONMENT_ERRORS, StoreError
+from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
 
 
 def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable[[], None]) -> bool:

@@ -16,33 +16,33 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
-from store.audit_ops import verify_log
-from store.changes import ChangeFeed, Changes
-from store.errors import StoreError
-from store.importers.run import ImportResult
-from store.search import SearchIndex
-from store.sensitive import lock, unlock
-from store.service import Store
-from store.settings import Settings
-from store.stats import pending_count
-from themes import theme_specs
-from tui.keymap import ALL_ACTIONS, APP_ACTIONS, bindings, unknown_ids
-from tui.panes.audit import AuditPane
-from tui.panes.decay import DecayPane
-from tui.panes.graph import GraphPane
-from tui.panes.queue import QueuePane
-from tui.panes.scopes import ScopesPane
-from tui.panes.search import SearchPane
-from tui.panes.supersedes import SupersedesPane
+from engram.store.audit.ops import verify_log
+from engram.store.changes import ChangeFeed, Changes
+from engram.store.errors import StoreError
+from engram.store.importers.run import ImportResult
+from engram.store.search import SearchIndex
+from engram.store.sensitive.convert import lock, unlock
+from engram.store.service import Store
+from engram.store.settings import Settings
+from engram.store.stats import pending_count
+from engram.themes import theme_specs
+from engram.tui.keymap import ALL_ACTIONS, APP_ACTIONS, bindings, unknown_ids
+from engram.tui.panes.audit import AuditPane
+from engram.tui.panes.decay import DecayPane
+from engram.tui.panes.graph import GraphPane
+from engram.tui.panes.queue import QueuePane
+from engram.tui.panes.scopes import ScopesPane
+from engram.tui.panes.search import SearchPane
+from engram.tui.panes.supersedes import SupersedesPane
 
 PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "decay": DecayPane,
                 "graph": GraphPane, "audit": AuditPane, "scopes": ScopesPane}  # the owners of pane actions, for the command palette
-from tui.screens.help import HelpScreen
-from tui.screens.importer import ImportScreen
-from tui.screens.prompt import TextPrompt
-from tui.terminal_safe import visible
-from tui.threads import ReleasingExecutor, background
-from tui.widgets.safe import ControlFilter
+from engram.tui.screens.help import HelpScreen
+from engram.tui.screens.importer import ImportScreen
+from engram.tui.screens.prompt import TextPrompt
+from engram.tui.terminal_safe import visible
+from engram.tui.threads import ReleasingExecutor, background
+from engram.tui.widgets.safe import ControlFilter
 
 CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"

@@ -16,13 +16,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from store import promotions
-from store.audit_ops import NotSigned, check_printed, current_checkpoint, repair_log, restart_checkpoint, verify_log
-from store.audit_verify import UNREADABLE, VALID, EventFilter, events
-from store.check import KINDS, check
-from store.crypto import PASSPHRASE_ENV
-from store.demo import DEMO_PASSPHRASE, build_demo
-from store.errors import (
+from engram import __version__
+from engram.store import promotions
+from engram.store.audit.ops import (
+    NotSigned,
+    check_printed,
+    current_checkpoint,
+    repair_log,
+    restart_checkpoint,
+    verify_log,
+)
+from engram.store.audit.verify import UNREADABLE, VALID, EventFilter, events
+from engram.store.demo import DEMO_PASSPHRASE, build_demo
+from engram.store.drift.check import KINDS, check
+from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
+from engram.store.drift.repair import repair
+from engram.store.errors import (
     ENVIRONMENT_ERRORS,
     BadInput,
     KeyUnavailable,
@@ -31,37 +40,39 @@ from store.errors import (
     StoreError,
     WrongKey,
 )
-from store.grants import issue_grant, revoke_grant
-from store.importers import IMPORTERS, importer
-from store.importers.base import Options
-from store.importers.run import Preview, apply_import, preview
-from store.paths import engram_state_dir
-from store.query import QuerySyntaxError
-from store.query import parse as parse_query
-from store.queue import pending_queue
-from store.rebuild import open_for_rebuild, rebuild_index
-from store.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
-from store.repair import repair
-from store.scopes import default_discovery_dirs, project_dir, resolve_scope, scopes
-from store.sensitive import check_key, mark_sensitive, unmark_sensitive
-from store.service import Store
-from store.settings import load_settings
-from store.stats import counts, list_memories
-from tui.terminal_safe import SafeWriter
+from engram.store.importers import IMPORTERS, importer
+from engram.store.importers.base import Options
+from engram.store.importers.run import Preview, apply_import, preview
+from engram.store.paths import engram_state_dir
+from engram.store.query import QuerySyntaxError
+from engram.store.query import parse as parse_query
+from engram.store.queue import pending_queue
+from engram.store.scopes import default_discovery_dirs, project_dir, resolve_scope, scopes
+from engram.store.sensitive.convert import check_key, mark_sensitive, unmark_sensitive
+from engram.store.sensitive.crypto import PASSPHRASE_ENV
+from engram.store.sensitive.grants import issue_grant, revoke_grant
+from engram.store.sensitive.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
+from engram.store.service import Store
+from engram.store.settings import load_settings
+from engram.store.stats import counts, list_memories
+from engram.tui.terminal_safe import SafeWriter
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
 
 
 def _parser() -> argparse.ArgumentParser:
+    root_help = "data root (default: $MEMORYD_DATA_ROOT, else ~/.local/share/memoryd)"
+    # --root is taken before or after the subcommand: a subcommand's own default must not overwrite the value
+    # given before it (argparse's parents would), so there it is only set when given
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", metavar="DIR",
-                        help="data root (default: $MEMORYD_DATA_ROOT, else ~/.local/share/memoryd)")
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=root_help)
     report = argparse.ArgumentParser(add_help=False)
     report.add_argument("--json", action="store_true", help="print JSON for scripts")
 
-    parser = argparse.ArgumentParser(prog="engram", parents=[common],
-                                     description="Review and keep a memoryd memory store trustworthy.")
+    parser = argparse.ArgumentParser(prog="engram", description="Review and keep a memoryd memory store trustworthy.")
+    parser.add_argument("--root", metavar="DIR", help=root_help)
+    parser.add_argument("--version", action="version", version=f"engram {__version__}")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("open", parents=[common], help="open the console (the default)")
     demo = sub.add_parser("demo", parents=[common], help="write a synthetic demo root and open it")
@@ -205,7 +216,7 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def _open(args: argparse.Namespace) -> int:
-    from tui.app import EngramApp  # Textual loads only when the console is wanted
+    from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
 
     settings = load_settings()
     with Store.open(args.root, actor="engram-tui") as store:

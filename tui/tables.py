@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellType, ColumnKey, RowKey
 
-from tui.widgets.safe import plain
+from engram.tui.widgets.safe import plain
 
 
 class PlainTable(DataTable):

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from textual import work
 from textual.widget import Widget
 
-from store.errors import StoreError
+from engram.store.errors import StoreError
 
 T = TypeVar("T")
 

@@ -1,14 +1,14 @@
 """Importers from the other memory systems: one module per system behind :class:`base.Importer`, all run by
-:mod:`store.importers.run` (preview, then the import through the write path)."""
+:mod:`engram.store.importers.run` (preview, then the import through the write path)."""
 
 from __future__ import annotations
 
-from store.errors import BadInput
-from store.importers.base import Importer
-from store.importers.codex import CodexImporter
-from store.importers.cognirelay import CogniRelayImporter
-from store.importers.eternego import EternegoImporter
-from store.importers.openrelix import OpenRelixImporter
+from engram.store.errors import BadInput
+from engram.store.importers.base import Importer
+from engram.store.importers.codex import CodexImporter
+from engram.store.importers.cognirelay import CogniRelayImporter
+from engram.store.importers.eternego import EternegoImporter
+from engram.store.importers.openrelix import OpenRelixImporter
 
 IMPORTERS: dict[str, Importer] = {i.name: i for i in (OpenRelixImporter(), CogniRelayImporter(), CodexImporter(),
                                                        EternegoImporter())}

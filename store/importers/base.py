@@ -3,7 +3,7 @@
 An importer only reads its host's files and turns them into items: a :class:`SessionItem` per imported
 conversation or batch (it becomes a session memory) and a :class:`PromotionItem` per durable thing it finds (it
 becomes a pending promotion a person reviews in the queue). Bad input becomes a :class:`Malformed` item, never
-an exception. Writing, deduplication and auditing are :mod:`store.importers.run`'s job, the same for all.
+an exception. Writing, deduplication and auditing are :mod:`engram.store.importers.run`'s job, the same for all.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from store.domain import MemoryType
+from engram.store.domain import MemoryType
 
 UNSCOPED = "_unscoped"  # memoryd's scope dir for memories with no project
 GLOBAL = "global"  # memoryd's scope dir for memories meant everywhere

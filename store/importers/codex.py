@@ -16,12 +16,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from store.errors import StoreError
-from store.importers.base import (UNSCOPED, Item, Malformed, Options, Origin, SessionItem, parse_time,
-                                  read_jsonl, read_text, relative, slug_part, text_of)
-from store.index import Imported, Memory
-from store.paths import scope_hash_for
-from store.service import Store
+from engram.store.errors import StoreError
+from engram.store.importers.base import (
+    UNSCOPED,
+    Item,
+    Malformed,
+    Options,
+    Origin,
+    SessionItem,
+    parse_time,
+    read_jsonl,
+    read_text,
+    relative,
+    slug_part,
+    text_of,
+)
+from engram.store.index import Imported, Memory
+from engram.store.paths import scope_hash_for
+from engram.store.service import Store
 
 SOURCE = "codex-rollout"
 INJECTED = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md instructions")

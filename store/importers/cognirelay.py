@@ -19,10 +19,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from store.domain import MemoryType
-from store.importers.base import (GLOBAL, UNSCOPED, Item, Malformed, Options, Origin, PromotionItem, SessionItem,
-                                  Skipped, SupersedeItem, clamp, parse_time, read_json, relative, short_hash,
-                                  slug_part, strings, text_of)
+from engram.store.domain import MemoryType
+from engram.store.importers.base import (
+    GLOBAL,
+    UNSCOPED,
+    Item,
+    Malformed,
+    Options,
+    Origin,
+    PromotionItem,
+    SessionItem,
+    Skipped,
+    SupersedeItem,
+    clamp,
+    parse_time,
+    read_json,
+    relative,
+    short_hash,
+    slug_part,
+    strings,
+    text_of,
+)
 
 SOURCE = "importer-cognirelay"
 KINDS = ("user", "peer", "thread", "task")

@@ -13,10 +13,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from store.domain import MemoryType
-from store.importers.base import (UNSCOPED, Item, Malformed, Options, Origin, PromotionItem, SessionItem,
-                                  parse_time, read_json, read_jsonl, read_text, relative, short_hash, slug_part,
-                                  text_of)
+from engram.store.domain import MemoryType
+from engram.store.importers.base import (
+    UNSCOPED,
+    Item,
+    Malformed,
+    Options,
+    Origin,
+    PromotionItem,
+    SessionItem,
+    parse_time,
+    read_json,
+    read_jsonl,
+    read_text,
+    relative,
+    short_hash,
+    slug_part,
+    text_of,
+)
 
 SOURCE = "importer-eternego"
 SPEAKERS = {"person": "Person", "persona": "Persona"}

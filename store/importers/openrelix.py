@@ -15,11 +15,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from store.domain import MemoryType
-from store.importers.base import (GLOBAL, UNSCOPED, Item, Malformed, Options, Origin, PromotionItem, SessionItem,
-                                  Skipped, clamp, parse_time, read_json, read_jsonl, relative, short_hash,
-                                  slug_part, strings, text_of)
-from store.paths import scope_hash_for
+from engram.store.domain import MemoryType
+from engram.store.importers.base import (
+    GLOBAL,
+    UNSCOPED,
+    Item,
+    Malformed,
+    Options,
+    Origin,
+    PromotionItem,
+    SessionItem,
+    Skipped,
+    clamp,
+    parse_time,
+    read_json,
+    read_jsonl,
+    relative,
+    short_hash,
+    slug_part,
+    strings,
+    text_of,
+)
+from engram.store.paths import scope_hash_for
 
 SOURCE = "importer-openrelix"
 TYPES = {"preference": MemoryType.PREFERENCE, "procedural": MemoryType.PLAYBOOK, "workflow": MemoryType.PLAYBOOK,

@@ -15,17 +15,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store import keyproof
-from store.domain import MemoryType, PromotionStatus
-from store.errors import BadInput
-from store.frontmatter import Frontmatter, MemoryDoc
-from store.importers.base import (Importer, Malformed, Options, Origin, PromotionItem, SessionItem, Skipped,
-                                  SupersedeItem)
-from store.importers.secrets import SecretHit, find_secrets, redact
-from store.index import Imported, Memory, Promotion, SupersedesChain
-from store.paths import check_scope_name, scope_hash_for
-from store.promotions import Proposal, promoted_slug, promotion_values
-from store.service import Change, Store, chunked
+from engram.store.domain import MemoryType, PromotionStatus
+from engram.store.errors import BadInput
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.importers.base import (
+    Importer,
+    Malformed,
+    Options,
+    Origin,
+    PromotionItem,
+    SessionItem,
+    Skipped,
+    SupersedeItem,
+)
+from engram.store.importers.secrets import SecretHit, find_secrets, redact
+from engram.store.index import Imported, Memory, Promotion, SupersedesChain
+from engram.store.paths import check_scope_name, scope_hash_for
+from engram.store.promotions import Proposal, promoted_slug, promotion_values
+from engram.store.sensitive import keyproof
+from engram.store.service import Change, Store, chunked
 
 BATCH = 200  # items per transaction: one fsync of the log and one checkpoint per batch
 FIRST = 8  # items shown in a preview

@@ -16,14 +16,14 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, ProgressBar, Sparkline, Static
 
-from store.audit_ops import current_checkpoint, verify_log
-from store.audit_view import AuditLog, parse_filter
-from store.errors import StoreError
-from store.service import Store
-from tui.keymap import AUDIT_ACTIONS, bindings
-from tui.terminal_safe import visible
-from tui.threads import background
-from tui.widgets.linelist import LineList
+from engram.store.audit.ops import current_checkpoint, verify_log
+from engram.store.audit.view import AuditLog, parse_filter
+from engram.store.errors import StoreError
+from engram.store.service import Store
+from engram.tui.keymap import AUDIT_ACTIONS, bindings
+from engram.tui.terminal_safe import visible
+from engram.tui.threads import background
+from engram.tui.widgets.linelist import LineList
 
 BAD = Style(color="red", bold=True, reverse=True)
 NARROW = 110

@@ -12,14 +12,25 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, ProgressBar, Static
 
-from store.decay import LISTS, MOVED, Step, apply_sweep, distribution, forget_now, listing, plan_sweep, revive, set_ttl
-from store.errors import StoreError
-from store.service import Store
-from tui.actions import attempt
-from tui.keymap import DECAY_ACTIONS, bindings
-from tui.screens.prompt import Confirm, TextPrompt
-from tui.tables import PlainTable
-from tui.threads import background
+from engram.store.decay import (
+    LISTS,
+    MOVED,
+    Step,
+    apply_sweep,
+    distribution,
+    forget_now,
+    listing,
+    plan_sweep,
+    revive,
+    set_ttl,
+)
+from engram.store.errors import StoreError
+from engram.store.service import Store
+from engram.tui.actions import attempt
+from engram.tui.keymap import DECAY_ACTIONS, bindings
+from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.tables import PlainTable
+from engram.tui.threads import background
 
 STATES = (("alive", "green"), ("dim", "yellow"), ("soft-forgotten", "magenta"), (MOVED, "red"))
 BAR = 30

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from store.graph import (
+from engram.store.graph import (
     MAX_HOPS,
     EntityRow,
     Hop,
@@ -27,13 +27,13 @@ from store.graph import (
     rename_entity,
     supersede_relation,
 )
-from store.service import Store
-from tui.actions import attempt
-from tui.keymap import GRAPH_ACTIONS, bindings
-from tui.screens.prompt import Confirm, TextPrompt
-from tui.tables import PlainTable
-from tui.threads import background
-from tui.widgets.safe import plain
+from engram.store.service import Store
+from engram.tui.actions import attempt
+from engram.tui.keymap import GRAPH_ACTIONS, bindings
+from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.tables import PlainTable
+from engram.tui.threads import background
+from engram.tui.widgets.safe import plain
 
 
 class GraphPane(Horizontal):

@@ -13,19 +13,19 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from store import promotions
-from store.errors import StoreError
-from store.query import QuerySyntaxError, parse
-from store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
-from store.service import Store
-from tui.keymap import QUEUE_ACTIONS, bindings
-from tui.screens.edit import EditScreen
-from tui.screens.pick import MemoryPicker
-from tui.screens.prompt import Confirm, TextPrompt
-from tui.tables import FitTable, fit_columns
-from tui.threads import background
-from tui.widgets.promotion import PromotionView
-from tui.widgets.safe import plain
+from engram.store import promotions
+from engram.store.errors import StoreError
+from engram.store.query import QuerySyntaxError, parse
+from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
+from engram.store.service import Store
+from engram.tui.keymap import QUEUE_ACTIONS, bindings
+from engram.tui.screens.edit import EditScreen
+from engram.tui.screens.pick import MemoryPicker
+from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.tables import FitTable, fit_columns
+from engram.tui.threads import background
+from engram.tui.widgets.promotion import PromotionView
+from engram.tui.widgets.safe import plain
 
 PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
 

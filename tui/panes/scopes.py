@@ -14,19 +14,19 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
-from store.check import KINDS, Report, check
-from store.errors import PassphraseUnconfirmed, StoreError
-from store.grants import Grant, issue_grant, revoke_grant
-from store.rekey import rekey_passphrase, rekey_random
-from store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
-from store.sensitive import Progress, mark_sensitive, unmark_sensitive
-from store.service import Store
-from store.stats import Counts, counts
-from tui.keymap import SCOPES_ACTIONS, bindings
-from tui.screens.grant import GrantScreen
-from tui.screens.prompt import Confirm, TextPrompt
-from tui.tables import FitTable, PlainTable, fit_columns
-from tui.threads import background
+from engram.store.drift.check import KINDS, Report, check
+from engram.store.errors import PassphraseUnconfirmed, StoreError
+from engram.store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
+from engram.store.sensitive.convert import Progress, mark_sensitive, unmark_sensitive
+from engram.store.sensitive.grants import Grant, issue_grant, revoke_grant
+from engram.store.sensitive.rekey import rekey_passphrase, rekey_random
+from engram.store.service import Store
+from engram.store.stats import Counts, counts
+from engram.tui.keymap import SCOPES_ACTIONS, bindings
+from engram.tui.screens.grant import GrantScreen
+from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.tables import FitTable, PlainTable, fit_columns
+from engram.tui.threads import background
 
 
 class ScopesPane(Vertical):

@@ -10,14 +10,14 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Markdown, ProgressBar, Static
 
-from store.errors import StoreError
-from store.explain import explain
-from store.search import SearchIndex, SearchResult
-from store.service import Store
-from tui.keymap import SEARCH_ACTIONS, bindings
-from tui.terminal_safe import visible
-from tui.threads import background
-from tui.widgets.hitlist import HitList
+from engram.store.errors import StoreError
+from engram.store.explain import explain
+from engram.store.search import SearchIndex, SearchResult
+from engram.store.service import Store
+from engram.tui.keymap import SEARCH_ACTIONS, bindings
+from engram.tui.terminal_safe import visible
+from engram.tui.threads import background
+from engram.tui.widgets.hitlist import HitList
 
 SHOWN = 100
 

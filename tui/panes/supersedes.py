@@ -17,10 +17,10 @@ from textual.containers import Container, Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from store.errors import StoreError
-from store.memories import add_supersede, view_memory
-from store.service import Store
-from store.supersedes import (
+from engram.store.errors import StoreError
+from engram.store.memories import add_supersede, view_memory
+from engram.store.service import Store
+from engram.store.supersedes import (
     FILE_ONLY,
     PROPOSED,
     Link,
@@ -32,13 +32,13 @@ from store.supersedes import (
     reject_supersede,
     undo_supersede,
 )
-from tui.actions import attempt
-from tui.keymap import SUPERSEDES_ACTIONS, bindings
-from tui.screens.pick import MemoryPicker
-from tui.screens.prompt import Confirm, TextPrompt
-from tui.threads import background
-from tui.widgets.safe import plain
-from tui.widgets.sidediff import side_by_side
+from engram.tui.actions import attempt
+from engram.tui.keymap import SUPERSEDES_ACTIONS, bindings
+from engram.tui.screens.pick import MemoryPicker
+from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.threads import background
+from engram.tui.widgets.safe import plain
+from engram.tui.widgets.sidediff import side_by_side
 
 DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you", FILE_ONLY: "file only"}
 

@@ -8,11 +8,11 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, TextArea
 
-from store.domain import MemoryType
-from store.errors import StoreError
-from store.external_edit import edit_in_editor
-from store.promotions import Edits
-from store.queue import PromotionDetail
+from engram.store.domain import MemoryType
+from engram.store.errors import StoreError
+from engram.store.external_edit import edit_in_editor
+from engram.store.promotions import Edits
+from engram.store.queue import PromotionDetail
 
 
 class EditScreen(ModalScreen[Edits | None]):

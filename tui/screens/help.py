@@ -9,8 +9,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label
 
-from tui.keymap import ALL_ACTIONS
-from tui.tables import PlainTable
+from engram.tui.keymap import ALL_ACTIONS
+from engram.tui.tables import PlainTable
 
 
 class HelpScreen(ModalScreen[None]):

@@ -13,13 +13,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
-from store.errors import StoreError
-from store.importers import IMPORTERS, importer
-from store.importers.base import Options
-from store.importers.run import ImportResult, Preview, apply_import, preview
-from store.service import Store
-from tui.tables import PlainTable
-from tui.threads import background
+from engram.store.errors import StoreError
+from engram.store.importers import IMPORTERS, importer
+from engram.store.importers.base import Options
+from engram.store.importers.run import ImportResult, Preview, apply_import, preview
+from engram.store.service import Store
+from engram.tui.tables import PlainTable
+from engram.tui.threads import background
 
 SYSTEMS = {"openrelix": "OpenRelix state root", "cognirelay": "CogniRelay repository",
            "codex": "Codex home (~/.codex)", "eternego": "eternego persona home/"}

@@ -9,8 +9,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from store.search import SearchIndex
-from tui.widgets.safe import plain
+from engram.store.search import SearchIndex
+from engram.tui.widgets.safe import plain
 
 
 class MemoryPicker(ModalScreen[str | None]):

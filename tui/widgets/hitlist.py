@@ -13,9 +13,9 @@ from rich.cells import set_cell_size
 from rich.style import Style
 from rich.text import Text
 
-from store.search import Hit
-from tui.widgets.linelist import LineList
-from tui.widgets.safe import plain
+from engram.store.search import Hit
+from engram.tui.widgets.linelist import LineList
+from engram.tui.widgets.safe import plain
 
 COLUMNS = (("type", 10), ("scope", 12), ("state", 16), ("created", 10))  # then the title takes the rest
 NARROW = 100  # below this width the title keeps room to be read: type and a shorter state only

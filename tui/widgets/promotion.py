@@ -7,8 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
-from store.queue import DURA_LABELS, PromotionDetail
-from tui.terminal_safe import visible
+from engram.store.queue import DURA_LABELS, PromotionDetail
+from engram.tui.terminal_safe import visible
 
 
 def dura_bar(value: float, width: int = 20) -> Text:

@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.color import Color
 from textual.filter import LineFilter
 
-from tui.terminal_safe import UNSAFE, visible
+from engram.tui.terminal_safe import UNSAFE, visible
 
 
 def plain(text: str, style: str = "") -> Text:

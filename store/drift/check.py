@@ -11,15 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from store import binding, coexist, retire
-from store.audit_verify import events
-from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
-from store.frontmatter import MemoryDoc, index_datetime, parse
-from store.index import Memory, Promotion, Rekey
-from store.promotions import promoted_slug
-from store.scan import FileEntry, half_scrubbed, walk
-from store.service import Store
-from store.supersedes import listed_links
+from engram.store import coexist
+from engram.store.audit.verify import events
+from engram.store.drift.scan import FileEntry, half_scrubbed, walk
+from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
+from engram.store.frontmatter import MemoryDoc, index_datetime, parse
+from engram.store.index import Memory, Promotion, Rekey
+from engram.store.promotions import promoted_slug
+from engram.store.sensitive import binding
+from engram.store.service import Store
+from engram.store.supersedes import listed_links
+from engram.store.write import retire
 
 EXAMPLES = 5
 

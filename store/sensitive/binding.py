@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from store.frontmatter import MemoryDoc, index_datetime
-from store.index import Binding
+from engram.store.frontmatter import MemoryDoc, index_datetime
+from engram.store.index import Binding
 
 if TYPE_CHECKING:
-    from store.service import Store
+    from engram.store.service import Store
 
 INFO = b"engram-binding/1"
 BOUND, UNBOUND, SWAPPED, ROLLED_BACK, CHANGED = "bound", "unbound", "swapped", "rolled_back", "changed"
@@ -100,7 +100,7 @@ def verify(store: Store, relpath: str, data: bytes, doc: MemoryDoc, plaintext: b
 def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, bytes, bytes]]) -> int:
     """Bind files of a scope engram has just decrypted and accepted (unbound, or changed by memoryd): one
     audited change. ``items`` are (relpath, doc, file bytes, plaintext)."""
-    from store.service import Change  # the write path builds on this module
+    from engram.store.service import Change  # the write path builds on this module
 
     if not items:
         return 0
@@ -118,7 +118,7 @@ def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, 
 def bind_unbound(store: Store, files: dict[str, list[str]]) -> int:
     """Bind the given encrypted files (relpaths by scope) that decrypt now and are still unbound or changed by
     memoryd; a file that fails to decrypt, or reads as swapped or rolled back, is left for a person."""
-    from store.frontmatter import parse
+    from engram.store.frontmatter import parse
 
     bound = 0
     for scope, relpaths in sorted(files.items()):

@@ -18,9 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from store import binding, keyproof
-from store.atomic import read_regular
-from store.crypto import (
+from engram.store.drift.scan import scope_files
+from engram.store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
+from engram.store.frontmatter import MemoryDoc, parse
+from engram.store.index import Rekey
+from engram.store.scopes import resolve_scope
+from engram.store.sensitive import binding, keyproof
+from engram.store.sensitive.convert import BATCH, Progress
+from engram.store.sensitive.crypto import (
     PASSPHRASE_SERVICE,
     PASSPHRASE_USER,
     decrypt,
@@ -29,13 +34,8 @@ from store.crypto import (
     keyring_password,
     next_random_scope_key,
 )
-from store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
-from store.frontmatter import MemoryDoc, parse
-from store.index import Rekey
-from store.scan import scope_files
-from store.scopes import resolve_scope
-from store.sensitive import BATCH, Progress
-from store.service import Change, FileWrite, Store
+from engram.store.service import Change, FileWrite, Store
+from engram.store.write.atomic import read_regular
 
 
 @dataclass

@@ -6,7 +6,7 @@ memoryd keeps verifying and appending; ``this_hash`` additionally covers the who
 ``flock`` on the file (memoryd locks the same way), read only the tail, and fsync.
 
 This module is the writer (every mutation's event comes through :func:`append_events`) and the explicit
-repair of a torn tail; :mod:`store.audit_verify` reads the chain and :mod:`store.checkpoints` pins it.
+repair of a torn tail; :mod:`engram.store.audit.verify` reads the chain and :mod:`engram.store.audit.checkpoints` pins it.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from store.atomic import ensure_dir, write_atomic
-from store.errors import StoreError
+from engram.store.errors import StoreError
+from engram.store.write.atomic import ensure_dir, write_atomic
 
 GENESIS = "0" * 64
 _TAIL_CHUNK = 64 * 1024
@@ -251,7 +251,7 @@ def set_aside(path: Path, bad: set[int], covered: int, now: datetime) -> tuple[P
     A bad line that is the log's last, after the ``covered`` lines a checkpoint pins, is cut off (memoryd gluing
     its event onto a torn tail leaves exactly that), so memoryd's verifier passes again. Any other stays where it
     is: removing it would move every later line, and engram's ``seq`` is a line's position. It is then known by
-    the event (see :mod:`store.audit_verify`), not hidden. A line that parses by now is left out.
+    the event (see :mod:`engram.store.audit.verify`), not hidden. A line that parses by now is left out.
     """
     with _locked(path) as fh:
         if fh is None:

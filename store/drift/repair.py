@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from store import binding, coexist
-from store.atomic import remove_durably
-from store.check import Finding, Report, check
-from store.domain import PromotionStatus
-from store.errors import StoreError
-from store.frontmatter import MemoryDoc
-from store.index import Memory, Promotion, Trigger
-from store.promotions import write_promoted
-from store.service import Change, Store
+from engram.store import coexist
+from engram.store.domain import PromotionStatus
+from engram.store.drift.check import Finding, Report, check
+from engram.store.errors import StoreError
+from engram.store.frontmatter import MemoryDoc
+from engram.store.index import Memory, Promotion, Trigger
+from engram.store.promotions import write_promoted
+from engram.store.sensitive import binding
+from engram.store.service import Change, Store
+from engram.store.write.atomic import remove_durably
 
 MAX_PASSES = 3  # a fix can reveal the next (a file indexed, then its interrupted approval completed)
 
@@ -75,7 +76,9 @@ def _bind_unbound(store: Store, result: RepairResult) -> RepairResult:
 def _encrypt_plaintext(store: Store, finding: Finding) -> str | None:
     """Finish what an interrupted mark (or a tool unaware of the scope) left, with mark's own resumable
     procedure; it takes the whole scope at once, so later findings of the same scope are already done."""
-    from store.sensitive import mark_sensitive  # sensitive builds on the store; repair only reaches for it here
+    from engram.store.sensitive.convert import (
+        mark_sensitive,  # sensitive builds on the store; repair only reaches for it here
+    )
 
     if not store.layout.resolve(finding.path or "").exists():
         return None
@@ -106,7 +109,7 @@ def _flush_audit(store: Store, finding: Finding) -> str | None:
 
 
 def _finish_change(store: Store, finding: Finding) -> str | None:
-    """Appending the queued events finishes their changes first (see :mod:`store.retire`), even when the log
+    """Appending the queued events finishes their changes first (see :mod:`engram.store.write.retire`), even when the log
     cannot take the events yet (they stay queued, and ``audit_pending`` says so)."""
     store.flush_audit_outbox()
     if store.layout.resolve(finding.path or "").exists():

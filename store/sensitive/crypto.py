@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from store.errors import DecryptionFailed, KeyUnavailable, WrongKey
+from engram.store.errors import DecryptionFailed, KeyUnavailable, WrongKey
 
 NONCE_LEN = 12
 TAG_LEN = 16
@@ -163,7 +163,7 @@ VERIFIER_TEXT = b"engram: memoryd master passphrase verifier v1"
 
 
 def seal_verifier(passphrase: str, iterations: int) -> tuple[str, str]:
-    """``(salt, sealed)`` proving ``passphrase`` later (see :mod:`store.keyproof`): a constant encrypted under a
+    """``(salt, sealed)`` proving ``passphrase`` later (see :mod:`engram.store.sensitive.keyproof`): a constant encrypted under a
     key derived with a fresh random salt, which opens under that passphrase only."""
     salt = "engram-verifier-" + os.urandom(16).hex()
     key = derive_passphrase_key(passphrase, salt, iterations)

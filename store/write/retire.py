@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from store.atomic import remove_durably, scrub
-from store.paths import RootLayout
+from engram.store.paths import RootLayout
+from engram.store.write.atomic import remove_durably, scrub
 
 KEY = "_retire"  # in a queued event only: taken off before the event is appended to the log
 

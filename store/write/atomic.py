@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from store import faults
-from store.errors import StoreError
+from engram.store.errors import StoreError
+from engram.store.write import faults
 
 TEMP_MARKER = ".engram-tmp-"
 

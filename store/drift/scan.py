@@ -6,9 +6,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from store.atomic import is_temp_file
-from store.domain import FORGOTTEN_DIR, TYPE_DIRS
-from store.paths import RootLayout
+from engram.store.domain import FORGOTTEN_DIR, TYPE_DIRS
+from engram.store.paths import RootLayout
+from engram.store.write.atomic import is_temp_file
 
 
 @dataclass(frozen=True)

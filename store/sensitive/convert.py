@@ -8,22 +8,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from store import keyproof
-from store.atomic import remove_durably, write_atomic
-from store.coexist import lost_promotions
-from store.crypto import PASSPHRASE_ENV
-from store.errors import Conflict, KeyUnavailable, WrongKey
-from store.index import Memory, SensitiveScope
-from store.paths import check_scope_name
-from store.repair import adopt_file
-from store.scan import half_scrubbed, scope_files
-from store.scopes import project_dir, resolve_scope
-from store.service import Change, FileWrite, Store
+from engram.store.coexist import lost_promotions
+from engram.store.drift.repair import adopt_file
+from engram.store.drift.scan import half_scrubbed, scope_files
+from engram.store.errors import Conflict, KeyUnavailable, WrongKey
+from engram.store.index import Memory, SensitiveScope
+from engram.store.paths import check_scope_name
+from engram.store.scopes import project_dir, resolve_scope
+from engram.store.sensitive import keyproof
+from engram.store.sensitive.crypto import PASSPHRASE_ENV
+from engram.store.service import Change, FileWrite, Store
+from engram.store.write.atomic import remove_durably, write_atomic
 
 
 def unlock(store: Store, passphrase: str | None = None, *, confirmed: bool = False) -> list[str]:
     """Open the sensitive scopes: with ``passphrase`` in memoryd's passphrase mode (``confirmed``: typed twice,
-    see :mod:`store.keyproof`), from the OS keyring in its random mode. Returns the scopes opened.
+    see :mod:`engram.store.sensitive.keyproof`), from the OS keyring in its random mode. Returns the scopes opened.
 
     Each key is checked against one encrypted file of its scope. A passphrase that opens none of them is a wrong
     passphrase (reported as such, never as damage) and the previous one stays in use."""
@@ -147,7 +147,7 @@ def _convert(store: Store, scope_hash: str, encrypt: bool,
 def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     """Files of the scope with no index row (memoryd leaves some) are indexed first, as repair would, so that the
     conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed. A change a
-    crash cut short is finished first: its old copies are not memories of their own (see :mod:`store.retire`)."""
+    crash cut short is finished first: its old copies are not memories of their own (see :mod:`engram.store.write.retire`)."""
     store.flush_audit_outbox()
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
     for entry in scope_files(store.layout, scope_hash):

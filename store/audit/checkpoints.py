@@ -2,7 +2,7 @@
 
 A hash chain alone cannot tell a shortened log, or one rewritten with every later hash recomputed, from an
 honest one. A checkpoint pins ``{log_id: hash of line 1, size: lines, head: running digest of lines 1..size}``
-(see :func:`store.audit.accumulate`), signed with
+(see :func:`engram.store.audit.chain.accumulate`), signed with
 an Ed25519 key in engram's config directory (0600) and stored in engram's state directory, so a person (or
 process) able to rewrite the data root cannot also rewrite the evidence without the key. A checkpoint can be
 printed and kept elsewhere, and checked later against the log.
@@ -28,10 +28,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from store.atomic import ensure_dir, write_atomic
-from store.audit import first_engram_line, first_line, fold_lines, line_hash
-from store.errors import StoreError
-from store.settings import load_settings
+from engram.store.audit.chain import first_engram_line, first_line, fold_lines, line_hash
+from engram.store.errors import StoreError
+from engram.store.settings import load_settings
+from engram.store.write.atomic import ensure_dir, write_atomic
 
 KEY_FILE = "audit-signing-key.pem"
 FORMAT = "engram-checkpoint/1"  # what ``head`` means; a checkpoint of another format is never compared
@@ -251,6 +251,6 @@ def copy_dir_setting() -> Path | None:
 
 
 def default_book(root: Path) -> CheckpointBook:
-    from store.paths import engram_config_dir, engram_state_dir
+    from engram.store.paths import engram_config_dir, engram_state_dir
 
     return CheckpointBook(root, engram_state_dir(), engram_config_dir(), copy_dir_setting())

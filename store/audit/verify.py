@@ -12,7 +12,7 @@ interleaved in any order, and each is held to its author's rule:
   that must match.
 
 Every problem is reported, not only the first, so an oddity early in the log cannot hide an edit later on.
-A signed checkpoint (see :mod:`store.checkpoints`) adds what a chain cannot see alone: truncation, a
+A signed checkpoint (see :mod:`engram.store.audit.checkpoints`) adds what a chain cannot see alone: truncation, a
 rewritten history with every later hash recomputed, a whole replaced file.
 """
 
@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from store.audit import GENESIS, accumulate, line_hash, memoryd_link, this_hash
-from store.checkpoints import Checkpoint
+from engram.store.audit.chain import GENESIS, accumulate, line_hash, memoryd_link, this_hash
+from engram.store.audit.checkpoints import Checkpoint
 
 VALID, TAMPERED, TORN, UNREADABLE = "valid", "tampered", "torn_tail", "unreadable"
 SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside

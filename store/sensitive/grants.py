@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from store.errors import BadInput, Conflict, NotFound
-from store.service import Change, DataWrite, Store
+from engram.store.errors import BadInput, Conflict, NotFound
+from engram.store.service import Change, DataWrite, Store
 
 DURATIONS = {"once": timedelta(seconds=90), "session": timedelta(hours=8)}
 UNTIL_REVOKED = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)  # memoryd's "task" expiry

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from store.audit import repair_torn_tail, set_aside
-from store.audit_verify import SET_ASIDE, TAMPERED, VALID, Verdict, verify
-from store.checkpoints import Checkpoint, CheckpointRejected
-from store.errors import StoreError
-from store.service import Change, Store, utcnow
+from engram.store.audit.chain import repair_torn_tail, set_aside
+from engram.store.audit.checkpoints import Checkpoint, CheckpointRejected
+from engram.store.audit.verify import SET_ASIDE, TAMPERED, VALID, Verdict, verify
+from engram.store.errors import StoreError
+from engram.store.service import Change, Store, utcnow
 
 
 class NotSigned(StoreError):

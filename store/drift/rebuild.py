@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable
-from store.frontmatter import MemoryDoc, parse
-from store.index import Memory, Promotion, Trigger
-from store.paths import RootLayout, resolve_data_root
-from store.scan import FileEntry, walk
-from store.service import Change, Store
+from engram.store.drift.scan import FileEntry, walk
+from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable
+from engram.store.frontmatter import MemoryDoc, parse
+from engram.store.index import Memory, Promotion, Trigger
+from engram.store.paths import RootLayout, resolve_data_root
+from engram.store.service import Change, Store
 
 
 @dataclass

@@ -19,20 +19,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from store.crypto import (
+from engram.store.drift.scan import scope_files
+from engram.store.errors import DecryptionFailed, PassphraseUnconfirmed, StoreError, WrongKey
+from engram.store.index import KeyVerifier
+from engram.store.sensitive.crypto import (
     PASSPHRASE_ENV,
     decrypt,
     derive_passphrase_key,
     opens_verifier,
     seal_verifier,
 )
-from store.atomic import read_regular
-from store.errors import DecryptionFailed, PassphraseUnconfirmed, StoreError, WrongKey
-from store.index import KeyVerifier
-from store.scan import scope_files
+from engram.store.write.atomic import read_regular
 
 if TYPE_CHECKING:
-    from store.service import Store
+    from engram.store.service import Store
 
 PROBES = 3  # files tried per scope: one damaged file must not pass for a wrong key
 CONFIRM_HELP = (f"type it twice at a terminal (or in the console), or set ENGRAM_CONFIRM_PASSPHRASE to the same "

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from store.audit_verify import EventFilter
-from store.errors import BadInput
+from engram.store.audit.verify import EventFilter
+from engram.store.errors import BadInput
 
 _DAY = re.compile(rb'"ts": ?"(\d{4}-\d{2}-\d{2})')
 

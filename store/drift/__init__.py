@@ -1,0 +1,1 @@
+"""Files against index.db: walking the files, finding drift, repairing it, rebuilding the index."""
