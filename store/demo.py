@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from engram.store.domain import DecayState, MemoryType
@@ -223,17 +225,27 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
 
 
 def _proposals(w: _Writer, count: int) -> list[Proposal]:
-    out = []
-    for _ in range(count):
+    """What agents proposed, as they do: every seventh a near-copy of an earlier proposal (the same idea with
+    other numbers), every fifth proposing to supersede an existing memory of its scope and type."""
+    out: list[Proposal] = []
+    for i in range(count):
+        if i % 7 == 6 and out:
+            earlier = w.rng.choice(out)
+            title = re.sub(r"\d+", lambda _: str(w.rng.randint(2, 400)), earlier.title)
+            out.append(replace(earlier, title=title, dura=w.dura()))
+            continue
         session = w.rng.choice(w.sessions)
         fm = session.frontmatter
         project = next(p for p in PROJECTS if scope_hash_of(p[0]) == fm.scope_hash)
         mtype = w.rng.choice([t for t in MemoryType if t is not MemoryType.SESSION])
         title = w.fill(_TITLES[project[1]][mtype], project)
+        older = [d.frontmatter.slug for d in w.docs if d.frontmatter.scope_hash == fm.scope_hash
+                 and d.frontmatter.type is mtype] if i % 5 == 4 else []
         out.append(Proposal(
             source_session_slug=fm.slug, type=mtype, title=title, body=w.body(project, mtype),
             triggers=[t for t in title.split() if len(t) > 3][:3], dura=w.dura(),
-            reasoning=w.rng.choice(_REASONS[project[1]]), scope_hash=fm.scope_hash))
+            reasoning=w.rng.choice(_REASONS[project[1]]), scope_hash=fm.scope_hash,
+            supersedes=(w.rng.choice(older),) if older else ()))
     return out
 
 

@@ -29,7 +29,7 @@ from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_roo
 from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
 from engram.store.write import faults, retire
-from engram.store.write.atomic import read_regular, write_atomic
+from engram.store.write.atomic import flush_written, read_regular, write_atomic
 
 
 def utcnow() -> datetime:
@@ -203,7 +203,7 @@ class Store:
             for path, write in targets:
                 self._write_file(path, write, durable)
             if not durable and targets:
-                os.sync()  # one flush for the whole batch before the index points at the new files
+                flush_written(path for path, _ in targets)  # before the index points at the new files
             if index_update is not None:
                 index_update()
             for change in changes:

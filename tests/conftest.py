@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -14,6 +16,22 @@ from engram.store.service import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memoryd-small"
 PASSPHRASE = "engram-fixture-passphrase-2026"
+
+
+_PBKDF2 = hashlib.pbkdf2_hmac
+
+
+@functools.lru_cache(maxsize=None)
+def _pbkdf2_once(hash_name: str, password: bytes, salt: bytes, iterations: int, dklen: int | None = None) -> bytes:
+    return _PBKDF2(hash_name, password, salt, iterations, dklen)
+
+
+@pytest.fixture(autouse=True)
+def kdf_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each (passphrase, salt, iterations) is derived once per test run, not once per test: the fixture keeps
+    memoryd's real 600,000 iterations, and PBKDF2 is a pure function, so a remembered result is the same key.
+    (Test processes only: engram itself derives per session and forgets on lock.)"""
+    monkeypatch.setattr(hashlib, "pbkdf2_hmac", _pbkdf2_once)
 
 
 @pytest.fixture(autouse=True)

@@ -297,3 +297,28 @@ def test_torn_audit_tail_is_never_glued_onto(store, fixture_root):
     log.write_bytes(torn[: torn.rindex(b"\n") + 1])  # what `engram audit repair` will do (issue 3)
     assert store.flush_audit_outbox() == 0
     assert audit_lines(fixture_root)[-1]["event_type"] == "decay_changed"
+
+
+def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeypatch):
+    """A batch without per-file fsyncs (imports, the demo) makes its own files durable before the index commits,
+    and nothing else: ``os.sync`` would flush every file system on the machine."""
+    import os
+
+    from engram.store.service import Change
+
+    def no_global_sync() -> None:
+        raise AssertionError("os.sync flushes every file system")
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "sync", no_global_sync)
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    docs = [MemoryDoc(frontmatter=Frontmatter(title=f"t{i}", slug=f"engram-batch-{i}", type=MemoryType.FACT,
+                                              scope_hash="710d5aaf7a15", source="manual", created_at=store.now()),
+                      body="b\n") for i in range(3)]
+    writes = [store.memory_write(doc) for doc in docs]
+    store.apply_many([Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
+                      for d, w in zip(docs, writes)], durable=False,
+                     index_update=lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes)]))
+    written = {str(fixture_root / w.relpath) for w in writes}
+    assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced

@@ -55,6 +55,7 @@ from engram.store.sensitive.rekey import plan_passphrase_rekey, rekey_passphrase
 from engram.store.service import Store
 from engram.store.settings import load_settings
 from engram.store.stats import counts, list_memories
+from engram.tui.cli_progress import cli_progress
 from engram.tui.terminal_safe import SafeWriter
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
@@ -76,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("open", parents=[common], help="open the console (the default)")
     demo = sub.add_parser("demo", parents=[common], help="write a synthetic demo root and open it")
-    demo.add_argument("--memories", type=int, default=400, metavar="N", help="how many memories (default 400)")
+    demo.add_argument("--memories", type=int, default=3000, metavar="N",
+                      help="how many memories (default 3000: every pane with something to show)")
     demo.add_argument("--seed", type=int, default=7, help="random seed (same seed, same root)")
     demo.add_argument("--no-open", action="store_true", help="write the root but do not open the console")
     sub.add_parser("check", parents=[common, report], help="report drift between files and index")
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if command in ("open", "demo"):  # the console draws its own screen
         return _run(command, args)
     streams = sys.stdout, sys.stderr  # everything else prints data: nothing in it may drive the terminal
-    sys.stdout, sys.stderr = SafeWriter(sys.stdout), SafeWriter(sys.stderr, allow="\r")  # type: ignore[assignment]
+    sys.stdout, sys.stderr = SafeWriter(sys.stdout), SafeWriter(sys.stderr)  # type: ignore[assignment]
     try:
         return _run(command, args)
     finally:
@@ -246,7 +248,8 @@ def _check(args: argparse.Namespace) -> int:
         _emit(args, {"drift": True, "index_missing": str(exc)}, f"drift found: {exc}")
         return EXIT_FINDING
     with opened as store:
-        report = check(store)
+        with cli_progress("checking files") as advance:
+            report = check(store, advance)
     lines = [f"{report.files} files, {report.rows} index rows"]
     for kind, item in report.to_json()["findings"].items():
         lines.append(f"{item['count']:6d}  {kind}: {item['meaning']}" + ("  [repairable]" if item["fixable"] else ""))
@@ -271,7 +274,8 @@ def _repair(args: argparse.Namespace) -> int:
 def _rebuild(args: argparse.Namespace) -> int:
     store, aside = open_for_rebuild(args.root, "engram-cli")
     with store:
-        result = rebuild_index(store)
+        with cli_progress("reading files") as advance:
+            result = rebuild_index(store, advance)
     data = {"indexed": result.indexed, "removed": result.removed, "kept_locked": result.kept_locked,
             "kept_for_promotions": result.kept_for_promotions, "skipped": result.skipped, "moved_aside": aside}
     lines = [f"indexed {result.indexed} files, removed {result.removed} rows without files, "
@@ -310,7 +314,8 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _audit_verify(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        verdict = verify_log(store)
+        with cli_progress("verifying the chain (bytes)") as advance:
+            verdict = verify_log(store, None if advance is None else lambda read: advance(read, None))
     listed = [f"  line {p.line}: {p.reason}" if p.line else f"  {p.reason}" for p in verdict.problems[:50]]
     if verdict.problem_count > len(listed):
         listed.append(f"  ... {verdict.problem_count - len(listed)} more (--json lists {len(verdict.problems)})")
@@ -432,7 +437,8 @@ def _confirming(command: Callable[[argparse.Namespace], int], args: argparse.Nam
 def _scope_convert(args: argparse.Namespace) -> int:
     act = mark_sensitive if args.scope_command == "mark" else unmark_sensitive
     with _open_with_key(args) as store:
-        done = act(store, args.scope)
+        with cli_progress("encrypting" if args.scope_command == "mark" else "decrypting") as advance:
+            done = act(store, args.scope, advance)
     verb = "encrypted" if args.scope_command == "mark" else "decrypted"
     _emit(args, vars(done), f"scope {done.scope_hash}: {verb} {done.done} memories in {done.batches} batches")
     return EXIT_OK
@@ -444,7 +450,8 @@ def _rekey(args: argparse.Namespace) -> int:
         if (args.to or store.keys.key_source) == "random":
             if not args.scope:
                 raise BadInput("memoryd's random-key mode rekeys one scope at a time: give SCOPE")
-            result = rekey_random(store, args.scope)
+            with cli_progress("re-encrypting") as advance:
+                result = rekey_random(store, args.scope, advance)
             text = f"scope {result.scopes[0].scope_hash}: {result.done} memories under a new key in the OS keyring"
         else:
             if args.scope:
@@ -452,7 +459,10 @@ def _rekey(args: argparse.Namespace) -> int:
             plan = plan_passphrase_rekey(store)
             print(f"memoryd keeps one passphrase for every sensitive scope: this re-encrypts all {len(plan)} of them "
                   f"({sum(plan.values()):,} memories) under the new passphrase", file=sys.stderr)
-            result = rekey_passphrase(store, _new_passphrase())
+            new = _new_passphrase()
+            with cli_progress("re-encrypting") as advance:
+                result = rekey_passphrase(store, new, None if advance is None else
+                                          lambda scope, n, total: advance(n, total))
             text = ("every memory is already under the new passphrase: nothing changed" if result.already else
                     f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; memoryd needs it "
                     "from now on: " + ("the OS keyring holds it" if result.keyring_updated
@@ -527,11 +537,8 @@ def _import(args: argparse.Namespace) -> int:
                        Options(scope=args.scope, everything=args.everything, redact=args.redact))
         data = plan.to_json()
         if not args.dry_run and plan.items:
-            tty = sys.stderr.isatty()
-            apply_import(store, plan, lambda n, total: print(f"\rimporting {n:,}/{total:,}", end="", file=sys.stderr)
-                         if tty else None)
-            if tty:
-                print(file=sys.stderr)
+            with cli_progress("importing") as advance:
+                apply_import(store, plan, advance)
         data["written"] = not args.dry_run
     _emit(args, data, _preview_text(plan, args.dry_run))
     return EXIT_FINDING if plan.malformed else EXIT_OK
