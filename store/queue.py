@@ -59,6 +59,12 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     return items
 
 
+def pending_ids(store: Store) -> list[int]:
+    """The ids of pending promotions, oldest first (for shell completion: no row is read beyond its id)."""
+    return [pid for (pid,) in Promotion.select(Promotion.id).where(Promotion.status == "pending")
+            .order_by(Promotion.id).tuples()]
+
+
 def _haystack(item: QueueItem, body: str) -> str:
     return " ".join([item.title, *item.triggers, body]).lower()
 

@@ -142,6 +142,12 @@ def resolve_scope(store: Store, scope: str) -> tuple[str, str | None]:
     return scope_hash_for(root), str(root)
 
 
+def scope_hashes(store: Store) -> list[str]:
+    """Every scope hash the root knows, from the index alone (cheap enough for shell completion)."""
+    found = {scope for (scope,) in Memory.select(Memory.scope_hash).distinct().tuples()}
+    return sorted(found | store.sensitive_scopes())
+
+
 def _known_scope(store: Store, scope: str) -> bool:
     try:
         check_scope_name(scope)

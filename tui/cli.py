@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (argcomplete's global completion looks for this line)
 """The ``engram`` command: opens the console, or runs one store command and reports.
 
 Exit codes: 0 success, 1 a finding (drift, something left unrepaired), 2 could not run. Errors are one line
@@ -56,10 +57,12 @@ from engram.store.service import Store
 from engram.store.settings import load_settings
 from engram.store.stats import counts, list_memories
 from engram.tui.cli_progress import cli_progress
+from engram.tui.completion import SHELLS, Completer, autocomplete, complete_pending, complete_scopes, shell_script
 from engram.tui.terminal_safe import SafeWriter
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
+SCOPE_HELP = "scope hash, or the project's path"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--filter", default="", help="search syntax, as in the console")
     for verb in ("approve", "reject", "defer"):
         p = promos.add_parser(verb, parents=[common, report], help=f"{verb} promotions by id")
-        p.add_argument("ids", nargs="+", type=int, metavar="ID")
+        _completed(p.add_argument("ids", nargs="+", type=int, metavar="ID"), complete_pending)
         if verb != "approve":
             p.add_argument("--reason", help="why (kept in engram's notes and the audit event)")
 
@@ -105,25 +108,27 @@ def _parser() -> argparse.ArgumentParser:
                        ("unmark", "decrypt every memory and unmark (needs the key; resumable)"),
                        ("unlock-check", "check that the key opens the scope's files (0 opens, 1 wrong key)")):
         p = scope.add_parser(verb, parents=[common, report], help=what)
-        p.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+        _completed(p.add_argument("scope", metavar="SCOPE", help=SCOPE_HELP), complete_scopes)
     p = scope.add_parser("rekey", parents=[common, report],
                          help="re-encrypt under a new key: every sensitive scope to a new passphrase (passphrase "
                               "mode), or one scope to a new random key (keyring mode); resumable")
-    p.add_argument("scope", metavar="SCOPE", nargs="?",
-                   help="scope hash, or the project's path (needed in keyring mode only)")
+    _completed(p.add_argument("scope", metavar="SCOPE", nargs="?",
+                              help="scope hash, or the project's path (needed in keyring mode only)"), complete_scopes)
     p.add_argument("--to", choices=["passphrase", "random"], default=None,
                    help="the key source memoryd's config uses (the default); the other one is refused")
+    completion = sub.add_parser("completion", help="print the shell hook for completion: eval it in your shell's rc")
+    completion.add_argument("shell", choices=SHELLS)
     scopes_cmd = sub.add_parser("scopes", parents=[common, report],
                                 help="every scope: label, memories, sensitive and lock state, grant, findings")
     scopes_cmd.add_argument("--discover", action="append", type=Path, metavar="DIR", default=None,
                             help="look for project directories here to label scopes (default: ~ and ~/code, ~/src …)")
     grant = sub.add_parser("grant", parents=[common, report], help="let agents read a sensitive scope for a while")
-    grant.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+    _completed(grant.add_argument("scope", metavar="SCOPE", help=SCOPE_HELP), complete_scopes)
     grant.add_argument("--duration", required=True, choices=["once", "session", "task"],
                        help="once: 90 s; session: 8 h; task: until revoked")
     grant.add_argument("--task", metavar="ID", help="the task a 'task' grant is for")
     revoke = sub.add_parser("revoke", parents=[common, report], help="remove a scope's read grant")
-    revoke.add_argument("scope", metavar="SCOPE", help="scope hash, or the project's path")
+    _completed(revoke.add_argument("scope", metavar="SCOPE", help=SCOPE_HELP), complete_scopes)
 
     imp = sub.add_parser("import", parents=[common, report],
                          help="bring another system's memories in as sessions and pending promotions")
@@ -164,8 +169,15 @@ def _timestamp(text: str) -> datetime:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO-8601 date or time") from None
 
 
+def _completed(action: argparse.Action, completer: Completer) -> None:
+    action.completer = completer  # type: ignore[attr-defined]  # where argcomplete looks
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks what can follow: answer and exit (see tui/completion.py)
+        autocomplete(parser)
+    args = parser.parse_args(argv)
     command = args.command or "open"
     if command in ("open", "demo"):  # the console draws its own screen
         return _run(command, args)
@@ -186,14 +198,14 @@ def _run(command: str, args: argparse.Namespace) -> int:
     except (StoreError, QuerySyntaxError) as exc:
         print(f"engram: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # `engram ls | head`: the reader left; say nothing more (before OSError: it is one)
+        sys.stdout = None
+        return EXIT_OK
     except ENVIRONMENT_ERRORS as exc:  # disk full, read-only file system, a damaged index page: one line
         print(f"engram: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
-    except BrokenPipeError:  # `engram ls | head`: the reader left; say nothing more
-        sys.stdout = None
-        return EXIT_OK
     finally:
         _tell_notices()
 
@@ -239,6 +251,11 @@ def _demo(args: argparse.Namespace) -> int:
         return EXIT_OK
     args.root = str(root)
     return _open(args)
+
+
+def _completion(args: argparse.Namespace) -> int:
+    print(shell_script(args.shell))
+    return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -558,7 +575,7 @@ def _preview_text(plan: Preview, dry_run: bool) -> str:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "open": _open, "demo": _demo, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
+    "open": _open, "demo": _demo, "completion": _completion, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
     "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
     "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
     "promotions list": _promotions_list, "promotions approve": _promotions_decide,
