@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from importlib import resources
 
-
 ENGRAM_PREFIX = "_engram_"  # after the number: 100_engram_audit_outbox.sql
 
 

@@ -48,7 +48,8 @@ def unregistered_scopes(store: Store, files: Iterable[FileEntry]) -> list[Unregi
 
 def _index_rows(store: Store) -> list[dict[str, Any]]:
     cols = store.index.columns("sensitive_scopes")
-    return [dict(zip(cols, row)) for row in store.index.db.execute_sql("SELECT * FROM main.sensitive_scopes")]
+    cursor = store.index.db.execute_sql("SELECT * FROM main.sensitive_scopes")
+    return [dict(zip(cols, row, strict=True)) for row in cursor]
 
 
 def register_again(store: Store, scope: Unregistered) -> str:
@@ -73,7 +74,7 @@ def lost_promotions(store: Store) -> list[dict[str, Any]]:
     present = {(p.source_session_slug, p.created_at, p.proposed_title)
                for p in Promotion.select(Promotion.source_session_slug, Promotion.created_at, Promotion.proposed_title)}
     names = ", ".join(PROMOTION_COLUMNS)
-    rows = [dict(zip(PROMOTION_COLUMNS, r)) for r in
+    rows = [dict(zip(PROMOTION_COLUMNS, r, strict=True)) for r in
             store.index.db.execute_sql(f"SELECT {names} FROM engram.engram_promotions ORDER BY id")]
     return [r for r in rows if (r["source_session_slug"], r["created_at"], r["proposed_title"]) not in present]
 

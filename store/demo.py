@@ -14,7 +14,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
@@ -27,7 +27,7 @@ from engram.store.service import Change, Store, chunked
 DEMO_PASSPHRASE = "engram-demo-passphrase"
 """The demo's sensitive scope opens with this (set ``MEMORYD_MASTER_PASSPHRASE`` to it, or type it to unlock)."""
 
-NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 SPAN_DAYS = 240
 
 # (scope root, language, topics, people, tools); the last one is the sensitive scope
@@ -192,7 +192,8 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
         w.docs.append(w.memory(i, project, mtype))
         if progress is not None and i % 500 == 0:
             progress(i, memories)
-    w.sessions = [d for d in w.docs if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"]
+    w.sessions = [d for d in w.docs
+                  if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"]
     sensitive = scope_hash_of(SENSITIVE_ROOT)
     for ent in w.entities.values():  # entity decay follows how long ago it was last seen
         idle = (NOW - datetime.fromisoformat(ent["last_seen_at"])).days
@@ -258,7 +259,7 @@ def _supersedes(w: _Writer) -> list[dict]:
     chains = []
     for docs in by_key.values():
         docs.sort(key=lambda d: d.frontmatter.created_at)
-        for older, newer in zip(docs[::7], docs[1::7]):
+        for older, newer in zip(docs[::7], docs[1::7], strict=False):
             chains.append(dict(
                 newer_memory_id=newer.frontmatter.slug, older_memory_id=older.frontmatter.slug, entity_id=None,
                 confidence=round(w.rng.uniform(0.6, 0.99), 2), decided_at=newer.frontmatter.created_at.isoformat(),

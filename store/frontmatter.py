@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -45,7 +45,7 @@ def format_datetime(value: datetime) -> str:
     """memoryd's text for a datetime: aware values in UTC with ``Z``; naive ones as written (wall clock)."""
     if value.tzinfo is None:
         return value.isoformat()
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def index_datetime(value: datetime | None) -> str | None:
@@ -54,7 +54,7 @@ def index_datetime(value: datetime | None) -> str | None:
         return None
     if value.tzinfo is None:
         return value.isoformat()
-    return value.astimezone(timezone.utc).isoformat()
+    return value.astimezone(UTC).isoformat()
 
 
 class Frontmatter(BaseModel):

@@ -141,7 +141,8 @@ def rename_entity(store: Store, entity_id: str, name: str) -> None:
     aliases = sorted({*_aliases(entity), entity.name} - {name})
 
     def update() -> None:
-        Entity.update(name=name, aliases=json.dumps(aliases, ensure_ascii=False)).where(Entity.id == entity_id).execute()
+        Entity.update(name=name, aliases=json.dumps(aliases, ensure_ascii=False)).where(
+            Entity.id == entity_id).execute()
 
     store.apply(Change("entity_renamed", entity_id, entity.scope_hash, {"old_name": entity.name, "new_name": name},
                        index_update=update))

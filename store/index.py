@@ -12,7 +12,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -390,7 +390,8 @@ class Index:
         with self.db.atomic():
             for table in _legacy_tables(self.db):
                 columns = ", ".join(c for c in self.columns(table, "main") if c in self.columns(table, "engram"))
-                self.db.execute_sql(f"INSERT OR IGNORE INTO engram.{table} ({columns}) SELECT {columns} FROM main.{table}")
+                self.db.execute_sql(
+                    f"INSERT OR IGNORE INTO engram.{table} ({columns}) SELECT {columns} FROM main.{table}")
 
     def _drop_legacy_tables(self) -> None:
         """Once copied (committed first: a crash in between leaves both, and the next open copies again)."""
@@ -431,7 +432,7 @@ class Index:
 
     def write_identity(self) -> None:
         """:meth:`claim_identity`'s writes, inside a transaction the caller holds."""
-        stamp = datetime.now(timezone.utc).isoformat()
+        stamp = datetime.now(UTC).isoformat()
         record = RootRecord.select().first()
         if record is None:
             known = IndexIdentity.select().first()
@@ -537,7 +538,7 @@ class Index:
         cols = self.columns("sensitive_scopes")
         wanted = [c for c in ("scope_hash", "scope_root", "marked_at", "key_source") if c in cols]
         cursor = self.db.execute_sql(f"SELECT {', '.join(wanted)} FROM main.sensitive_scopes")
-        rows = [dict(zip(wanted, row)) for row in cursor]
+        rows = [dict(zip(wanted, row, strict=True)) for row in cursor]
         if self.rebuilt:
             known = {r["scope_hash"] for r in rows}
             rows += [r for r in self.sensitive_copy() if r["scope_hash"] not in known]
@@ -550,7 +551,7 @@ class Index:
             return []
         cursor = self.db.execute_sql(
             "SELECT scope_hash, scope_root, marked_at, key_source FROM engram.engram_sensitive_scopes")
-        return [dict(zip(("scope_hash", "scope_root", "marked_at", "key_source"), row)) for row in cursor]
+        return [dict(zip(("scope_hash", "scope_root", "marked_at", "key_source"), row, strict=True)) for row in cursor]
 
     def _has_table(self, schema: str, table: str) -> bool:
         return self.db.execute_sql(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
@@ -706,7 +707,7 @@ def _apply_migrations(con: sqlite3.Connection, engram: bool) -> None:
     for name, sql in migration_files(engram):
         if name in done:
             continue
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
         try:
             con.executescript(
                 "BEGIN IMMEDIATE;\n" + sql + "\nINSERT INTO _schema_migrations (filename, applied_at) "

@@ -198,8 +198,9 @@ def target_scopes(store: Store, promotion_ids: Iterable[int]) -> set[str]:
 
 
 def prove_keys(store: Store, promotion_ids: Iterable[int]) -> None:
-    """Prove the key of every sensitive scope these promotions would be written into (see :mod:`engram.store.sensitive.keyproof`),
-    so a wrong passphrase refuses a batch of approvals before the first, not half way through."""
+    """Prove the key of every sensitive scope these promotions would be written into (see
+    :mod:`engram.store.sensitive.keyproof`), so a wrong passphrase refuses a batch of approvals before the first,
+    not half way through."""
     for scope in sorted(target_scopes(store, promotion_ids) & store.sensitive_scopes()):
         keyproof.prove(store, scope)
 

@@ -112,7 +112,8 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
     for scope, root in discover_roots(discover_in, unlabeled).items():
         infos[scope].label, infos[scope].label_from = root, "discovered"
     if store.index.has(Binding):
-        for scope, n in Binding.select(Binding.scope_hash, fn.COUNT(Binding.slug)).group_by(Binding.scope_hash).tuples():
+        bound = Binding.select(Binding.scope_hash, fn.COUNT(Binding.slug)).group_by(Binding.scope_hash)
+        for scope, n in bound.tuples():
             if scope in infos:
                 infos[scope].bound = n
     for s in infos.values():

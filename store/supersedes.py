@@ -127,9 +127,10 @@ def forest(store: Store, listed: Listed | None = None) -> list[Node]:
             node.links.append((link, build(link.older, path | {slug})))
         return node
 
-    roots = [build(s, frozenset()) for s in sorted(set(by_newer) - superseded,
-                                                   key=lambda s: max(x.decided_at or created.get(s, "") for x in by_newer[s]),
-                                                   reverse=True)]
+    def newest(slug: str) -> str:
+        return max(x.decided_at or created.get(slug, "") for x in by_newer[slug])
+
+    roots = [build(s, frozenset()) for s in sorted(set(by_newer) - superseded, key=newest, reverse=True)]
     for slug in sorted(set(by_newer) - shown):  # members of pure cycles
         if slug not in shown:
             roots.append(build(slug, frozenset()))

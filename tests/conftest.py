@@ -21,7 +21,7 @@ PASSPHRASE = "engram-fixture-passphrase-2026"
 _PBKDF2 = hashlib.pbkdf2_hmac
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pbkdf2_once(hash_name: str, password: bytes, salt: bytes, iterations: int, dklen: int | None = None) -> bytes:
     return _PBKDF2(hash_name, password, salt, iterations, dklen)
 

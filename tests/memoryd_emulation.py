@@ -7,7 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from engram.migrations import migration_files
@@ -87,7 +87,7 @@ def memoryd_approve(root: Path, pid: int) -> None:
     slug = f"promoted-{pid}-{session}"
     fm = Frontmatter(title=title or slug, slug=slug, type=MemoryType(mtype) if mtype in MemoryType._value2member_map_
                      else MemoryType.DECISION, scope_hash=scope, triggers=[str(t) for t in json.loads(triggers)],
-                     source="promotion", created_at=datetime.now(timezone.utc), promoted_from=session)
+                     source="promotion", created_at=datetime.now(UTC), promoted_from=session)
     doc = MemoryDoc(frontmatter=fm, body=body)
     folder = root / "scopes" / scope / doc.frontmatter.type.dir_name
     folder.mkdir(parents=True, exist_ok=True)

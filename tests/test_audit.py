@@ -4,9 +4,10 @@ it mechanically, property tests, concurrent writers, checkpoints and tail repair
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import multiprocessing
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from engram.store.audit.chain import GENESIS, TornTail, accumulate, append_event
 from engram.store.audit.checkpoints import CheckpointBook, CheckpointRejected
 from engram.store.audit.verify import TAMPERED, TORN, VALID, verify
 
-T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def memoryd_append(path: Path, record: dict) -> None:
@@ -100,7 +101,7 @@ def test_golden_log_is_valid_for_both_rules(tmp_path):
     # memoryd's own verification rule holds for every line, engram's included
     objs = [json.loads(raw) for raw in lines]
     assert objs[0]["prev_hash"] == GENESIS
-    assert all(b["prev_hash"] == memoryd_link(a) for a, b in zip(objs, objs[1:]))
+    assert all(b["prev_hash"] == memoryd_link(a) for a, b in itertools.pairwise(objs))
     assert [o.get("seq") for o in objs if "seq" in o] == [i + 1 for i, o in enumerate(objs) if "seq" in o]
 
 

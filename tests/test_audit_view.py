@@ -4,7 +4,7 @@ filters as the pane's filter line says them, events per day."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -51,7 +51,7 @@ def test_filters_and_days(tmp_path):
         parse_filter("since:yesterday")
     with pytest.raises(BadInput):
         parse_filter("type:")
-    assert parse_filter("until:2026-11-02T00:00:00Z").until == datetime(2026, 11, 2, tzinfo=timezone.utc)
+    assert parse_filter("until:2026-11-02T00:00:00Z").until == datetime(2026, 11, 2, tzinfo=UTC)
 
 
 def test_a_missing_log_is_empty(tmp_path):

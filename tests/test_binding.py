@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -71,7 +71,7 @@ def test_an_older_version_restored_is_flagged_as_rolled_back(store):
     rel = finance_files(store)[0]
     old = store.layout.resolve(rel).read_bytes()
     slug = Memory.get(Memory.body_path == rel).slug
-    store.clock = lambda: datetime(2027, 1, 1, tzinfo=timezone.utc)  # the edit is newer than the file
+    store.clock = lambda: datetime(2027, 1, 1, tzinfo=UTC)  # the edit is newer than the file
     edit_memory(store, slug, title="A newer title")
     assert state(store, rel) == BOUND
     store.layout.resolve(rel).write_bytes(old)

@@ -33,9 +33,9 @@ def approve_and_die(root: Path, pid: int, point: str) -> int:
 
 
 def approval_events(root: Path, pid: int) -> int:
-    lines = [json.loads(l) for l in (root / "audit" / "audit.jsonl").read_text().splitlines()]
-    return sum(1 for l in lines if l.get("event_type") == "promotion_approved"
-               and json.loads(l["details"]).get("promotion_id") == pid)
+    lines = [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
+    return sum(1 for line in lines if line.get("event_type") == "promotion_approved"
+               and json.loads(line["details"]).get("promotion_id") == pid)
 
 
 @pytest.mark.parametrize("point", faults.POINTS)

@@ -3,7 +3,7 @@ in forgotten/ left alone), written through to frontmatter; revive, recall, ttl, 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from helpers import events
@@ -24,7 +24,7 @@ from engram.store.domain import DecayState
 from engram.store.errors import BadInput
 from engram.store.index import Memory
 
-LATER = datetime(2027, 6, 1, tzinfo=timezone.utc)
+LATER = datetime(2027, 6, 1, tzinfo=UTC)
 
 
 def fm(store, slug):
@@ -50,7 +50,7 @@ def test_plan_follows_memoryds_rule_one_step_and_skips_moved_files(store):
             assert step and step.move
         elif row.ttl_days is None:
             assert step is None  # alive without a ttl never dims by age
-    assert plan_sweep(store, datetime(2000, 1, 1, tzinfo=timezone.utc)) == []
+    assert plan_sweep(store, datetime(2000, 1, 1, tzinfo=UTC)) == []
 
 
 def test_applying_the_plan_writes_files_index_and_audit(store, fixture_root):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -62,13 +62,14 @@ def test_unknown_keys_survive_a_resave():
 
 def test_defaults_are_omitted_as_memoryd_does():
     fm = Frontmatter(title="t", slug="s", type=MemoryType.FACT, scope_hash="abcdefabcdef", source="manual",
-                     created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc))
+                     created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     assert serialize(MemoryDoc(frontmatter=fm, body="b")) == (
         b"---\ntitle: t\nslug: s\ntype: fact\nscope_hash: abcdefabcdef\nsource: manual\n"
         b"created_at: '2026-01-02T03:04:05Z'\n---\n\nb")
 
 
-GOOD = "---\ntitle: t\nslug: s\ntype: fact\nscope_hash: abcdefabcdef\nsource: m\ncreated_at: '2026-01-01T00:00:00Z'\n---\n\nb"
+GOOD = ("---\ntitle: t\nslug: s\ntype: fact\nscope_hash: abcdefabcdef\nsource: m\n"
+        "created_at: '2026-01-01T00:00:00Z'\n---\n\nb")
 
 
 @pytest.mark.parametrize("data, reason", [
@@ -96,7 +97,7 @@ text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
        extra=st.dictionaries(st.from_regex(r"x_[a-z]{1,8}", fullmatch=True), st.integers() | text, max_size=3))
 def test_serialize_parse_is_identity(title, body, triggers, ttl, recalls, extra):
     fm = Frontmatter(title=title, slug="p-1", type=MemoryType.DECISION, scope_hash="0123456789ab",
-                     source="manual", created_at=datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=timezone.utc),
+                     source="manual", created_at=datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=UTC),
                      triggers=triggers, ttl_days=ttl, recall_count=recalls, **extra)
     doc = MemoryDoc(frontmatter=fm, body=body)
     data = serialize(doc)
@@ -112,7 +113,7 @@ def test_serialize_parse_is_identity(title, body, triggers, ttl, recalls, extra)
 
 def test_a_body_starting_with_blank_lines_reads_as_memoryd_reads_it():
     fm = Frontmatter(title="T", slug="s-1", type=MemoryType.FACT, scope_hash="0123456789ab", source="manual",
-                     created_at=datetime(2026, 5, 1, 12, tzinfo=timezone.utc))
+                     created_at=datetime(2026, 5, 1, 12, tzinfo=UTC))
     data = serialize(MemoryDoc(frontmatter=fm, body="\n\nThe text.\n"))  # as a person's editor may leave it
     doc = parse(data, "s-1.md")
     assert doc.body == memoryd_body(data) == "The text.\n"
@@ -130,6 +131,6 @@ def test_a_yaml_alias_bomb_is_refused_without_expanding_it():
 
 
 def test_a_shared_list_memoryd_could_anchor_still_parses():
-    data = ("---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
-            "created_at: '2026-01-01T00:00:00+00:00'\ntriggers: &t [deploy]\ntags: *t\n---\n\nbody\n").encode()
+    data = (b"---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
+            b"created_at: '2026-01-01T00:00:00+00:00'\ntriggers: &t [deploy]\ntags: *t\n---\n\nbody\n")
     assert parse(data, "ok.md").frontmatter.tags == ["deploy"]

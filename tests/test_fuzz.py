@@ -31,7 +31,8 @@ FRONTMATTER: dict[str, bytes] = {
     "no closing fence": b"---\ntitle: T\nslug: s\n",
     "broken yaml": b"---\ntitle: [unclosed\n: :\n---\nbody\n",
     "a list, not a mapping": b"---\n- a\n- b\n---\nbody\n",
-    "alias bomb": b"---\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    "alias bomb": b"---\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                  b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
                   b"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
                   b"f: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n---\nbody\n",
     "invalid utf-8": HEAD.replace(b"title: T", b"title: \xff\xfe") + b"body\n",

@@ -51,7 +51,7 @@ def test_neighbourhood_hops_and_mentions(store):
 
 def test_conflicts_are_one_subject_one_predicate_several_objects(store):
     found = conflicts(store)
-    for (subject, predicate), rows in found.items():
+    for (subject, _predicate), rows in found.items():
         assert len({r.object_id for r in rows}) > 1 and {r.subject_id for r in rows} == {subject}
     some = next(iter(found))
     assert set(conflicts(store, some[0])) >= {some}

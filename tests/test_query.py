@@ -45,7 +45,8 @@ FIELDS = {"type": ["fact"], "scope": ["5727cb99a38b"], "tag": ["backend", "ops"]
           "source": ["claude-code"]}
 MATCHES = [
     ("", True), ("kafka", True), ("KAFKA lag", True), ("kafka spark", False), ("spark | lag", True),
-    ("'consumer lag", True), (r"'lag\ consumer", False), (r"'consumer\ lag", True), ("^cons", True), ("^onsumer", False),
+    ("'consumer lag", True), (r"'lag\ consumer", False), (r"'consumer\ lag", True), ("^cons", True),
+    ("^onsumer", False),
     ("lag$", True), ("^kafka$", True), ("!spark", True), ("!kafka", False), ("日志", True),
     ("type:fa", True), ("type:session", False), ("!type:session", True), ("scope:5727", True),
     ("tag:ops", True), ("tag:front", False), ("state:dim", True), ("source:claude", True),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers import events
@@ -63,7 +63,7 @@ def test_scope_roots_are_discovered_by_hashing_project_directories(tmp_path):
 def test_fixture_grants_read_with_memoryd_rules(fixture_root):
     with Store.open(fixture_root, keys=KeyRing()) as store:
         found = grants(store)
-    now = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
     assert found[HEALTH].task_id == "annual-checkup-2026" and found[HEALTH].valid(now)
     assert found[FINANCE].duration == "session" and found[FINANCE].valid(now)
     assert not found[FINANCE].valid(now + timedelta(hours=6, seconds=1))
@@ -75,7 +75,7 @@ def test_fixture_grants_read_with_memoryd_rules(fixture_root):
                                              ("task", None)])
 def test_issue_writes_memoryd_format_audits_and_replaces(fixture_root, duration, lasts):
     with Store.open(fixture_root, keys=KeyRing(), actor="engram-test") as store:
-        fixed = datetime(2026, 11, 21, 9, 30, 15, 123456, tzinfo=timezone.utc)
+        fixed = datetime(2026, 11, 21, 9, 30, 15, 123456, tzinfo=UTC)
         store.clock = lambda: fixed
         revoke_grant(store, FINANCE)  # a new file, then: written 0600 (a replaced one keeps its mode)
         grant = issue_grant(store, FINANCE, duration, "t-7" if duration == "task" else None)

@@ -92,7 +92,7 @@ def test_the_index_answers_as_the_query_language_says(loaded, data):
         query = parse(text)
     except QuerySyntaxError:
         return
-    want = {hit.slug for hit, head in zip(index.rows, index.head) if matches(query, head, {
+    want = {hit.slug for hit, head in zip(index.rows, index.head, strict=True) if matches(query, head, {
         "type": [hit.type.lower()], "scope": [hit.scope_hash.lower()], "state": [hit.decay_state.lower()],
         "source": [hit.source.lower()]})}
     got = index.search(text, limit=len(index.rows))

@@ -84,7 +84,7 @@ def test_mark_encrypts_every_memory_readably_for_memoryd(fixture_root, tmp_path,
         assert done.done == len(files) and SCOPE in store.sensitive_scopes()
         assert_encrypted(fixture_root, files)
         assert check(store).counts() == {}
-    events = [json.loads(l)["event_type"] for l in (fixture_root / "audit/audit.jsonl").read_text().splitlines()]
+    events = [json.loads(line)["event_type"] for line in (fixture_root / "audit/audit.jsonl").read_text().splitlines()]
     assert events.count("scope_marked_sensitive") == 1
     assert events.count("memory_encrypted") == -(-len(files) // 50)
     # engram writes nowhere else: temp files live beside their target, and $EDITOR is refused in sensitive scopes

@@ -111,7 +111,8 @@ def test_reject_only_proposals_and_undo_any(store, fixture_root):
     assert not SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == link.newer)
                                            & (SupersedesChain.older_memory_id == link.older))
     assert events(fixture_root)[-1]["event_type"] == "supersede_rejected"
-    auto = next(x for x in links(store) if x.decided_by == "auto" and not store.memory(x.newer).body_path.endswith(".enc"))
+    auto = next(x for x in links(store)
+                if x.decided_by == "auto" and not store.memory(x.newer).body_path.endswith(".enc"))
     with pytest.raises(Conflict, match="undo it instead"):
         reject_supersede(store, auto.newer, auto.older)
     undo_supersede(store, auto.newer, auto.older)

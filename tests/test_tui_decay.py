@@ -3,7 +3,7 @@ ttl / forget on a row, and the sweep as a dry run that is applied only when conf
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from helpers import events, settle
 from textual.widgets import DataTable
@@ -14,7 +14,7 @@ from engram.tui.app import EngramApp
 from engram.tui.screens.prompt import Confirm
 
 SIZE = (140, 45)
-LATER = datetime(2027, 6, 1, tzinfo=timezone.utc)
+LATER = datetime(2027, 6, 1, tzinfo=UTC)
 
 
 async def open_pane(app, pilot) -> DataTable:

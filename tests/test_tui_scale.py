@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -76,7 +76,7 @@ async def test_graph_caps_a_popular_entity_and_renames_it(demo_store):
 
 
 async def test_decay_sweep_over_thousands_is_applied_in_audited_batches(demo_store):
-    demo_store.clock = lambda: datetime(2028, 1, 1, tzinfo=timezone.utc)
+    demo_store.clock = lambda: datetime(2028, 1, 1, tzinfo=UTC)
     planned = plan_sweep(demo_store)
     assert len(planned) > 1000
     before, memories = len(events(demo_store.layout.root)), Memory.select().count()

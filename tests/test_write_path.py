@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -29,7 +30,7 @@ def memoryd_chain_ok(lines) -> bool:
     from engram.store.audit.chain import GENESIS, memoryd_link
 
     return lines[0]["prev_hash"] == GENESIS and all(
-        b["prev_hash"] == memoryd_link(a) for a, b in zip(lines, lines[1:]))
+        b["prev_hash"] == memoryd_link(a) for a, b in itertools.pairwise(lines))
 
 
 def a_plain_memory():
@@ -123,8 +124,10 @@ NOT_ONE_EVENT = {
     "scopes.resolve_scope": "reads only",
     "scopes.project_dir": "reads only",
     "sensitive.convert.lock": "forgets keys held in memory; nothing on disk changes",
-    "sensitive.convert.check_key": "decrypts one file in memory; keeps the passphrase verifier (engram.db) when missing",
-    "sensitive.keyproof.prove": "decrypts in memory; keeps the passphrase verifier (engram's own state, not the root's data)",
+    "sensitive.convert.check_key":
+        "decrypts one file in memory; keeps the passphrase verifier (engram.db) when missing",
+    "sensitive.keyproof.prove":
+        "decrypts in memory; keeps the passphrase verifier (engram's own state, not the root's data)",
     "sensitive.keyproof.opens_own_files": "decrypts in memory; keeps the passphrase verifier when missing",
     "promotions.target_scopes": "reads only",
     "promotions.prove_keys": "keyproof.prove for each scope, before any decision",
@@ -143,17 +146,22 @@ NOT_ONE_EVENT = {
     "supersedes.listed_links": "reads only",
     "importers.run.preview": "reads only: what an import would write",
     "importers.run.apply_import": "one import_item event per item written, then one import_run event",
-    "sensitive.rekey.rekey_passphrase": "one rekey_started for every scope, one memory_rekeyed per batch, a scope_rekeyed "
-                              "per scope (tests/test_rekey.py)",
-    "sensitive.rekey.rekey_random": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
+    "sensitive.rekey.rekey_passphrase":
+        "one rekey_started for every scope, one memory_rekeyed per batch, a scope_rekeyed per scope "
+        "(tests/test_rekey.py)",
+    "sensitive.rekey.rekey_random":
+        "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
     "sensitive.rekey.plan_passphrase_rekey": "reads only",
     "sensitive.binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "sensitive.binding.verify": "reads only",
     "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
     "drift.repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
     "scopes.scopes": "reads only",
-    "sensitive.convert.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
-                                "(tests/test_sensitive.py counts them)",
+    "scopes.scope_hashes": "reads only",
+    "queue.pending_ids": "reads only",
+    "sensitive.convert.mark_sensitive":
+        "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
+        "(tests/test_sensitive.py counts them)",
     "sensitive.convert.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",
 }
 
@@ -318,7 +326,8 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
                       body="b\n") for i in range(3)]
     writes = [store.memory_write(doc) for doc in docs]
     store.apply_many([Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
-                      for d, w in zip(docs, writes)], durable=False,
-                     index_update=lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes)]))
+                      for d, w in zip(docs, writes, strict=True)], durable=False,
+                     index_update=lambda: store.upsert_memory_rows(
+                         [(d, w.relpath) for d, w in zip(docs, writes, strict=True)]))
     written = {str(fixture_root / w.relpath) for w in writes}
     assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced

@@ -34,9 +34,6 @@ from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.scopes import ScopesPane
 from engram.tui.panes.search import SearchPane
 from engram.tui.panes.supersedes import SupersedesPane
-
-PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "decay": DecayPane,
-                "graph": GraphPane, "audit": AuditPane, "scopes": ScopesPane}  # the owners of pane actions, for the command palette
 from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.importer import ImportScreen
 from engram.tui.screens.prompt import TextPrompt
@@ -44,6 +41,9 @@ from engram.tui.terminal_safe import visible
 from engram.tui.threads import ReleasingExecutor, background
 from engram.tui.widgets.safe import ControlFilter
 
+# the owners of pane actions, for the command palette
+PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "decay": DecayPane,
+                "graph": GraphPane, "audit": AuditPane, "scopes": ScopesPane}
 CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"
 WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
@@ -214,8 +214,8 @@ class EngramApp(App[None]):
 
     def ask_new_passphrase(self, then: Callable[[], None]) -> None:
         """The passphrase the first sensitive scope will be encrypted with, typed twice."""
-        self.push_screen(TextPrompt("memoryd passphrase for sensitive scopes (the first one: choose it)",
-                                    password=True), lambda first: self.confirm_passphrase(first, then) if first else None)
+        prompt = TextPrompt("memoryd passphrase for sensitive scopes (the first one: choose it)", password=True)
+        self.push_screen(prompt, lambda first: self.confirm_passphrase(first, then) if first else None)
 
     def confirm_passphrase(self, first: str, then: Callable[[], None]) -> None:
         """Nothing encrypted can check ``first`` (a typo would lock memories away for good): typed again, the

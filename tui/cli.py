@@ -283,7 +283,8 @@ def _repair(args: argparse.Namespace) -> int:
     left = {k: v for k, v in remaining.get("findings", {}).items() if k != "locked_file"}
     text = "\n".join([*(f"fixed: {m}" for m in result.fixed), *(f"failed: {m}" for m in result.failed),
                       *(f"left: {v['count']} {k} ({KINDS[k][0]})" for k, v in left.items()),
-                      f"{len(result.fixed)} fixed, {len(result.failed)} failed, {sum(v['count'] for v in left.values())} left"])
+                      f"{len(result.fixed)} fixed, {len(result.failed)} failed, "
+                      f"{sum(v['count'] for v in left.values())} left"])
     _emit(args, {"fixed": result.fixed, "failed": result.failed, "remaining": remaining}, text)
     return EXIT_FINDING if left or result.failed else EXIT_OK
 
@@ -575,7 +576,8 @@ def _preview_text(plan: Preview, dry_run: bool) -> str:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "open": _open, "demo": _demo, "completion": _completion, "check": _check, "repair": _repair, "rebuild-index": _rebuild,
+    "open": _open, "demo": _demo, "completion": _completion, "check": _check, "repair": _repair,
+    "rebuild-index": _rebuild,
     "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
     "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
     "promotions list": _promotions_list, "promotions approve": _promotions_decide,

@@ -1,1 +1,2 @@
-"""The audit log: appending to memoryd's hash chain, verifying it, signed checkpoints, and reading it for the console."""
+"""The audit log: appending to memoryd's hash chain, verifying it, signed checkpoints, and reading it for the
+console."""

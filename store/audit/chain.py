@@ -6,7 +6,8 @@ memoryd keeps verifying and appending; ``this_hash`` additionally covers the who
 ``flock`` on the file (memoryd locks the same way), read only the tail, and fsync.
 
 This module is the writer (every mutation's event comes through :func:`append_events`) and the explicit
-repair of a torn tail; :mod:`engram.store.audit.verify` reads the chain and :mod:`engram.store.audit.checkpoints` pins it.
+repair of a torn tail; :mod:`engram.store.audit.verify` reads the chain and :mod:`engram.store.audit.checkpoints`
+pins it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -123,7 +124,7 @@ def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None 
             ids = [e["details"].get("op_id") for e in events]
             if done is not None and done in ids:
                 events = events[ids.index(done) + 1:]
-            stamp = (ts or datetime.now(timezone.utc)).isoformat()
+            stamp = (ts or datetime.now(UTC)).isoformat()
             written, raw = [], []
             for event in events:
                 seq += 1

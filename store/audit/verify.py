@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +280,7 @@ class EventFilter:
 
 def _aware(value: datetime) -> datetime:
     """Naive timestamps (memoryd's capture path writes some) are read as UTC, as memoryd reads them."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def events(path: Path, where: EventFilter = EventFilter()) -> Iterator[dict[str, Any]]:

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from engram.store.drift.scan import FileEntry, walk
@@ -45,7 +45,7 @@ def set_aside_if_corrupt(index_path: Path) -> str | None:
             con.close()
         return None
     except sqlite3.DatabaseError:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         aside = index_path.with_name(f"index.db.corrupt-{stamp}")
         os.replace(index_path, aside)
         for suffix in ("-wal", "-shm"):

@@ -109,8 +109,8 @@ def _flush_audit(store: Store, finding: Finding) -> str | None:
 
 
 def _finish_change(store: Store, finding: Finding) -> str | None:
-    """Appending the queued events finishes their changes first (see :mod:`engram.store.write.retire`), even when the log
-    cannot take the events yet (they stay queued, and ``audit_pending`` says so)."""
+    """Appending the queued events finishes their changes first (see :mod:`engram.store.write.retire`), even when
+    the log cannot take the events yet (they stay queued, and ``audit_pending`` says so)."""
     store.flush_audit_outbox()
     if store.layout.resolve(finding.path or "").exists():
         raise StoreError("still there: " + (store.audit_warning or "changed since the change was made"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def _rollout(file: Path, root: Path) -> Iterator[Item]:
     if not any(role == "user" for role, _ in turns):
         yield Malformed(Origin(name), "no request from the person in this rollout")
         return
-    started = parse_time(meta.get("timestamp")) or first or _time_from_name(file) or datetime.now(timezone.utc)
+    started = parse_time(meta.get("timestamp")) or first or _time_from_name(file) or datetime.now(UTC)
     thread = text_of(meta.get("id")) or file.stem
     cwd = text_of(meta.get("cwd"))
     git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
@@ -142,7 +142,7 @@ def _summary(file: Path, root: Path) -> Item:
     if not body.strip() or not fields:
         return Malformed(Origin(name), "no `key: value` header followed by a body")
     thread = fields.get("thread_id") or fields.get("rollout_id") or file.stem
-    when = parse_time(fields.get("updated_at") or fields.get("created_at")) or datetime.now(timezone.utc)
+    when = parse_time(fields.get("updated_at") or fields.get("created_at")) or datetime.now(UTC)
     cwd = fields.get("cwd", "")
     title = fields.get("title") or _title(body.strip().lstrip("# "))
     return SessionItem(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def _memory(file: Path, home: Path, persona: str) -> Iterator[Item]:
     lines = [_message(m) for m in messages]
     archived = mind.get("archive") if isinstance(mind.get("archive"), list) else []
     key = f"eternego:{persona}:mind:{short_hash(context + ''.join(lines))}"
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     body = (f"# {persona}'s working memory\n\n{len(messages)} live messages, {len(archived)} archived stretches."
             + (f"\n\n## Hand-off note\n\n{context}" if context else "")
             + ("\n\n## Live messages\n\n" + "\n\n".join(lines) if lines else "")

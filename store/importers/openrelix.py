@@ -11,7 +11,7 @@ read only on request. DURA comes from the row (see :func:`dura`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,7 @@ def _window(data: Any, origin: Origin, seen: set[str]) -> Iterator[Item]:
     if not prompts and not conclusions:
         yield Malformed(Origin(origin.file, key=wid), "window with no prompts and no conclusions")
         return
-    when = parse_time(data.get("started_at")) or parse_time(data.get("date")) or datetime.now(timezone.utc)
+    when = parse_time(data.get("started_at")) or parse_time(data.get("date")) or datetime.now(UTC)
     title = (text_of(data.get("thread_title")) or text_of(data.get("window_summary"))
              or (prompts[0][1] if prompts else conclusions[0][1])).splitlines()[0][:80]
     cwd = text_of(data.get("cwd"))
@@ -176,7 +176,7 @@ def _body(row: dict[str, Any]) -> str:
 
 
 def _batch_session(key: str, name: str) -> SessionItem:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return SessionItem(key=key, slug=f"openrelix-registry-{slug_part(name)}-{short_hash(key)}",
                        title=f"OpenRelix registry ({name})",
                        body=f"Registry rows imported from OpenRelix `{name}` that cite no imported window; each "

@@ -17,7 +17,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "JSON web token": re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
     "bearer token": re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{20,}"),
     "cookie": re.compile(r"(?i)\b(?:set-)?cookie:\s*[^;\s]+=[^;\s]{16,}"),
-    "password assignment": re.compile(r"(?i)\b(?:password|passwd|secret|api[_-]?key|token)\s*[:=]\s*['\"]?[^\s'\"]{8,}"),
+    "password assignment": re.compile(
+        r"(?i)\b(?:password|passwd|secret|api[_-]?key|token)\s*[:=]\s*['\"]?[^\s'\"]{8,}"),
 }
 
 

@@ -147,7 +147,8 @@ def _convert(store: Store, scope_hash: str, encrypt: bool,
 def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     """Files of the scope with no index row (memoryd leaves some) are indexed first, as repair would, so that the
     conversion reaches them too: a sensitive scope must not keep a plaintext file nobody listed. A change a
-    crash cut short is finished first: its old copies are not memories of their own (see :mod:`engram.store.write.retire`)."""
+    crash cut short is finished first: its old copies are not memories of their own (see
+    :mod:`engram.store.write.retire`)."""
     store.flush_audit_outbox()
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
     for entry in scope_files(store.layout, scope_hash):
@@ -208,7 +209,7 @@ def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:
 def write_marker(scope_root: str | None) -> None:
     """memoryd's marker in the project itself, so its capture path knows without the index."""
     if scope_root and Path(scope_root).is_dir():
-        write_atomic(Path(scope_root) / MARKER, f"scope_root: {scope_root}\n".encode("utf-8"))
+        write_atomic(Path(scope_root) / MARKER, f"scope_root: {scope_root}\n".encode())
 
 
 def _remove_marker(scope_root: str | None) -> None:

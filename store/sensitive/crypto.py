@@ -163,8 +163,8 @@ VERIFIER_TEXT = b"engram: memoryd master passphrase verifier v1"
 
 
 def seal_verifier(passphrase: str, iterations: int) -> tuple[str, str]:
-    """``(salt, sealed)`` proving ``passphrase`` later (see :mod:`engram.store.sensitive.keyproof`): a constant encrypted under a
-    key derived with a fresh random salt, which opens under that passphrase only."""
+    """``(salt, sealed)`` proving ``passphrase`` later (see :mod:`engram.store.sensitive.keyproof`): a constant
+    encrypted under a key derived with a fresh random salt, which opens under that passphrase only."""
     salt = "engram-verifier-" + os.urandom(16).hex()
     key = derive_passphrase_key(passphrase, salt, iterations)
     return salt, encrypt(VERIFIER_TEXT, key, salt).decode("ascii")
@@ -179,8 +179,8 @@ def opens_verifier(passphrase: str, salt: str, iterations: int, sealed: str) -> 
 
 
 KEYRING_HELP = ("options: install and unlock an OS keyring (GNOME Keyring / KWallet via Secret Service, macOS "
-                "Keychain, Windows Credential Locker), set PYTHON_KEYRING_BACKEND to a keyring backend you use, or, for "
-                "the passphrase mode, set " + PASSPHRASE_ENV)
+                "Keychain, Windows Credential Locker), set PYTHON_KEYRING_BACKEND to a keyring backend you use, or, "
+                "for the passphrase mode, set " + PASSPHRASE_ENV)
 
 
 def keyring_password(service: str, user: str) -> str | None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.store.errors import BadInput, Conflict, NotFound
 from engram.store.service import Change, DataWrite, Store
 
 DURATIONS = {"once": timedelta(seconds=90), "session": timedelta(hours=8)}
-UNTIL_REVOKED = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)  # memoryd's "task" expiry
+UNTIL_REVOKED = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)  # memoryd's "task" expiry
 ISSUER = "engram grant"
 
 
@@ -48,7 +48,9 @@ class Grant:
         if self.expires_at == UNTIL_REVOKED:
             return f"{what}, until revoked"
         left = int((self.expires_at - now).total_seconds())
-        return f"{what}, {left // 3600}h {left % 3600 // 60}m left" if left >= 3600 else f"{what}, {left // 60}m {left % 60}s left"
+        if left >= 3600:
+            return f"{what}, {left // 3600}h {left % 3600 // 60}m left"
+        return f"{what}, {left // 60}m {left % 60}s left"
 
 
 def grants(store: Store) -> dict[str, Grant | str]:
@@ -74,7 +76,7 @@ def issue_grant(store: Store, scope_hash: str, duration: str, task_id: str | Non
         raise BadInput("a task id goes with --duration task")
     if scope_hash not in store.sensitive_scopes():
         raise Conflict(f"scope {scope_hash} is not sensitive: agents read it without a grant")
-    now = store.now().astimezone(timezone.utc).replace(microsecond=0)
+    now = store.now().astimezone(UTC).replace(microsecond=0)
     if scope_root is None:
         scope_root = next((r.get("scope_root") or None for r in store.index.sensitive_scope_rows()
                            if r.get("scope_hash") == scope_hash), None)
@@ -118,4 +120,4 @@ def _parse(data: bytes) -> Grant:
 
 def _when(text: str) -> datetime:
     moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -160,7 +160,7 @@ def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
              if binding.verify(store, rel, data, doc, plain).state != binding.BOUND]
 
     def finish() -> None:
-        for rel, doc, data, plain in stale:
+        for _rel, doc, data, plain in stale:
             binding.record(store, doc, data, plain)
         _finish(store, scope_hash, source)
     store.apply(Change("scope_rekeyed", scope_hash, scope_hash,

@@ -40,7 +40,7 @@ def stacked_bar(counts: Counter[str], width: int = BAR) -> Text:
     """The states of a group as one bar; the numbers sit in their own columns, so colour only repeats them."""
     total = sum(counts.values()) or 1
     bar = Text()
-    for (state, style), mark in zip(STATES, "█▓▒░"):
+    for (state, style), mark in zip(STATES, "█▓▒░", strict=True):
         bar.append(mark * round(width * counts.get(state, 0) / total), style=style)
     return bar
 

@@ -36,7 +36,7 @@ class Step:
 
     label: str
     decisions: list[promotions.Decision]
-    redo: Callable[[], "Step"]
+    redo: Callable[[], Step]
 
 
 class QueuePane(Vertical):

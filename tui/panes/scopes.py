@@ -116,7 +116,8 @@ class ScopesPane(Vertical):
     def show_detail(self, info: ScopeInfo) -> None:
         now = self.store.now()
         lines = [f"[b]{escape(info.name)}[/b]",
-                 f"scope {info.scope_hash}" + (f" · label from {info.label_from}" if info.label else " · no label found (l names it)"),
+                 f"scope {info.scope_hash}"
+                 + (f" · label from {info.label_from}" if info.label else " · no label found (l names it)"),
                  f"{info.memories:,} memories: " + ", ".join(f"{n} {t}" for t, n in info.by_type.items())]
         if info.sensitive:
             lock = "LOCKED (ctrl+u unlocks)" if info.locked else "unlocked (ctrl+l locks every scope)"

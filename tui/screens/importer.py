@@ -173,7 +173,8 @@ def _findings(plan: Preview) -> str:
     sections = (("Secret-looking strings", [f"{h.kind} {h.masked} in {o}" for o, _, h in plan.secrets]),
                 ("Malformed (skipped)", [f"{m.origin}: {m.reason}" for m in plan.malformed]),
                 ("Refused", [f"{o}: {why}" for o, why in plan.refused]),
-                ("Kept aside (esc, then tick 'read what it keeps aside')", [f"{k.origin}: {k.reason}" for k in plan.skipped]))
+                ("Kept aside (esc, then tick 'read what it keeps aside')",
+                 [f"{k.origin}: {k.reason}" for k in plan.skipped]))
     for title, lines in sections:
         if lines:
             parts += ["", f"[b]{title}[/b] ({len(lines):,})"] + [f"  {escape(x)}" for x in lines[:SHOWN]]
