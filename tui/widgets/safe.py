@@ -30,7 +30,7 @@ class ControlFilter(LineFilter):
     segment text, so they are untouched)."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
-        if not any(not control and UNSAFE.search(text) for text, _, control in segments):
-            return segments
+        if not UNSAFE.search("".join(text for text, _, control in segments if not control)):
+            return segments  # the common case: one scan of the line, nothing copied
         return [Segment(UNSAFE.sub("", text), style, control) if not control else Segment(text, style, control)
                 for text, style, control in segments]
