@@ -142,13 +142,12 @@ class CheckpointBook:
         return checkpoint
 
     def missing(self, log: Path, besides: set[str]) -> str | None:
-        """Why this log should have a checkpoint and has none (the finding "checkpoint missing"), or None.
+        """Why this log should have a checkpoint, asked when the stored one is absent (the finding "checkpoint
+        missing"), or None when it need not have one yet.
 
         ``besides``: op_ids of engram events being appended right now, which do not count as a write engram had
         finished (and checkpointed) before: a first write that crashed before its checkpoint is no alarm.
         """
-        if self.latest() is not None:
-            return None
         gone = (f"checkpoint missing: {self.path} is gone (deleted, engram's state directory cleared, or the root "
                 "moved)")
         fix = ("; compare with a checkpoint you kept (`engram audit checkpoint --restore FILE`), or, if you trust "
