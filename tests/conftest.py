@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import shutil
 from pathlib import Path
 
 import keyring
 import pytest
+from forked import pbkdf2_once
 from keyring.backend import KeyringBackend
 
 from engram.store.sensitive.crypto import KeyRing
@@ -18,20 +18,12 @@ FIXTURE = Path(__file__).parent / "fixtures" / "memoryd-small"
 PASSPHRASE = "engram-fixture-passphrase-2026"
 
 
-_PBKDF2 = hashlib.pbkdf2_hmac
-
-
-@functools.cache
-def _pbkdf2_once(hash_name: str, password: bytes, salt: bytes, iterations: int, dklen: int | None = None) -> bytes:
-    return _PBKDF2(hash_name, password, salt, iterations, dklen)
-
-
 @pytest.fixture(autouse=True)
 def kdf_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each (passphrase, salt, iterations) is derived once per test run, not once per test: the fixture keeps
     memoryd's real 600,000 iterations, and PBKDF2 is a pure function, so a remembered result is the same key.
     (Test processes only: engram itself derives per session and forgets on lock.)"""
-    monkeypatch.setattr(hashlib, "pbkdf2_hmac", _pbkdf2_once)
+    monkeypatch.setattr(hashlib, "pbkdf2_hmac", pbkdf2_once)
 
 
 @pytest.fixture(autouse=True)

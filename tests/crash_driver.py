@@ -1,5 +1,5 @@
 """Run one write action on a root through the store's API, in its own process, so a test can kill it at a
-crash point (``ENGRAM_CRASH_AT``) and run it again. ``python crash_driver.py ROOT ACTION ARG``.
+crash point (``ENGRAM_CRASH_AT``) and run it again: ``drive(ROOT, ACTION, ARG)`` in a child from ``forked``.
 
 A refusal that only says the action is already done (a decided promotion, say) ends it quietly with exit 0:
 running an action again after it completed is what a person does after a crash."""
@@ -7,7 +7,6 @@ running an action again after it completed is what a person does after a crash."
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 from engram.store import decay, promotions
@@ -27,7 +26,7 @@ OLD, NEW = "engram-fixture-passphrase-2026", "a-new-passphrase-after-a-crash"
 CODEX = Path(__file__).parent / "fixtures" / "importers" / "codex"
 
 
-def run(store: Store, action: str, arg: str) -> None:
+def run(store: Store, root: str, action: str, arg: str) -> None:
     if action == "approve":
         promotions.approve(store, int(arg))
     elif action == "reject":
@@ -42,7 +41,7 @@ def run(store: Store, action: str, arg: str) -> None:
     elif action == "rekey":
         rekey_passphrase(store, NEW)
     elif action == "import":
-        source = Path(sys.argv[1]).parent / "codex-input"
+        source = Path(root).parent / "codex-input"
         if not source.exists():
             shutil.copytree(CODEX, source)
         apply_import(store, preview(store, importer("codex"), source, Options(scope=arg)))
@@ -60,17 +59,12 @@ def run(store: Store, action: str, arg: str) -> None:
         raise SystemExit(f"unknown action {action}")
 
 
-def main() -> None:
-    root, action, arg = sys.argv[1:4]
+def drive(root: str, action: str, arg: str) -> None:
     # memoryd's config (MEMORYD_CONFIG_HOME) gives the KDF cost; a rekey's rerun needs both passphrases: the old
     # one opens what the killed run had not reached.
     with Store.open(root, keys=KeyRing.from_config(load_memoryd_config(), {PASSPHRASE_ENV: OLD}),
                     actor="engram-crash") as store:
         try:
-            run(store, action, arg)
+            run(store, root, action, arg)
         except Conflict:
             pass
-
-
-if __name__ == "__main__":
-    main()

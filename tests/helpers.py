@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+import forked
 from textual.app import App
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
@@ -29,9 +27,6 @@ async def settle(app: App, pilot: Pilot) -> None:
 
 
 def run_engram(root: Path, *args: str, env: dict[str, str], crash: str | None = None) -> int:
-    """``engram ARGS --root ROOT`` in a real process (so a crash point can kill it); its exit code."""
-    full = {**os.environ, **env, "PYTHONPATH": str(Path(__file__).parent.parent)}
-    if crash:
-        full["ENGRAM_CRASH_AT"] = crash
-    return subprocess.run([sys.executable, "-m", "engram", *args, "--root", str(root)], env=full,
-                          capture_output=True).returncode
+    """``engram ARGS --root ROOT`` in its own process (so a crash point can kill it), forked from a warm server
+    (see ``forked``); its exit code. What it printed is in ``engram.out`` beside the root."""
+    return forked.engram(root, *args, env=env, crash=crash, output=root.parent / "engram.out")
