@@ -19,7 +19,7 @@ from typing import TypeVar
 from peewee import DatabaseError
 
 from engram.store.errors import StoreError
-from engram.store.index import Memory, Promotion
+from engram.store.index import Memory, Promotion, tuples
 from engram.store.service import Store
 
 K = TypeVar("K", int, str)
@@ -108,12 +108,12 @@ class ChangeFeed:
             return fh.read(now[2] - before[2]).count(b"\n"), False
 
     def _promotion_rows(self) -> dict[int, int]:
-        query = Promotion.select(Promotion.id, Promotion.status, Promotion.decided_at).tuples()
+        query = tuples(Promotion.select(Promotion.id, Promotion.status, Promotion.decided_at))
         return {pid: hash((status, decided)) for pid, status, decided in query}
 
     def _memory_rows(self) -> dict[str, int]:
-        query = Memory.select(Memory.slug, Memory.body_path, Memory.title, Memory.updated_at, Memory.decay_state,
-                              Memory.fingerprint, Memory.recall_count, Memory.last_recalled_at).tuples()
+        query = tuples(Memory.select(Memory.slug, Memory.body_path, Memory.title, Memory.updated_at, Memory.decay_state,
+                              Memory.fingerprint, Memory.recall_count, Memory.last_recalled_at))
         return {row[0]: hash(row[1:]) for row in query}
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from engram.store.domain import FORGOTTEN_DIR, DecayState
 from engram.store.errors import BadInput
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import Memory
+from engram.store.index import Memory, tuples
 from engram.store.service import Change, FileWrite, Store
 
 DIM_AFTER = timedelta(days=30)
@@ -47,8 +47,8 @@ def state_of(row: Memory) -> str:
 def distribution(store: Store) -> dict[tuple[str, str], Counter[str]]:
     """Decay states per (scope, type), with files already moved to ``forgotten/`` as their own state."""
     found: dict[tuple[str, str], Counter[str]] = {}
-    for scope, mtype, state, path in Memory.select(Memory.scope_hash, Memory.type, Memory.decay_state,
-                                                   Memory.body_path).tuples():
+    for scope, mtype, state, path in tuples(Memory.select(Memory.scope_hash, Memory.type, Memory.decay_state,
+                                                   Memory.body_path)):
         moved = f"/{FORGOTTEN_DIR}/" in path
         found.setdefault((scope, mtype), Counter())[MOVED if moved else state] += 1
     return found

@@ -16,7 +16,7 @@ from peewee import fn
 from rapidfuzz import fuzz, process
 
 from engram.store.errors import BadInput, Conflict, NotFound
-from engram.store.index import Entity, Memory, Relation
+from engram.store.index import Entity, Memory, Relation, tuples
 from engram.store.service import Change, Store
 
 MAX_HOPS = 3
@@ -77,7 +77,7 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
     """What ``entity_id`` relates to, by predicate, ``hops`` deep (1-3); active relations only."""
     if not 1 <= hops <= MAX_HOPS:
         raise BadInput(f"hops go from 1 to {MAX_HOPS}")
-    labels = dict(Entity.select(Entity.id, Entity.name).tuples())
+    labels = dict(tuples(Entity.select(Entity.id, Entity.name)))
     centre = Hop(entity_id, labels.get(entity_id, entity_id))
     seen = {entity_id}
     frontier = [centre]
@@ -85,9 +85,9 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
         ids = [h.node_id for h in frontier]
         nxt: list[Hop] = []
         active = Relation.superseded_at.is_null()
-        rows = (Relation.select(Relation.id, Relation.subject_id, Relation.predicate, Relation.object_id,
+        rows = (tuples(Relation.select(Relation.id, Relation.subject_id, Relation.predicate, Relation.object_id,
                                 Relation.confidence)
-                .where(active & (Relation.subject_id.in_(ids) | Relation.object_id.in_(ids))).tuples())
+                .where(active & (Relation.subject_id.in_(ids) | Relation.object_id.in_(ids)))))
         by_node = {h.node_id: h for h in frontier}
         for row in rows:  # tuples: a popular entity has tens of thousands of mentions
             rel = Rel(*row)
@@ -110,8 +110,8 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
 
 def mentioned_in(store: Store, entity_id: str) -> list[Memory]:
     """Memories that mention the entity (memoryd's ``memory:<slug> mentions <entity>`` relations)."""
-    slugs = {subject.removeprefix("memory:") for (subject,) in Relation.select(Relation.subject_id).where(
-        (Relation.object_id == entity_id) & (Relation.subject_kind == "memory")).tuples()}
+    slugs = {subject.removeprefix("memory:") for (subject,) in tuples(Relation.select(Relation.subject_id).where(
+        (Relation.object_id == entity_id) & (Relation.subject_kind == "memory")))}
     return list(Memory.select().where(Memory.slug.in_(slugs)).order_by(Memory.created_at.desc()))
 
 
@@ -119,14 +119,14 @@ def conflicts(store: Store, entity_id: str | None = None) -> dict[tuple[str, str
     """Active relations where one subject has one predicate towards several objects (e.g. prefers A and B),
     optionally only those touching ``entity_id``: a GROUP BY, then the few groups it names."""
     active = (Relation.superseded_at.is_null()) & (Relation.subject_kind == "entity")
-    groups = (Relation.select(Relation.subject_id, Relation.predicate).where(active)
+    groups = (tuples(Relation.select(Relation.subject_id, Relation.predicate).where(active)
               .group_by(Relation.subject_id, Relation.predicate)
-              .having(fn.COUNT(Relation.object_id.distinct()) > 1).tuples())
+              .having(fn.COUNT(Relation.object_id.distinct()) > 1)))
     found: dict[tuple[str, str], list[Rel]] = defaultdict(list)
     for subject, predicate in groups:
-        rows = [Rel(*r) for r in Relation.select(Relation.id, Relation.subject_id, Relation.predicate,
+        rows = [Rel(*r) for r in tuples(Relation.select(Relation.id, Relation.subject_id, Relation.predicate,
                                                  Relation.object_id, Relation.confidence)
-                .where(active & (Relation.subject_id == subject) & (Relation.predicate == predicate)).tuples()]
+                .where(active & (Relation.subject_id == subject) & (Relation.predicate == predicate)))]
         if entity_id is None or any(entity_id in (r.subject_id, r.object_id) for r in rows):
             found[(subject, predicate)] = rows
     return dict(found)

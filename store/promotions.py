@@ -377,10 +377,13 @@ def _undo_merged(store: Store, done: Merged) -> Change:
     row = _unchanged(store, done.into, done.fingerprint)
     rel = store.safe_relpath(row.body_path)
     write = store.rewrite(rel, done.before)
+
+    def index_update() -> None:
+        store.upsert_memory_row(done.before, write.relpath, keep_runtime=True)
+        _reopen(done.promotion_id, merged_into=None)
+
     return Change("undo_applied", done.into, row.scope_hash, {"promotion_id": done.promotion_id}, writes=[write],
-                  removals=[rel],
-                  index_update=lambda: (store.upsert_memory_row(done.before, write.relpath, keep_runtime=True),
-                                        _reopen(done.promotion_id, merged_into=None)))
+                  removals=[rel], index_update=index_update)
 
 
 _UNDO: dict[type, Callable[[Store, Any], Change]] = {

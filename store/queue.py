@@ -6,7 +6,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from engram.store.errors import StoreError
-from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.index import Memory, Promotion, PromotionNote, tuples
 from engram.store.promotions import dura_of, parse_json_list
 from engram.store.query import Query, matches
 from engram.store.service import Store
@@ -61,8 +61,8 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
 
 def pending_ids(store: Store) -> list[int]:
     """The ids of pending promotions, oldest first (for shell completion: no row is read beyond its id)."""
-    return [pid for (pid,) in Promotion.select(Promotion.id).where(Promotion.status == "pending")
-            .order_by(Promotion.id).tuples()]
+    return [pid for (pid,) in tuples(Promotion.select(Promotion.id).where(Promotion.status == "pending")
+            .order_by(Promotion.id))]
 
 
 def _haystack(item: QueueItem, body: str) -> str:

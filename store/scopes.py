@@ -22,7 +22,7 @@ from peewee import fn
 
 from engram.store.drift.scan import scope_files
 from engram.store.errors import BadInput, NotFound, StoreError, UnsafePath
-from engram.store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger
+from engram.store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger, tuples
 from engram.store.paths import check_scope_name, scope_hash_for, scope_root_for
 from engram.store.sensitive.grants import Grant, grants
 from engram.store.service import Change, Store
@@ -81,7 +81,7 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
             infos[scope] = ScopeInfo(scope)
         return infos[scope]
 
-    rows = Memory.select(Memory.scope_hash, Memory.type, Memory.body_path).tuples()
+    rows = tuples(Memory.select(Memory.scope_hash, Memory.type, Memory.body_path))
     types: dict[str, Counter[str]] = defaultdict(Counter)
     for scope, mtype, path in rows:
         types[scope][mtype] += 1
@@ -101,7 +101,7 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
         s.grant = grant
         if s.label is None and isinstance(grant, Grant) and grant.scope_root:
             s.label, s.label_from = grant.scope_root, "grant"
-    for scope, label in ScopeLabel.select(ScopeLabel.scope_hash, ScopeLabel.label).tuples() \
+    for scope, label in tuples(ScopeLabel.select(ScopeLabel.scope_hash, ScopeLabel.label)) \
             if store.index.has(ScopeLabel) else []:
         info(scope).label, info(scope).label_from = label, "you"  # a person's name for it beats any guess
     for s in infos.values():
@@ -113,7 +113,7 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
         infos[scope].label, infos[scope].label_from = root, "discovered"
     if store.index.has(Binding):
         bound = Binding.select(Binding.scope_hash, fn.COUNT(Binding.slug)).group_by(Binding.scope_hash)
-        for scope, n in bound.tuples():
+        for scope, n in tuples(bound):
             if scope in infos:
                 infos[scope].bound = n
     for s in infos.values():
@@ -145,7 +145,7 @@ def resolve_scope(store: Store, scope: str) -> tuple[str, str | None]:
 
 def scope_hashes(store: Store) -> list[str]:
     """Every scope hash the root knows, from the index alone (cheap enough for shell completion)."""
-    found = {scope for (scope,) in Memory.select(Memory.scope_hash).distinct().tuples()}
+    found = {scope for (scope,) in tuples(Memory.select(Memory.scope_hash).distinct())}
     return sorted(found | store.sensitive_scopes())
 
 
@@ -168,8 +168,8 @@ def project_dir(store: Store, scope_hash: str, discover_in: Iterable[Path] | Non
     grant = grants(store).get(scope_hash)
     candidates.append(grant.scope_root if isinstance(grant, Grant) else None)
     if store.index.has(ScopeLabel):
-        candidates += [label for (label,) in ScopeLabel.select(ScopeLabel.label)
-                       .where(ScopeLabel.scope_hash == scope_hash).tuples()]
+        candidates += [label for (label,) in tuples(ScopeLabel.select(ScopeLabel.label)
+                       .where(ScopeLabel.scope_hash == scope_hash))]
     candidates.append(_codex_cwd(store, scope_hash))
     for candidate in candidates:
         if candidate and Path(candidate).is_dir() and scope_hash_for(candidate) == scope_hash:
@@ -228,7 +228,7 @@ def _codex_cwd(store: Store, scope: str) -> str | None:
     sessions = (Memory.select(Memory.body_path)
                 .where((Memory.scope_hash == scope) & (Memory.source.startswith("codex"))
                        & ~Memory.body_path.endswith(".enc")).limit(20))
-    for (path,) in sessions.tuples():
+    for (path,) in tuples(sessions):
         try:
             text = store.read_bytes(store.safe_relpath(path))[:4096].decode("utf-8", "replace")
         except (StoreError, OSError):

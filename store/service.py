@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +24,7 @@ from engram.store.audit.checkpoints import default_book
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse, serialize
-from engram.store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger
+from engram.store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, Trigger, tuples
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
@@ -62,8 +62,8 @@ class Change:
     target_id: str | None
     scope_hash: str | None
     details: dict[str, Any]
-    writes: list[FileWrite | DataWrite] = field(default_factory=list)
-    index_update: Callable[[], None] | None = None
+    writes: Sequence[FileWrite | DataWrite] = field(default_factory=list)
+    index_update: Callable[[], object] | None = None  # what it returns is not used
     removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
     scrubs: list[str] = field(default_factory=list)  # plaintext files it retires: zeroed before they are unlinked
     # Checked first inside the write transaction, before any file moves: raises if the state the change was
@@ -140,7 +140,7 @@ class Store:
         return self.index.read_only_reason
 
     def sensitive_scopes(self) -> set[str]:
-        return {row["scope_hash"] for row in self.index.sensitive_scope_rows() if row.get("scope_hash")}
+        return {scope for row in self.index.sensitive_scope_rows() if (scope := row.get("scope_hash"))}
 
     def read_file(self, relpath: str) -> tuple[bytes, bytes]:
         """A memory file's bytes as stored, and its plaintext (decrypted in memory for ``.md.enc``): one read
@@ -181,7 +181,7 @@ class Store:
         self.index.writable()
         if self.index.rebuilt and not self._registering:
             self._register_sensitive_again()
-        queued = []
+        queued: list[tuple[str, Change, dict[str, Any]]] = []  # op id, change, audit event
         for change in changes:
             op_id = uuid.uuid4().hex
             queued.append((op_id, change, {"actor": self.actor, "event_type": change.event_type,
@@ -276,8 +276,8 @@ class Store:
         rows: dict[str, tuple[str, str]] = {}
         for outbox in (AuditOutbox, OutboxGuard):
             if self.index.has(outbox):
-                for op_id, event, created in outbox.select(outbox.op_id, outbox.event, outbox.created_at).order_by(
-                        outbox.created_at, SQL("rowid")).tuples():
+                waiting = outbox.select(outbox.op_id, outbox.event, outbox.created_at)
+                for op_id, event, created in tuples(waiting.order_by(outbox.created_at, SQL("rowid"))):
                     rows.setdefault(op_id, (created, event))
         ordered = sorted(rows.items(), key=lambda item: item[1][0])  # stable: insertion order within a stamp
         return [(op_id, event) for op_id, (_, event) in ordered]

@@ -10,7 +10,7 @@ from peewee import fn
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import StoreError
 from engram.store.frontmatter import parse
-from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain, tuples
 from engram.store.service import Store
 
 
@@ -32,7 +32,7 @@ class Counts:
 
 
 def _grouped(column) -> dict[str, int]:
-    query = Memory.select(column, fn.COUNT(Memory.slug)).group_by(column).order_by(column).tuples()
+    query = tuples(Memory.select(column, fn.COUNT(Memory.slug)).group_by(column).order_by(column))
     return {str(key): n for key, n in query}
 
 
@@ -43,8 +43,8 @@ def counts(store: Store) -> Counts:
         by_type=_grouped(Memory.type),
         by_scope=_grouped(Memory.scope_hash),
         by_decay=_grouped(Memory.decay_state),
-        promotions={s: n for s, n in Promotion.select(Promotion.status, fn.COUNT(Promotion.id))
-                    .group_by(Promotion.status).tuples()},
+        promotions={s: n for s, n in tuples(Promotion.select(Promotion.status, fn.COUNT(Promotion.id))
+                    .group_by(Promotion.status))},
         sensitive_scopes=sorted(store.sensitive_scopes()),
         encrypted=Memory.select().where(Memory.scope_sensitive == 1).count(),
         entities=Entity.select().count(),

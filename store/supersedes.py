@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from engram.store.errors import Conflict, NotFound, StoreError
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Memory, SupersedesChain
+from engram.store.index import Memory, SupersedesChain, tuples
 from engram.store.service import Change, Store
 
 PROPOSED = "digest"  # memoryd's decided_by for a link its digest proposes but does not apply with confidence
@@ -73,7 +73,7 @@ def listed_links(store: Store, progress: Callable[[int, int], None] | None = Non
     query = Memory.select(Memory.slug, Memory.body_path, Memory.scope_hash)
     if slugs is not None:
         query = query.where(Memory.slug.in_(slugs))
-    rows = list(query.tuples())
+    rows = list(tuples(query))
     result = Listed()
     for n, (slug, path, scope) in enumerate(rows, 1):
         if progress is not None and n % 1000 == 0:
@@ -111,8 +111,8 @@ def forest(store: Store, listed: Listed | None = None) -> list[Node]:
     for link in all_links:
         by_newer.setdefault(link.newer, []).append(link)
     titles, created = {}, {}
-    for slug, title, created_at in Memory.select(Memory.slug, Memory.title, Memory.created_at).where(
-            Memory.slug.in_({x for link in all_links for x in (link.newer, link.older)})).tuples():
+    for slug, title, created_at in tuples(Memory.select(Memory.slug, Memory.title, Memory.created_at).where(
+            Memory.slug.in_({x for link in all_links for x in (link.newer, link.older)}))):
         titles[slug], created[slug] = title, created_at or ""
     superseded = {link.older for link in all_links}
     shown: set[str] = set()

@@ -245,6 +245,16 @@ def test_eternego_days_and_hand_off(store, source):
     assert [(m.origin.line, m.reason[:10]) for m in plan.malformed] == [(3, "not a turn")]
 
 
+@pytest.mark.parametrize("name", ["conversation-notes.md", "conversation-2026-13-45.md"])
+def test_an_eternego_history_file_that_is_not_a_day_is_reported(store, source, name):
+    home = source("eternego")
+    (home / "history" / name).write_text("[2026-06-05T09:00:00] person: hello\n")
+    plan = preview(store, importer("eternego"), home, Options())
+    assert [(m.origin.file, m.reason[:30]) for m in plan.malformed if "history" in m.origin.file] == [
+        (f"history/{name}", "not named conversation-YYYY-MM")]
+    assert len([s for s in plan.sessions if "conversation" in s.slug]) == 3
+
+
 def test_scope_option_puts_everything_in_one_scope(store, source):
     plan = imported(store, "openrelix", source("openrelix"), scope="global")
     assert {s.scope_hash for s in plan.sessions} | {p.scope_hash for p in plan.promotions} == {"global"}

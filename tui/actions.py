@@ -8,6 +8,7 @@ from collections.abc import Callable
 from textual.widget import Widget
 
 from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
+from engram.tui.host import console
 
 
 def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable[[], None]) -> bool:
@@ -22,5 +23,5 @@ def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable
         return False
     widget.notify(done, timeout=3)
     then()
-    widget.app.check_audit()
+    console(widget).check_audit()
     return True

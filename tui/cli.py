@@ -152,12 +152,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="move a torn last line aside (valid lines are never rewritten)")
     checkpoint = audit.add_parser("checkpoint", parents=[common, report],
                                   help="print a signed checkpoint to keep elsewhere, or check the log against one")
-    what = checkpoint.add_mutually_exclusive_group(required=True)
-    what.add_argument("--print", action="store_true", dest="print_", help="verify, then print the checkpoint")
-    what.add_argument("--check", metavar="FILE", type=Path, help="check the log against a kept checkpoint")
-    what.add_argument("--restore", metavar="FILE", type=Path,
+    way = checkpoint.add_mutually_exclusive_group(required=True)
+    way.add_argument("--print", action="store_true", dest="print_", help="verify, then print the checkpoint")
+    way.add_argument("--check", metavar="FILE", type=Path, help="check the log against a kept checkpoint")
+    way.add_argument("--restore", metavar="FILE", type=Path,
                       help="after a 'checkpoint missing': check the log against a kept checkpoint, then sign it anew")
-    what.add_argument("--reset", action="store_true",
+    way.add_argument("--reset", action="store_true",
                       help="after a 'checkpoint missing': trust the log as it is and sign it anew (recorded)")
     return parser
 
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     if command in ("open", "demo"):  # the console draws its own screen
         return _run(command, args)
     streams = sys.stdout, sys.stderr  # everything else prints data: nothing in it may drive the terminal
-    sys.stdout, sys.stderr = SafeWriter(sys.stdout), SafeWriter(sys.stderr)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = SafeWriter(sys.stdout), SafeWriter(sys.stderr)
     try:
         return _run(command, args)
     finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS
                + SCOPES_ACTIONS + AUDIT_ACTIONS)
 
 
-def bindings(actions: tuple[Action, ...]) -> list[Binding]:
+def bindings(actions: tuple[Action, ...]) -> list[BindingType]:
+    """The Textual bindings of ``actions`` (typed as Textual's ``BINDINGS`` is)."""
     return [a.binding() for a in actions]
 
 

@@ -99,7 +99,10 @@ def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | N
     event = {"actor": actor, "event_type": event_type, "scope_hash": scope_hash, "target_id": target_id,
              "details": details}
     written, last = append_events(path, [event], ts=ts)
-    return written[0] if written else last  # type: ignore[return-value]
+    if written:
+        return written[0]
+    assert last is not None  # nothing written means the last line already carries this op_id
+    return last
 
 
 def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None = None,

@@ -155,30 +155,31 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def read_text(path: Path, root: Path) -> tuple[str | None, Malformed | None]:
+def read_text(path: Path, root: Path) -> str | Malformed:
     """A whole UTF-8 file, or why it cannot be one (unreadable, empty, not UTF-8)."""
     origin = Origin(relative(path, root))
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return None, Malformed(origin, f"cannot be read: {exc.strerror}")
+        return Malformed(origin, f"cannot be read: {exc.strerror}")
     if not data.strip():
-        return None, Malformed(origin, "empty file")
+        return Malformed(origin, "empty file")
     try:
-        return data.decode("utf-8"), None
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, Malformed(origin, f"not UTF-8 (byte {exc.start})")
+        return Malformed(origin, f"not UTF-8 (byte {exc.start})")
 
 
-def read_json(path: Path, root: Path) -> tuple[Any, Malformed | None]:
-    """A whole JSON file, or why it is not one (:func:`read_text`'s reasons, or not JSON)."""
-    text, bad = read_text(path, root)
-    if bad is not None:
-        return None, bad
+def read_json(path: Path, root: Path) -> Any | Malformed:
+    """A whole JSON file (any JSON value: the callers check its shape), or why it is not one
+    (:func:`read_text`'s reasons, or not JSON)."""
+    text = read_text(path, root)
+    if isinstance(text, Malformed):
+        return text
     try:
-        return json.loads(text), None  # type: ignore[arg-type] (text is set when bad is None)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, Malformed(Origin(relative(path, root)), f"not JSON: {exc.msg} at line {exc.lineno}")
+        return Malformed(Origin(relative(path, root)), f"not JSON: {exc.msg} at line {exc.lineno}")
 
 
 MAX_LINE = 8 * 1024 * 1024  # a JSONL line longer than this is reported, not parsed
@@ -223,6 +224,16 @@ def relative(path: Path, root: Path) -> str:
 def text_of(value: Any) -> str:
     """A field that should be text: strings as they are, anything else empty (rows are hand-editable)."""
     return value.strip() if isinstance(value, str) else ""
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """A field that should be an object: objects as they are, anything else empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list[Any]:
+    """A field that should be a list: lists as they are, anything else empty."""
+    return value if isinstance(value, list) else []
 
 
 def strings(value: Any) -> list[str]:

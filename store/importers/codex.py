@@ -24,6 +24,7 @@ from engram.store.importers.base import (
     Options,
     Origin,
     SessionItem,
+    mapping,
     parse_time,
     read_jsonl,
     read_text,
@@ -31,7 +32,7 @@ from engram.store.importers.base import (
     slug_part,
     text_of,
 )
-from engram.store.index import Imported, Memory
+from engram.store.index import Imported, Memory, tuples
 from engram.store.paths import scope_hash_for
 from engram.store.service import Store
 
@@ -61,8 +62,8 @@ class CodexImporter:
         sessions an engram import wrote are known from its records and not read)."""
         known = {}
         ours = Imported.select(Imported.memory_slug).where(Imported.memory_slug.is_null(False))
-        for slug, body_path, scope in Memory.select(Memory.slug, Memory.body_path, Memory.scope_hash).where(
-                (Memory.source == SOURCE) & Memory.slug.not_in(ours)).tuples():
+        for slug, body_path, scope in tuples(Memory.select(Memory.slug, Memory.body_path, Memory.scope_hash).where(
+                (Memory.source == SOURCE) & Memory.slug.not_in(ours))):
             if body_path.endswith(".md.enc") and not store.keys.can_open(scope):
                 continue
             try:
@@ -115,7 +116,7 @@ def _rollout(file: Path, root: Path) -> Iterator[Item]:
     started = parse_time(meta.get("timestamp")) or first or _time_from_name(file) or datetime.now(UTC)
     thread = text_of(meta.get("id")) or file.stem
     cwd = text_of(meta.get("cwd"))
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    git = mapping(meta.get("git"))
     title = _title(next(text for role, text in turns if role == "user"))
     header = "\n".join(f"{k}: {v}" for k, v in (
         ("thread_id", thread), ("updated_at", (last or started).strftime("%Y-%m-%dT%H:%M:%SZ")),
@@ -133,9 +134,9 @@ def _rollout(file: Path, root: Path) -> Iterator[Item]:
 def _summary(file: Path, root: Path) -> Item:
     """A rollout summary: ``key: value`` lines, a blank line, then Markdown."""
     name = relative(file, root)
-    text, bad = read_text(file, root)
-    if text is None:
-        return bad  # type: ignore[return-value] (set when text is not)
+    text = read_text(file, root)
+    if isinstance(text, Malformed):
+        return text
     head, _, body = text.partition("\n\n")
     fields = dict(line.split(":", 1) for line in head.splitlines() if ":" in line)
     fields = {k.strip(): v.strip() for k, v in fields.items()}

@@ -32,6 +32,7 @@ from engram.store.importers.base import (
     Skipped,
     SupersedeItem,
     clamp,
+    mapping,
     parse_time,
     read_json,
     relative,
@@ -64,9 +65,9 @@ class CogniRelayImporter:
                 yield Skipped(Origin(relative(file, path)), "archived, fallback or cold capsule (read only when "
                                                             "asked for everything)")
                 continue
-            data, bad = read_json(file, path)
-            if bad is not None:
-                yield bad
+            data = read_json(file, path)
+            if isinstance(data, Malformed):
+                yield data
                 continue
             yield from _capsule(data.get("capsule", data) if isinstance(data, dict) else data,
                                 Origin(relative(file, path)))
@@ -84,7 +85,7 @@ def _capsule(capsule: Any, origin: Origin) -> Iterator[Item]:
         return
     key = f"cognirelay:{kind}:{subject}"
     origin = Origin(origin.file, key=f"{kind}:{subject}")
-    descriptor = capsule.get("thread_descriptor") if isinstance(capsule.get("thread_descriptor"), dict) else {}
+    descriptor = mapping(capsule.get("thread_descriptor"))
     title = text_of(descriptor.get("label")) or f"{kind.capitalize()} {subject}: continuity"
     scope = GLOBAL if kind in ("user", "peer") else UNSCOPED
     yield SessionItem(key=key, slug=f"{updated:%Y-%m-%d}-cognirelay-{slug_part(kind)}-{slug_part(subject)}-"
@@ -134,9 +135,9 @@ def _capsule(capsule: Any, origin: Origin) -> Iterator[Item]:
 def _dura(capsule: dict[str, Any]) -> dict[str, float]:
     """D from ``freshness.freshness_class``, U from how much the capsule says, R from
     ``confidence.continuity``, A from ``verification_state.status``."""
-    fresh = capsule.get("freshness") if isinstance(capsule.get("freshness"), dict) else {}
-    confidence = capsule.get("confidence") if isinstance(capsule.get("confidence"), dict) else {}
-    verified = capsule.get("verification_state") if isinstance(capsule.get("verification_state"), dict) else {}
+    fresh = mapping(capsule.get("freshness"))
+    confidence = mapping(capsule.get("confidence"))
+    verified = mapping(capsule.get("verification_state"))
     continuity = confidence.get("continuity")
     return {"D": FRESHNESS_D.get(text_of(fresh.get("freshness_class")), 0.6), "U": 0.7,
             "R": clamp(continuity) if isinstance(continuity, int | float) else 0.5,

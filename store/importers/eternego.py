@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ from engram.store.importers.base import (
     Origin,
     PromotionItem,
     SessionItem,
+    listing,
+    mapping,
     parse_time,
     read_json,
     read_jsonl,
@@ -64,10 +66,15 @@ def _day_session(persona: str, day: str, turns: list[str], origin: Origin) -> Se
 
 def _archived_day(file: Path, home: Path, persona: str) -> Item:
     name = relative(file, home)
-    day = _ARCHIVED.search(file.name).group(1)  # type: ignore[union-attr] (the glob matched it)
-    text, bad = read_text(file, home)
-    if text is None:
-        return bad  # type: ignore[return-value] (set when text is not)
+    named = _ARCHIVED.search(file.name)
+    day = named.group(1) if named else ""
+    try:
+        date.fromisoformat(day)
+    except ValueError:  # conversation-notes.md, conversation-2026-13-45.md: not a day eternego archived
+        return Malformed(Origin(name), "not named conversation-YYYY-MM-DD.md with a real date")
+    text = read_text(file, home)
+    if isinstance(text, Malformed):
+        return text
     turns = [_TURN.sub(lambda m: f"**{SPEAKERS[m.group(2)]}** ({m.group(1)[11:16]}): ", block.strip())
              for block in re.split(r"\n(?=\[)", text.strip())]
     return _day_session(persona, day, turns, Origin(name, key=day))
@@ -97,9 +104,9 @@ def _live_days(file: Path, home: Path, persona: str) -> Iterator[Item]:
 
 def _memory(file: Path, home: Path, persona: str) -> Iterator[Item]:
     name = relative(file, home)
-    data, bad = read_json(file, home)
-    if bad is not None:
-        yield bad
+    data = read_json(file, home)
+    if isinstance(data, Malformed):
+        yield data
         return
     mind = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else None
     if mind is None:
@@ -110,7 +117,7 @@ def _memory(file: Path, home: Path, persona: str) -> Iterator[Item]:
     if not messages and not context:
         return
     lines = [_message(m) for m in messages]
-    archived = mind.get("archive") if isinstance(mind.get("archive"), list) else []
+    archived = listing(mind.get("archive"))
     key = f"eternego:{persona}:mind:{short_hash(context + ''.join(lines))}"
     now = datetime.now(UTC)
     body = (f"# {persona}'s working memory\n\n{len(messages)} live messages, {len(archived)} archived stretches."
@@ -130,6 +137,6 @@ def _memory(file: Path, home: Path, persona: str) -> Iterator[Item]:
 
 
 def _message(message: dict[str, Any]) -> str:
-    prompt = message.get("prompt") if isinstance(message.get("prompt"), dict) else {}
+    prompt = mapping(message.get("prompt"))
     who = {"user": "In", "assistant": "Persona"}.get(text_of(prompt.get("role")), "Note")
     return f"**{who}:** {text_of(message.get('content'))[:4000]}"

@@ -66,15 +66,15 @@ class OpenRelixImporter:
 def _windows(root: Path) -> Iterator[Item]:
     seen: set[str] = set()
     for file in sorted((root / "raw" / "windows").glob("*/*.json")):
-        data, bad = read_json(file, root)
-        if bad is not None:
-            yield bad
+        data = read_json(file, root)
+        if isinstance(data, Malformed):
+            yield data
             continue
         yield from _window(data, Origin(relative(file, root)), seen)
     for file in sorted((root / "raw" / "daily").glob("*.json")):
-        data, bad = read_json(file, root)
-        if bad is not None:
-            yield bad
+        data = read_json(file, root)
+        if isinstance(data, Malformed):
+            yield data
             continue
         windows = data.get("windows") if isinstance(data, dict) else None
         if not isinstance(windows, list):
@@ -143,7 +143,7 @@ def _registry(file: Path, root: Path, scopes: dict[str, str], options: Options) 
         if not windows and not batch_open:
             batch_open = True
             yield _batch_session(batch_key, name)
-        scope = GLOBAL if text_of(row.get("scope")) == "global" else scopes.get(windows[0]) if windows else UNSCOPED
+        scope = GLOBAL if text_of(row.get("scope")) == "global" else scopes[windows[0]] if windows else UNSCOPED
         yield PromotionItem(
             key=f"openrelix:memory:{mid}", session_key=session_key,
             type=TYPES.get(text_of(row.get("memory_type")), MemoryType.FACT), title=row["title"].strip()[:120],
@@ -157,7 +157,7 @@ def _registry(file: Path, root: Path, scopes: dict[str, str], options: Options) 
 def dura(row: dict[str, Any]) -> dict[str, float]:
     """D from ``injection_policy`` (how widely OpenRelix would inject it), U from ``priority``, R from
     ``occurrence_count`` (0.3 for one sighting, +0.15 each more), A from how many ``evidence_contexts`` back it."""
-    count = row.get("occurrence_count") if isinstance(row.get("occurrence_count"), int) else 1
+    count = seen if isinstance(seen := row.get("occurrence_count"), int) else 1
     return {"D": POLICY_D.get(text_of(row.get("injection_policy")), 0.5),
             "U": PRIORITY_U.get(text_of(row.get("priority")), 0.5),
             "R": clamp(0.3 + 0.15 * (max(1, count) - 1)),

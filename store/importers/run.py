@@ -29,7 +29,7 @@ from engram.store.importers.base import (
     SupersedeItem,
 )
 from engram.store.importers.secrets import SecretHit, find_secrets, redact
-from engram.store.index import Imported, Memory, Promotion, SupersedesChain
+from engram.store.index import Imported, Memory, Promotion, SupersedesChain, tuples
 from engram.store.paths import check_scope_name, scope_hash_for
 from engram.store.promotions import Proposal, promoted_slug, promotion_values
 from engram.store.sensitive import keyproof
@@ -112,7 +112,7 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
     if not source.exists():
         raise BadInput(f"{source}: no such file or directory")
     scope = resolve_scope(options.scope)
-    records = list(Imported.select(Imported.source_key, Imported.kind, Imported.memory_slug).tuples())
+    records = list(tuples(Imported.select(Imported.source_key, Imported.kind, Imported.memory_slug)))
     done = {key for key, _, _ in records}
     known = {key: slug for key, kind, slug in records if kind == "session"}
     known.update(getattr(importer, "known_sessions", lambda _store: {})(store))
@@ -172,7 +172,7 @@ def _drop_written_sessions(result: Preview) -> None:
     memoryd) are not written again; their promotions still attach to them."""
     existing: set[str] = set()
     for batch in chunked([s.slug for s in result.sessions], 500):
-        existing.update(slug for (slug,) in Memory.select(Memory.slug).where(Memory.slug.in_(batch)).tuples())
+        existing.update(slug for (slug,) in tuples(Memory.select(Memory.slug).where(Memory.slug.in_(batch))))
     if existing:
         result.already += sum(s.slug in existing for s in result.sessions)
         result.sessions = [s for s in result.sessions if s.slug not in existing]
@@ -260,7 +260,7 @@ def _approved_slugs(keys: tuple[str, ...]) -> tuple[str, ...]:
     """The memories that earlier imported items became once a person approved them."""
     if not keys:
         return ()
-    ids = [pid for (pid,) in Imported.select(Imported.promotion_id).where(Imported.source_key.in_(keys)).tuples()]
+    ids = [pid for (pid,) in tuples(Imported.select(Imported.promotion_id).where(Imported.source_key.in_(keys)))]
     approved = Promotion.select().where(Promotion.id.in_(ids) & (Promotion.status == PromotionStatus.APPROVED.value))
     return tuple(promoted_slug(p) for p in approved)
 

@@ -4,6 +4,7 @@ memory in it) crash-safe and resumable.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,11 +131,11 @@ def _convert(store: Store, scope_hash: str, encrypt: bool,
             items.append((rel, FileWrite(target, doc, encrypted=encrypt)))
         event = "memory_encrypted" if encrypt else "memory_decrypted"
         retired = [rel for rel, _ in items]
+        rows_after = [(w.doc, w.relpath) for _, w in items]
         store.apply(Change(
             event, scope_hash, scope_hash, {"count": len(items), "slugs": [w.doc.frontmatter.slug for _, w in items]},
             writes=[w for _, w in items],
-            index_update=lambda items=items: store.upsert_memory_rows([(w.doc, w.relpath) for _, w in items],
-                                                                     keep_runtime=True),
+            index_update=functools.partial(store.upsert_memory_rows, rows_after, keep_runtime=True),
             scrubs=retired if encrypt else [], removals=[] if encrypt else retired))
         result.done += len(items)
         result.batches += 1

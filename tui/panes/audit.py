@@ -20,6 +20,7 @@ from engram.store.audit.ops import current_checkpoint, verify_log
 from engram.store.audit.view import AuditLog, parse_filter
 from engram.store.errors import StoreError
 from engram.store.service import Store
+from engram.tui.host import console
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import background
@@ -195,7 +196,7 @@ class AuditPane(Vertical):
         listing.refresh()
         if verdict.bad_line:
             self.action_jump_bad()
-        self.app.check_audit()  # the status line follows
+        console(self).check_audit()  # the status line follows
 
     def action_jump_bad(self) -> None:
         """Show the first bad line (the filter is cleared if it hid it), its neighbours around it."""

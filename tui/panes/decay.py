@@ -27,6 +27,7 @@ from engram.store.decay import (
 from engram.store.errors import StoreError
 from engram.store.service import Store
 from engram.tui.actions import attempt
+from engram.tui.host import console
 from engram.tui.keymap import DECAY_ACTIONS, bindings
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import PlainTable
@@ -189,8 +190,8 @@ class DecayPane(Vertical):
             self.app.call_from_thread(self.notify, f"swept: {done} memories changed", timeout=5)
         self.app.call_from_thread(setattr, bar, "display", False)
         self.app.call_from_thread(self.reload)
-        self.app.call_from_thread(self.app.check_audit)
+        self.app.call_from_thread(console(self).check_audit)
 
     @on(DataTable.RowSelected, "#decay-list")
     def _open(self, event: DataTable.RowSelected) -> None:
-        self.app.open_memory(str(event.row_key.value))
+        console(self).open_memory(str(event.row_key.value))

@@ -29,6 +29,7 @@ from engram.store.graph import (
 )
 from engram.store.service import Store
 from engram.tui.actions import attempt
+from engram.tui.host import console
 from engram.tui.keymap import GRAPH_ACTIONS, bindings
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import PlainTable
@@ -186,4 +187,4 @@ class GraphPane(Horizontal):
 
     @on(DataTable.RowSelected, "#entity-memories")
     def _open(self, event: DataTable.RowSelected) -> None:
-        self.app.open_memory(str(event.row_key.value))
+        console(self).open_memory(str(event.row_key.value))

@@ -18,6 +18,7 @@ from engram.store.errors import StoreError
 from engram.store.query import QuerySyntaxError, parse
 from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
 from engram.store.service import Store
+from engram.tui.host import console
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.pick import MemoryPicker
@@ -50,7 +51,7 @@ class QueuePane(Vertical):
         self.items: list[QueueItem] = []
         self.page_no = 0
         self.marked: set[int] = set()
-        self.anchor: int | None = None
+        self.range_anchor: int | None = None
         self.filter_text = ""
         self.undo_stack: list[Step] = []
         self.redo_stack: list[Step] = []
@@ -205,16 +206,16 @@ class QueuePane(Vertical):
         if item is None:
             return
         self.marked ^= {item.id}
-        self.anchor = self.current_index()
+        self.range_anchor = self.current_index()
         self.refresh_row(item)
         self.action_cursor(1)
 
     def action_mark_range(self) -> None:
-        if self.anchor is None:
+        if self.range_anchor is None:
             self.action_mark()
             return
         here = self.current_index()
-        low, high = sorted((self.anchor, here))
+        low, high = sorted((self.range_anchor, here))
         for item in self.items[low:high + 1]:
             self.marked.add(item.id)
         self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
@@ -277,7 +278,7 @@ class QueuePane(Vertical):
             return
         locked = sorted({i.scope_hash for i in items if i.sensitive and not self.store.keys.can_open(i.scope_hash)})
         if locked and label.startswith(("approve", "merge", "edit")):
-            self.app.ask_unlock(lambda: self.decide(label, act, confirm_over), locked)
+            console(self).ask_unlock(lambda: self.decide(label, act, confirm_over), locked)
             return
         ids = [i.id for i in items]
         if len(ids) > confirm_over:
@@ -345,7 +346,7 @@ class QueuePane(Vertical):
         item = self.current()
         if item is None or self.marked:
             return
-        index = self.app.search_index()
+        index = console(self).search_index()
         if index is None:
             self.notify("The search index is still loading; try again in a moment", severity="warning")
             return
@@ -386,8 +387,8 @@ class QueuePane(Vertical):
         """After a change: say what happened, reload the queue, the status line and the audit state."""
         self.notify(message, timeout=3)
         self.reload()
-        self.app.refresh_status()
-        self.app.check_audit()
+        console(self).refresh_status()
+        console(self).check_audit()
 
     # ------------------------------------------------------------------ sensitive scopes
 
@@ -398,4 +399,4 @@ class QueuePane(Vertical):
     @on(DataTable.RowSelected, "#queue-table")
     def action_open_session(self) -> None:
         if self.detail is not None:
-            self.app.open_memory(self.detail.source_session_slug)
+            console(self).open_memory(self.detail.source_session_slug)

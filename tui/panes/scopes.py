@@ -22,6 +22,7 @@ from engram.store.sensitive.grants import Grant, issue_grant, revoke_grant
 from engram.store.sensitive.rekey import rekey_passphrase, rekey_random
 from engram.store.service import Store
 from engram.store.stats import Counts, counts
+from engram.tui.host import console
 from engram.tui.keymap import SCOPES_ACTIONS, bindings
 from engram.tui.screens.grant import GrantScreen
 from engram.tui.screens.prompt import Confirm, TextPrompt
@@ -167,9 +168,9 @@ class ScopesPane(Vertical):
             if self.store.keys.can_open(info.scope_hash):
                 then()
             elif self.store.keys.key_source == "passphrase" and not any(i.encrypted for i in self.infos):
-                self.app.ask_new_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
+                console(self).ask_new_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
             else:
-                self.app.ask_unlock(then, [info.scope_hash])
+                console(self).ask_unlock(then, [info.scope_hash])
         self.app.push_screen(Confirm(question), answered)
 
     @background("scopes-convert")
@@ -187,7 +188,7 @@ class ScopesPane(Vertical):
             else:
                 done = unmark_sensitive(self.store, scope_hash, progress)
         except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
-            self.app.call_from_thread(self.app.ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
+            self.app.call_from_thread(console(self).ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Nothing more changed", severity="error",
                                       timeout=10)
@@ -212,7 +213,7 @@ class ScopesPane(Vertical):
                 return
             self.after_change()
         self.app.push_screen(TextPrompt(f"Name for scope {info.scope_hash} (empty: no name)",
-                                        value=info.label if info.label_from == "you" else ""), named)
+                                        value=(info.label or "") if info.label_from == "you" else ""), named)
 
     def action_rekey(self) -> None:
         """A new key. Passphrase mode: one new passphrase for every sensitive scope (memoryd keeps one), typed
@@ -309,11 +310,11 @@ class ScopesPane(Vertical):
         """Reload the list; when memories were encrypted or decrypted, the queue's lock marks and the search
         index follow (the same as after an unlock)."""
         if files_changed:
-            self.app.keys_changed()
+            console(self).keys_changed()
         else:
             self.load_scopes()
-            self.app.refresh_status()
-        self.app.check_audit()
+            console(self).refresh_status()
+        console(self).check_audit()
 
     # ------------------------------------------------------------------ the drift check
 

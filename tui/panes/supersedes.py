@@ -33,6 +33,7 @@ from engram.store.supersedes import (
     undo_supersede,
 )
 from engram.tui.actions import attempt
+from engram.tui.host import console
 from engram.tui.keymap import SUPERSEDES_ACTIONS, bindings
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
@@ -199,7 +200,7 @@ class SupersedesPane(Container):
 
     def action_add(self) -> None:
         current = self.current
-        index = self.app.search_index()
+        index = console(self).search_index()
         if current is None or index is None:
             self.notify("put the cursor on a memory (the search index may still be loading)", timeout=3)
             return

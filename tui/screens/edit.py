@@ -43,7 +43,7 @@ class EditScreen(ModalScreen[Edits | None]):
             self.notify("A memory needs a title", severity="error")
             return
         triggers = [t.strip() for t in self.query_one("#triggers", Input).value.split(",") if t.strip()]
-        self.dismiss(Edits(title=title, type=MemoryType(self.query_one("#type", Select).value),
+        self.dismiss(Edits(title=title, type=MemoryType(str(self.query_one("#type", Select).value)),
                            triggers=triggers, body=self.query_one("#body", TextArea).text))
 
     def action_external(self) -> None:

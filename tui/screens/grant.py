@@ -48,7 +48,7 @@ class GrantScreen(ModalScreen[tuple[str, str | None] | None]):
         task.focus()
 
     @on(Input.Submitted, "#task")
-    def _task(self, event: Input.Submitted) -> None:
+    def _task_given(self, event: Input.Submitted) -> None:
         self.dismiss(("task", event.value.strip() or None))
 
     def action_cancel(self) -> None:
