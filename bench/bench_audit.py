@@ -40,13 +40,26 @@ def build_log(path: Path, lines: int) -> None:
         for n in range(1, lines + 1):
             link = GENESIS if prev is None else memoryd_link(prev)
             if n % 3 == 1:
-                obj = {"scope_hash": "91c2073b561e", "event_type": "access_granted", "tool": "search_memory",
-                       "result": "ok", "ts": "2026-11-20T12:00:00+00:00", "prev_hash": link}
+                obj = {
+                    "scope_hash": "91c2073b561e",
+                    "event_type": "access_granted",
+                    "tool": "search_memory",
+                    "result": "ok",
+                    "ts": "2026-11-20T12:00:00+00:00",
+                    "prev_hash": link,
+                }
                 fh.write((json.dumps(obj) + "\n").encode())
             else:
-                obj = {"seq": n, "ts": "2026-11-20T12:00:00+00:00", "actor": "engram-bench",
-                       "event_type": "memory_edited", "scope_hash": "0123456789ab", "target_id": f"slug-{n}",
-                       "details": canonical_json({"fields": ["title"]}), "prev_hash": link}
+                obj = {
+                    "seq": n,
+                    "ts": "2026-11-20T12:00:00+00:00",
+                    "actor": "engram-bench",
+                    "event_type": "memory_edited",
+                    "scope_hash": "0123456789ab",
+                    "target_id": f"slug-{n}",
+                    "details": canonical_json({"fields": ["title"]}),
+                    "prev_hash": link,
+                }
                 obj["this_hash"] = this_hash(obj)
                 fh.write((json.dumps(obj, ensure_ascii=False) + "\n").encode())
             prev = obj
@@ -70,8 +83,14 @@ def writer(args: tuple[str, int, bool]) -> None:
     path, count, as_engram = Path(args[0]), args[1], args[2]
     for i in range(count):
         if as_engram:
-            append_event(path, actor="engram-bench", event_type="memory_edited", scope_hash=None,
-                         target_id=str(i), details={"i": i})
+            append_event(
+                path,
+                actor="engram-bench",
+                event_type="memory_edited",
+                scope_hash=None,
+                target_id=str(i),
+                details={"i": i},
+            )
         else:
             memoryd_append(path, {"event_type": "access_granted", "tool": f"t{i}", "result": "ok"})
 
@@ -89,12 +108,19 @@ def main() -> None:
         log = folder / f"audit-{lines}.jsonl"
         if not log.exists():
             build_log(log, lines)
-        out = subprocess.run([sys.executable, "-c", VERIFY, str(log)], check=True, capture_output=True, text=True,
-                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", VERIFY, str(log)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        ).stdout
         r = json.loads(out)
         assert r["status"] == "valid" and r["lines"] == lines, r
-        print(f"{lines:>9} {log.stat().st_size / 1e6:>7.1f} {r['s']:>9.2f} {lines / r['s']:>10.0f} "
-              f"{r['rss_mb']:>12.0f}", flush=True)
+        print(
+            f"{lines:>9} {log.stat().st_size / 1e6:>7.1f} {r['s']:>9.2f} {lines / r['s']:>10.0f} {r['rss_mb']:>12.0f}",
+            flush=True,
+        )
     log = folder / "concurrent.jsonl"
     log.unlink(missing_ok=True)
     t = time.perf_counter()
@@ -102,8 +128,10 @@ def main() -> None:
         pool.map(writer, [(str(log), args.appends, e) for e in (True, False, True, False)])
     elapsed = time.perf_counter() - t
     total = 4 * args.appends
-    print(f"4 writers x {args.appends} appends (2 engram, 2 memoryd rule, each fsynced): "
-          f"{elapsed:.2f} s, {total / elapsed:.0f} appends/s")
+    print(
+        f"4 writers x {args.appends} appends (2 engram, 2 memoryd rule, each fsynced): "
+        f"{elapsed:.2f} s, {total / elapsed:.0f} appends/s"
+    )
 
 
 if __name__ == "__main__":

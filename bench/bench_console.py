@@ -28,8 +28,16 @@ from engram.store.search import SearchIndex  # noqa: E402
 from engram.store.sensitive.crypto import KeyRing  # noqa: E402
 from engram.store.service import Store  # noqa: E402
 
-QUERIES = ["kafka lag", "type:fact pinned", "^how roll", "灰度 30%", "!type:session scope:28c4 webhook",
-           "rollback | restart", "config/ledger.yaml", "tag:backend idempotency"]
+QUERIES = [
+    "kafka lag",
+    "type:fact pinned",
+    "^how roll",
+    "灰度 30%",
+    "!type:session scope:28c4 webhook",
+    "rollback | restart",
+    "config/ledger.yaml",
+    "tag:backend idempotency",
+]
 
 
 def percentiles(samples: list[float]) -> str:
@@ -126,8 +134,13 @@ def main() -> None:
         index.enrich(store)
         print(f"search enrichment (bodies, tags; in the background in the console): {time.perf_counter() - t:.1f} s")
         print(f"search, with bodies and tags: {percentiles(typing(index))}")
-        pending = [p.id for p in Promotion.select(Promotion.id).where(Promotion.status == "pending")
-                   .order_by(Promotion.id).limit(args.approvals)]
+        pending = [
+            p.id
+            for p in Promotion.select(Promotion.id)
+            .where(Promotion.status == "pending")
+            .order_by(Promotion.id)
+            .limit(args.approvals)
+        ]
         times, done = [], []
         for pid in pending:
             t = time.perf_counter()

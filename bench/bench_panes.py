@@ -47,8 +47,10 @@ def main() -> None:
         timed("graph: fuzzy filter 'kafka'", lambda: graph.entities(store, "kafka"))
         top = rows[0].id  # type: ignore[index]
         for hops in (1, 2, 3):
-            timed(f"graph: neighbourhood of the most mentioned, {hops} hop(s)",
-                  lambda hops=hops: graph.neighbourhood(store, top, hops))
+            timed(
+                f"graph: neighbourhood of the most mentioned, {hops} hop(s)",
+                lambda hops=hops: graph.neighbourhood(store, top, hops),
+            )
         timed("graph: conflicts of every entity (GROUP BY)", lambda: graph.conflicts(store))
         timed("graph: memories mentioning the most mentioned", lambda: graph.mentioned_in(store, top))
         timed("audit: open the log (every line found)", lambda: AuditLog(store.layout.audit_path).close())

@@ -43,8 +43,10 @@ def main() -> None:
             unmarked = time.perf_counter() - t
         print(f"scope {scope}: {done.files} memories in {done.batches} batches")
         print(f"mark:   {marked:.1f} s, {1000 * marked / done.files:.2f} ms per file (key derived once: ~0.25 s)")
-        print(f"rekey:  {rekeyed:.1f} s for {rekeyed_files} files of every sensitive scope, "
-              f"{1000 * rekeyed / rekeyed_files:.2f} ms per file (every file read first)")
+        print(
+            f"rekey:  {rekeyed:.1f} s for {rekeyed_files} files of every sensitive scope, "
+            f"{1000 * rekeyed / rekeyed_files:.2f} ms per file (every file read first)"
+        )
         print(f"unmark: {unmarked:.1f} s, {1000 * unmarked / done.files:.2f} ms per file")
 
 

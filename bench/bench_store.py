@@ -53,8 +53,13 @@ print(time.perf_counter() - t)
 
 def run(code: str, *args: str) -> str:
     repo = str(Path(__file__).resolve().parent.parent)
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True,
-                         env={"PYTHONPATH": repo, "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": repo, "PATH": "/usr/bin:/bin"},
+    )
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -63,8 +68,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,20000,100000")
     parser.add_argument("--dir", default=str(Path(__file__).parent / "roots"))
     args = parser.parse_args()
-    print(f"{'memories':>9} {'build s':>8} {'open+counts s':>14} {'read all s':>11} {'check s':>8} "
-          f"{'rebuild s':>10} {'peak RSS MB (open/read/check/rebuild)':>40}")
+    print(
+        f"{'memories':>9} {'build s':>8} {'open+counts s':>14} {'read all s':>11} {'check s':>8} "
+        f"{'rebuild s':>10} {'peak RSS MB (open/read/check/rebuild)':>40}"
+    )
     for size in (int(s) for s in args.sizes.split(",")):
         root = Path(args.dir) / f"demo-{size}"
         build = "(cached)"
@@ -72,8 +79,11 @@ def main() -> None:
             build = f"{float(run(BUILD, str(root), str(size))):.1f}"
         steps = {s: json.loads(run(STEP, str(root), s)) for s in ("open", "read", "check", "rebuild")}
         rss = "/".join(f"{steps[s]['rss_mb']:.0f}" for s in steps)
-        print(f"{size:>9} {build:>8} {steps['open']['s']:>14.2f} {steps['read']['s']:>11.2f} "
-              f"{steps['check']['s']:>8.2f} {steps['rebuild']['s']:>10.2f} {rss:>40}", flush=True)
+        print(
+            f"{size:>9} {build:>8} {steps['open']['s']:>14.2f} {steps['read']['s']:>11.2f} "
+            f"{steps['check']['s']:>8.2f} {steps['rebuild']['s']:>10.2f} {rss:>40}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

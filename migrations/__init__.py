@@ -16,6 +16,9 @@ ENGRAM_PREFIX = "_engram_"  # after the number: 100_engram_audit_outbox.sql
 def migration_files(engram: bool) -> list[tuple[str, str]]:
     """``(file name, SQL)`` of the migrations for engram.db (``engram``) or for memoryd's index.db, in the
     order to apply them."""
-    files = [f for f in resources.files(__name__).iterdir()
-             if f.name.endswith(".sql") and (ENGRAM_PREFIX in f.name) == engram]
+    files = [
+        f
+        for f in resources.files(__name__).iterdir()
+        if f.name.endswith(".sql") and (ENGRAM_PREFIX in f.name) == engram
+    ]
     return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(files, key=lambda f: f.name)]

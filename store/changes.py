@@ -47,8 +47,12 @@ class Changes:
     @property
     def kinds(self) -> set[str]:
         """The names of what changed, for a console deciding which panes to refresh."""
-        found = {"promotions": bool(self.promotions), "memories": bool(self.memories),
-                 "audit": bool(self.audit_lines or self.audit_rewritten), "index": self.index_replaced}
+        found = {
+            "promotions": bool(self.promotions),
+            "memories": bool(self.memories),
+            "audit": bool(self.audit_lines or self.audit_rewritten),
+            "index": self.index_replaced,
+        }
         return {kind for kind, changed in found.items() if changed}
 
     def __bool__(self) -> bool:
@@ -112,8 +116,18 @@ class ChangeFeed:
         return {pid: hash((status, decided)) for pid, status, decided in query}
 
     def _memory_rows(self) -> dict[str, int]:
-        query = tuples(Memory.select(Memory.slug, Memory.body_path, Memory.title, Memory.updated_at, Memory.decay_state,
-                              Memory.fingerprint, Memory.recall_count, Memory.last_recalled_at))
+        query = tuples(
+            Memory.select(
+                Memory.slug,
+                Memory.body_path,
+                Memory.title,
+                Memory.updated_at,
+                Memory.decay_state,
+                Memory.fingerprint,
+                Memory.recall_count,
+                Memory.last_recalled_at,
+            )
+        )
         return {row[0]: hash(row[1:]) for row in query}
 
 

@@ -18,9 +18,21 @@ from engram.store.drift.scan import FileEntry
 from engram.store.index import Imported, Memory, Promotion, PromotionNote
 from engram.store.service import Change, Store
 
-PROMOTION_COLUMNS = ("id", "source_session_slug", "proposed_type", "proposed_title", "proposed_body",
-                     "proposed_triggers", "dura_score", "reasoning", "proposed_supersedes", "scope_hash", "status",
-                     "created_at", "decided_at")
+PROMOTION_COLUMNS = (
+    "id",
+    "source_session_slug",
+    "proposed_type",
+    "proposed_title",
+    "proposed_body",
+    "proposed_triggers",
+    "dura_score",
+    "reasoning",
+    "proposed_supersedes",
+    "scope_hash",
+    "status",
+    "created_at",
+    "decided_at",
+)
 
 
 @dataclass(frozen=True)
@@ -38,8 +50,9 @@ def unregistered_scopes(store: Store, files: Iterable[FileEntry]) -> list[Unregi
     if store.index.rebuilt:
         for row in store.index.sensitive_copy():
             if row["scope_hash"] not in registered:
-                found[str(row["scope_hash"])] = Unregistered(str(row["scope_hash"]), row.get("scope_root"),
-                                                             "sensitive before memoryd rebuilt index.db")
+                found[str(row["scope_hash"])] = Unregistered(
+                    str(row["scope_hash"]), row.get("scope_root"), "sensitive before memoryd rebuilt index.db"
+                )
     for entry in files:
         if entry.encrypted and entry.scope_hash not in registered and entry.scope_hash not in found:
             found[entry.scope_hash] = Unregistered(entry.scope_hash, None, f"holds encrypted files ({entry.relpath})")
@@ -60,9 +73,15 @@ def register_again(store: Store, scope: Unregistered) -> str:
     )
 
     write_marker(scope.scope_root)
-    store.apply(Change("sensitive_scope_restored", scope.scope_hash, scope.scope_hash,
-                       {"scope_root": scope.scope_root, "why": scope.why},
-                       index_update=lambda: register(store, scope.scope_hash, scope.scope_root)))
+    store.apply(
+        Change(
+            "sensitive_scope_restored",
+            scope.scope_hash,
+            scope.scope_hash,
+            {"scope_root": scope.scope_root, "why": scope.why},
+            index_update=lambda: register(store, scope.scope_hash, scope.scope_root),
+        )
+    )
     return f"registered scope {scope.scope_hash} as sensitive again ({scope.why})"
 
 
@@ -71,11 +90,15 @@ def lost_promotions(store: Store) -> list[dict[str, Any]]:
     truth and the copy follows it)."""
     if not store.index.rebuilt:
         return []
-    present = {(p.source_session_slug, p.created_at, p.proposed_title)
-               for p in Promotion.select(Promotion.source_session_slug, Promotion.created_at, Promotion.proposed_title)}
+    present = {
+        (p.source_session_slug, p.created_at, p.proposed_title)
+        for p in Promotion.select(Promotion.source_session_slug, Promotion.created_at, Promotion.proposed_title)
+    }
     names = ", ".join(PROMOTION_COLUMNS)
-    rows = [dict(zip(PROMOTION_COLUMNS, r, strict=True)) for r in
-            store.index.db.execute_sql(f"SELECT {names} FROM engram.engram_promotions ORDER BY id")]
+    rows = [
+        dict(zip(PROMOTION_COLUMNS, r, strict=True))
+        for r in store.index.db.execute_sql(f"SELECT {names} FROM engram.engram_promotions ORDER BY id")
+    ]
     return [r for r in rows if (r["source_session_slug"], r["created_at"], r["proposed_title"]) not in present]
 
 
@@ -84,8 +107,11 @@ def restore_promotions(store: Store) -> str | None:
     at them) and new ids where memoryd has meanwhile used them. A promotion whose source session has no row yet
     (an encrypted session, not indexed until its scope is unlocked) waits for a later repair."""
     lost = lost_promotions(store)
-    sessions = {m.slug for m in Memory.select(Memory.slug).where(
-        Memory.slug.in_([r["source_session_slug"] for r in lost]))} if lost else set()
+    sessions = (
+        {m.slug for m in Memory.select(Memory.slug).where(Memory.slug.in_([r["source_session_slug"] for r in lost]))}
+        if lost
+        else set()
+    )
     ready = [r for r in lost if r["source_session_slug"] in sessions]
     if not ready:
         return None
@@ -103,9 +129,19 @@ def restore_promotions(store: Store) -> str | None:
             PromotionNote.update(promotion_id=new_id).where(PromotionNote.promotion_id == row["id"]).execute()
             Imported.update(promotion_id=new_id).where(Imported.promotion_id == row["id"]).execute()
 
-    store.apply(Change("promotions_restored", None, None,
-                       {"count": len(ready), "waiting": len(lost) - len(ready),
-                        "renumbered": {str(k): v for k, v in moved.items()}}, index_update=index_update))
+    store.apply(
+        Change(
+            "promotions_restored",
+            None,
+            None,
+            {
+                "count": len(ready),
+                "waiting": len(lost) - len(ready),
+                "renumbered": {str(k): v for k, v in moved.items()},
+            },
+            index_update=index_update,
+        )
+    )
     waiting = f"; {len(lost) - len(ready)} wait for their session's row" if len(lost) > len(ready) else ""
     return f"restored {len(ready)} promotions memoryd's rebuild-index removed{waiting}"
 
@@ -115,6 +151,5 @@ def claim_index(store: Store) -> str | None:
     knows from now on, and its copies follow it again."""
     if lost_promotions(store) or any(s.why.startswith("sensitive before") for s in unregistered_scopes(store, [])):
         return None
-    store.apply(Change("index_rebuild_reconciled", None, None, {},
-                       index_update=store.index.write_identity))
+    store.apply(Change("index_rebuild_reconciled", None, None, {}, index_update=store.index.write_identity))
     return "index.db rebuilt by memoryd: everything engram keeps is restored, and it is recorded as known"

@@ -47,8 +47,9 @@ def state_of(row: Memory) -> str:
 def distribution(store: Store) -> dict[tuple[str, str], Counter[str]]:
     """Decay states per (scope, type), with files already moved to ``forgotten/`` as their own state."""
     found: dict[tuple[str, str], Counter[str]] = {}
-    for scope, mtype, state, path in tuples(Memory.select(Memory.scope_hash, Memory.type, Memory.decay_state,
-                                                   Memory.body_path)):
+    for scope, mtype, state, path in tuples(
+        Memory.select(Memory.scope_hash, Memory.type, Memory.decay_state, Memory.body_path)
+    ):
         moved = f"/{FORGOTTEN_DIR}/" in path
         found.setdefault((scope, mtype), Counter())[MOVED if moved else state] += 1
     return found
@@ -88,9 +89,18 @@ def listing(store: Store, kind: str, days: int = 14, now: datetime | None = None
         expires = start + timedelta(days=row.ttl_days) if row.ttl_days is not None else None
         if kind == "expiring" and (expires is None or expires > now + timedelta(days=days)):
             continue
-        found.append(Entry(row.slug, row.title, row.scope_hash, state_of(row), row.ttl_days,
-                           expires.date().isoformat() if expires else None, row.last_recalled_at,
-                           row.recall_count or 0))
+        found.append(
+            Entry(
+                row.slug,
+                row.title,
+                row.scope_hash,
+                state_of(row),
+                row.ttl_days,
+                expires.date().isoformat() if expires else None,
+                row.last_recalled_at,
+                row.recall_count or 0,
+            )
+        )
     if kind == "expiring":
         found.sort(key=lambda e: e.expires or "")
     return found[:limit]
@@ -118,9 +128,13 @@ def apply_sweep(store: Store, steps: list[Step], progress: Callable[[int, int], 
     """Carry out a planned sweep, ``BATCH`` memories per audited change (``decay_swept``); returns how many."""
     done = 0
     for start in range(0, len(steps), BATCH):
-        batch = steps[start:start + BATCH]
-        _rewrite_many(store, [(s.slug, _to_state(s), s.move) for s in batch], "decay_swept",
-                      {"steps": [{"slug": s.slug, "from": s.before, "to": s.after} for s in batch]})
+        batch = steps[start : start + BATCH]
+        _rewrite_many(
+            store,
+            [(s.slug, _to_state(s), s.move) for s in batch],
+            "decay_swept",
+            {"steps": [{"slug": s.slug, "from": s.before, "to": s.after} for s in batch]},
+        )
         done += len(batch)
         if progress is not None:
             progress(done, len(steps))
@@ -136,8 +150,7 @@ def record_recall(store: Store, slug: str) -> None:
     """An agent recalled the memory: count it, stamp it, and (unlike memoryd) revive it if it was dim."""
     row = store.memory(slug)
     state = DecayState.ALIVE if row.decay_state == DecayState.DIM else DecayState(row.decay_state)
-    _rewrite_many(store, [(slug, state, f"/{FORGOTTEN_DIR}/" in row.body_path)], "memory_recalled", {},
-                  recall=True)
+    _rewrite_many(store, [(slug, state, f"/{FORGOTTEN_DIR}/" in row.body_path)], "memory_recalled", {}, recall=True)
 
 
 def set_ttl(store: Store, slug: str, ttl_days: int | None) -> None:
@@ -145,8 +158,13 @@ def set_ttl(store: Store, slug: str, ttl_days: int | None) -> None:
     if ttl_days is not None and ttl_days <= 0:
         raise BadInput("a ttl is a positive number of days (or none, to pin)")
     row = store.memory(slug)
-    _rewrite_many(store, [(slug, DecayState(row.decay_state), f"/{FORGOTTEN_DIR}/" in row.body_path)],
-                  "ttl_set" if ttl_days else "memory_pinned", {"ttl_days": ttl_days}, ttl=(ttl_days,))
+    _rewrite_many(
+        store,
+        [(slug, DecayState(row.decay_state), f"/{FORGOTTEN_DIR}/" in row.body_path)],
+        "ttl_set" if ttl_days else "memory_pinned",
+        {"ttl_days": ttl_days},
+        ttl=(ttl_days,),
+    )
 
 
 def forget_now(store: Store, slug: str) -> None:
@@ -154,8 +172,15 @@ def forget_now(store: Store, slug: str) -> None:
     _rewrite_many(store, [(slug, DecayState.SOFT_FORGOTTEN, True)], "memory_forgotten", {})
 
 
-def _rewrite_many(store: Store, items: list[tuple[str, DecayState, bool]], event: str, details: dict, *,
-                  recall: bool = False, ttl: tuple[int | None] | None = None) -> None:
+def _rewrite_many(
+    store: Store,
+    items: list[tuple[str, DecayState, bool]],
+    event: str,
+    details: dict,
+    *,
+    recall: bool = False,
+    ttl: tuple[int | None] | None = None,
+) -> None:
     """Write each memory's new state (and recall or ttl) into its file, in its type dir or ``forgotten/``,
     and the index, as one change."""
     writes: list[tuple[FileWrite, MemoryDoc, str]] = []
@@ -166,8 +191,9 @@ def _rewrite_many(store: Store, items: list[tuple[str, DecayState, bool]], event
         doc = store.read_doc(rel)
         changes: dict = {"decay_state": state}
         if recall:
-            changes.update(last_recalled_at=store.now(), recall_count=max(row.recall_count or 0,
-                                                                          doc.frontmatter.recall_count) + 1)
+            changes.update(
+                last_recalled_at=store.now(), recall_count=max(row.recall_count or 0, doc.frontmatter.recall_count) + 1
+            )
         if ttl is not None:
             changes["ttl_days"] = ttl[0]
         new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(**changes), body=doc.body)
@@ -177,10 +203,17 @@ def _rewrite_many(store: Store, items: list[tuple[str, DecayState, bool]], event
     def update() -> None:
         store.upsert_memory_rows([(doc, w.relpath) for w, doc, _ in writes])
 
-    store.apply(Change(event, items[0][0] if len(items) == 1 else None, scope,
-                       {**details, "count": len(items)} if len(items) > 1 else details,
-                       writes=[w for w, _, _ in writes], index_update=update,
-                       removals=[rel for w, _, rel in writes if w.relpath != rel]))
+    store.apply(
+        Change(
+            event,
+            items[0][0] if len(items) == 1 else None,
+            scope,
+            {**details, "count": len(items)} if len(items) > 1 else details,
+            writes=[w for w, _, _ in writes],
+            index_update=update,
+            removals=[rel for w, _, rel in writes if w.relpath != rel],
+        )
+    )
 
 
 def _to_state(step: Step) -> DecayState:

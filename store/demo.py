@@ -32,14 +32,34 @@ SPAN_DAYS = 240
 
 # (scope root, language, topics, people, tools); the last one is the sensitive scope
 PROJECTS = (
-    ("/home/demo/code/payments-core", "en", ["ledger", "webhook handler", "refund flow", "idempotency layer"],
-     ["Marco Rossi", "Priya Natarajan"], ["PostgreSQL", "Stripe SDK", "sqlc", "goose"]),
-    ("/home/demo/code/acme-web", "en", ["design system", "auth flow", "search UI", "SSR cache"],
-     ["Diego Alvarez", "Aiko Tanaka"], ["React", "Vite", "pnpm", "Storybook"]),
-    ("/home/demo/code/数据平台", "zh", ["日志清洗", "冷数据归档", "数据质量校验", "实时看板"],
-     ["张伟", "陈静"], ["Kafka", "Airflow", "Hive", "Flink"]),
-    ("/home/demo/code/clients-finance", "en", ["VAT report", "client contracts", "Q3 invoices", "cash-flow forecast"],
-     ["Helen Park", "周律师"], ["QuickBooks", "Excel", "beancount", "Fava"]),
+    (
+        "/home/demo/code/payments-core",
+        "en",
+        ["ledger", "webhook handler", "refund flow", "idempotency layer"],
+        ["Marco Rossi", "Priya Natarajan"],
+        ["PostgreSQL", "Stripe SDK", "sqlc", "goose"],
+    ),
+    (
+        "/home/demo/code/acme-web",
+        "en",
+        ["design system", "auth flow", "search UI", "SSR cache"],
+        ["Diego Alvarez", "Aiko Tanaka"],
+        ["React", "Vite", "pnpm", "Storybook"],
+    ),
+    (
+        "/home/demo/code/数据平台",
+        "zh",
+        ["日志清洗", "冷数据归档", "数据质量校验", "实时看板"],
+        ["张伟", "陈静"],
+        ["Kafka", "Airflow", "Hive", "Flink"],
+    ),
+    (
+        "/home/demo/code/clients-finance",
+        "en",
+        ["VAT report", "client contracts", "Q3 invoices", "cash-flow forecast"],
+        ["Helen Park", "周律师"],
+        ["QuickBooks", "Excel", "beancount", "Fava"],
+    ),
 )
 SENSITIVE_ROOT = PROJECTS[-1][0]
 
@@ -62,22 +82,37 @@ _TITLES = {
     },
 }
 _SENTENCES = {
-    "en": ["{person} noted that p95 latency on the {topic} went from {n}ms to {m}ms.",
-           "Compared {tool} with {tool2}: {tool} starts {n}% faster but has fewer plugins.",
-           "We agreed to roll out to {n}% of traffic on the {topic} first and watch it for a week.",
-           "Keep the {topic} settings in config/{slugtopic}.yaml; never hard-code them.",
-           "The last incident on the {topic} was config drift; {person} owns the fix."],
-    "zh": ["{person} 提到 {topic} 的延迟从 {n}ms 涨到了 {m}ms。",
-           "对比了 {tool} 和 {tool2}：{tool} 的冷启动快 {n}%，但社区插件少一些。",
-           "结论是先在 {topic} 灰度 {n}%，观察一周再全量。",
-           "注意 {topic} 相关的配置放在 config/{slugtopic}.yaml，不要硬编码。",
-           "上次 {topic} 出问题的根因是配置漂移，{person} 负责修复。"],
+    "en": [
+        "{person} noted that p95 latency on the {topic} went from {n}ms to {m}ms.",
+        "Compared {tool} with {tool2}: {tool} starts {n}% faster but has fewer plugins.",
+        "We agreed to roll out to {n}% of traffic on the {topic} first and watch it for a week.",
+        "Keep the {topic} settings in config/{slugtopic}.yaml; never hard-code them.",
+        "The last incident on the {topic} was config drift; {person} owns the fix.",
+    ],
+    "zh": [
+        "{person} 提到 {topic} 的延迟从 {n}ms 涨到了 {m}ms。",
+        "对比了 {tool} 和 {tool2}：{tool} 的冷启动快 {n}%，但社区插件少一些。",
+        "结论是先在 {topic} 灰度 {n}%，观察一周再全量。",
+        "注意 {topic} 相关的配置放在 config/{slugtopic}.yaml，不要硬编码。",
+        "上次 {topic} 出问题的根因是配置漂移，{person} 负责修复。",
+    ],
 }
-_REASONS = {"en": ["Came up in three sessions; worth keeping", "Partly inferred by the assistant; worth a human check",
-                   "Contradicts an earlier decision; review the supersedes"],
-            "zh": ["会话里反复出现，值得沉淀", "AI 推断成分较多，建议人工确认", "与之前的决定冲突，请检查覆盖关系"]}
-_TYPE_WEIGHTS = ((MemoryType.SESSION, 40), (MemoryType.DECISION, 14), (MemoryType.PREFERENCE, 12),
-                 (MemoryType.FACT, 16), (MemoryType.PLAYBOOK, 8), (MemoryType.WARNING, 10))
+_REASONS = {
+    "en": [
+        "Came up in three sessions; worth keeping",
+        "Partly inferred by the assistant; worth a human check",
+        "Contradicts an earlier decision; review the supersedes",
+    ],
+    "zh": ["会话里反复出现，值得沉淀", "AI 推断成分较多，建议人工确认", "与之前的决定冲突，请检查覆盖关系"],
+}
+_TYPE_WEIGHTS = (
+    (MemoryType.SESSION, 40),
+    (MemoryType.DECISION, 14),
+    (MemoryType.PREFERENCE, 12),
+    (MemoryType.FACT, 16),
+    (MemoryType.PLAYBOOK, 8),
+    (MemoryType.WARNING, 10),
+)
 _SOURCES = ("claude-code", "codex-rollout", "mcp", "manual")
 
 
@@ -100,8 +135,15 @@ class _Writer:
         topic = self.rng.choice(topics)
         tool, tool2 = self.rng.sample(tools, 2)
         n, m = sorted(self.rng.sample(range(2, 400), 2))
-        return template.format(topic=topic, tool=tool, tool2=tool2, person=self.rng.choice(people), n=n, m=m,
-                               slugtopic=topic.replace(" ", "_"))
+        return template.format(
+            topic=topic,
+            tool=tool,
+            tool2=tool2,
+            person=self.rng.choice(people),
+            n=n,
+            m=m,
+            slugtopic=topic.replace(" ", "_"),
+        )
 
     def body(self, project: tuple, mtype: MemoryType) -> str:
         lang = project[1]
@@ -129,10 +171,18 @@ class _Writer:
             decay = DecayState.SOFT_FORGOTTEN if idle > ttl + 30 else DecayState.DIM
         words = [w for w in title.replace("：", " ").split() if len(w) > 2][:3]
         fm = Frontmatter(
-            title=title, slug=slug, type=mtype, scope_hash=scope, triggers=words,
+            title=title,
+            slug=slug,
+            type=mtype,
+            scope_hash=scope,
+            triggers=words,
             tags=rng.sample(["backend", "frontend", "ops", "data", "finance", "testing"], rng.randint(0, 2)),
-            source=rng.choice(_SOURCES), created_at=created, ttl_days=ttl, decay_state=decay,
-            last_recalled_at=recalled, recall_count=recalls,
+            source=rng.choice(_SOURCES),
+            created_at=created,
+            ttl_days=ttl,
+            decay_state=decay,
+            last_recalled_at=recalled,
+            recall_count=recalls,
             dura_score=None if mtype is MemoryType.SESSION else self.dura(),
             category=None if mtype is MemoryType.SESSION else f"{proj[1]}/{mtype.value}",
         )
@@ -161,23 +211,46 @@ class _Writer:
         """memoryd's entity id rule: ``entity:<type>:<name stripped, lowercased, spaces as _>``."""
         eid = f"entity:{etype}:{name.strip().lower().replace(' ', '_')}"
         stamp = when.isoformat()
-        ent = self.entities.setdefault(eid, dict(
-            id=eid, name=name, type=etype, aliases="[]", context=doc.body[:160], first_seen_at=stamp,
-            last_seen_at=stamp, mention_count=0, scope_hash=doc.frontmatter.scope_hash, decay_state="fresh"))
+        ent = self.entities.setdefault(
+            eid,
+            dict(
+                id=eid,
+                name=name,
+                type=etype,
+                aliases="[]",
+                context=doc.body[:160],
+                first_seen_at=stamp,
+                last_seen_at=stamp,
+                mention_count=0,
+                scope_hash=doc.frontmatter.scope_hash,
+                decay_state="fresh",
+            ),
+        )
         ent["mention_count"] += 1
         ent["first_seen_at"] = min(ent["first_seen_at"], stamp)
         ent["last_seen_at"] = max(ent["last_seen_at"], stamp)
         return eid
 
     def relate(self, subject: str, kind: str, predicate: str, obj: str, fm: Frontmatter, when: datetime) -> None:
-        self.relations.append(dict(
-            subject_id=subject, subject_kind=kind, predicate=predicate, object_id=obj, object_kind="entity",
-            source_memory_id=fm.slug, scope_hash=fm.scope_hash, confidence=round(self.rng.uniform(0.5, 1.0), 2),
-            created_at=when.isoformat(), superseded_at=None))
+        self.relations.append(
+            dict(
+                subject_id=subject,
+                subject_kind=kind,
+                predicate=predicate,
+                object_id=obj,
+                object_kind="entity",
+                source_memory_id=fm.slug,
+                scope_hash=fm.scope_hash,
+                confidence=round(self.rng.uniform(0.5, 1.0), 2),
+                created_at=when.isoformat(),
+                superseded_at=None,
+            )
+        )
 
 
-def build_demo(store: Store, memories: int = 400, seed: int = 7,
-               progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+def build_demo(
+    store: Store, memories: int = 400, seed: int = 7, progress: Callable[[int, int], None] | None = None
+) -> dict[str, int]:
     """Fill an empty root; returns what was written. Refuses a root that already has memories."""
     if Memory.select().exists():
         raise Conflict(f"{store.layout.root} already has memories: the demo only fills an empty root")
@@ -192,8 +265,9 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
         w.docs.append(w.memory(i, project, mtype))
         if progress is not None and i % 500 == 0:
             progress(i, memories)
-    w.sessions = [d for d in w.docs
-                  if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"]
+    w.sessions = [
+        d for d in w.docs if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"
+    ]
     sensitive = scope_hash_of(SENSITIVE_ROOT)
     for ent in w.entities.values():  # entity decay follows how long ago it was last seen
         idle = (NOW - datetime.fromisoformat(ent["last_seen_at"])).days
@@ -217,12 +291,26 @@ def build_demo(store: Store, memories: int = 400, seed: int = 7,
         for batch in chunked([promotion_values(p, when) for p in proposals], 200):
             Promotion.insert_many(batch).execute()
 
-    store.apply(Change("import_applied", None, None,
-                       {"importer": "demo", "seed": seed, "memories": len(writes), "promotions": len(proposals)},
-                       writes=writes, index_update=index_update), durable=False)
+    store.apply(
+        Change(
+            "import_applied",
+            None,
+            None,
+            {"importer": "demo", "seed": seed, "memories": len(writes), "promotions": len(proposals)},
+            writes=writes,
+            index_update=index_update,
+        ),
+        durable=False,
+    )
     decided = _review_some(store)
-    return {"memories": len(writes), "promotions": len(proposals), "entities": len(w.entities),
-            "relations": len(w.relations), "supersedes": len(chains), **decided}
+    return {
+        "memories": len(writes),
+        "promotions": len(proposals),
+        "entities": len(w.entities),
+        "relations": len(w.relations),
+        "supersedes": len(chains),
+        **decided,
+    }
 
 
 def _proposals(w: _Writer, count: int) -> list[Proposal]:
@@ -240,13 +328,28 @@ def _proposals(w: _Writer, count: int) -> list[Proposal]:
         project = next(p for p in PROJECTS if scope_hash_of(p[0]) == fm.scope_hash)
         mtype = w.rng.choice([t for t in MemoryType if t is not MemoryType.SESSION])
         title = w.fill(_TITLES[project[1]][mtype], project)
-        older = [d.frontmatter.slug for d in w.docs if d.frontmatter.scope_hash == fm.scope_hash
-                 and d.frontmatter.type is mtype] if i % 5 == 4 else []
-        out.append(Proposal(
-            source_session_slug=fm.slug, type=mtype, title=title, body=w.body(project, mtype),
-            triggers=[t for t in title.split() if len(t) > 3][:3], dura=w.dura(),
-            reasoning=w.rng.choice(_REASONS[project[1]]), scope_hash=fm.scope_hash,
-            supersedes=(w.rng.choice(older),) if older else ()))
+        older = (
+            [
+                d.frontmatter.slug
+                for d in w.docs
+                if d.frontmatter.scope_hash == fm.scope_hash and d.frontmatter.type is mtype
+            ]
+            if i % 5 == 4
+            else []
+        )
+        out.append(
+            Proposal(
+                source_session_slug=fm.slug,
+                type=mtype,
+                title=title,
+                body=w.body(project, mtype),
+                triggers=[t for t in title.split() if len(t) > 3][:3],
+                dura=w.dura(),
+                reasoning=w.rng.choice(_REASONS[project[1]]),
+                scope_hash=fm.scope_hash,
+                supersedes=(w.rng.choice(older),) if older else (),
+            )
+        )
     return out
 
 
@@ -260,11 +363,17 @@ def _supersedes(w: _Writer) -> list[dict]:
     for docs in by_key.values():
         docs.sort(key=lambda d: d.frontmatter.created_at)
         for older, newer in zip(docs[::7], docs[1::7], strict=False):
-            chains.append(dict(
-                newer_memory_id=newer.frontmatter.slug, older_memory_id=older.frontmatter.slug, entity_id=None,
-                confidence=round(w.rng.uniform(0.6, 0.99), 2), decided_at=newer.frontmatter.created_at.isoformat(),
-                decided_by=w.rng.choice(("auto", "digest", "user")),
-                reason="newer memory replaces the earlier choice"))
+            chains.append(
+                dict(
+                    newer_memory_id=newer.frontmatter.slug,
+                    older_memory_id=older.frontmatter.slug,
+                    entity_id=None,
+                    confidence=round(w.rng.uniform(0.6, 0.99), 2),
+                    decided_at=newer.frontmatter.created_at.isoformat(),
+                    decided_by=w.rng.choice(("auto", "digest", "user")),
+                    reason="newer memory replaces the earlier choice",
+                )
+            )
     return chains
 
 

@@ -1,4 +1,4 @@
-""""Why is this here": one memory with everything that explains it, as Markdown for the console."""
+""" "Why is this here": one memory with everything that explains it, as Markdown for the console."""
 
 from __future__ import annotations
 
@@ -20,14 +20,22 @@ def explain(store: Store, slug: str) -> str:
     what it supersedes and what supersedes it, and its audit events. Opening a sensitive memory is audited."""
     doc = view_memory(store, slug)
     fm = doc.frontmatter
-    parts = [f"# {fm.title}", *_binding_warning(store, slug), doc.body, "---", "## Frontmatter",
-             "```yaml\n" + yaml.safe_dump(fm.to_yaml_dict(), sort_keys=False, allow_unicode=True) + "```"]
+    parts = [
+        f"# {fm.title}",
+        *_binding_warning(store, slug),
+        doc.body,
+        "---",
+        "## Frontmatter",
+        "```yaml\n" + yaml.safe_dump(fm.to_yaml_dict(), sort_keys=False, allow_unicode=True) + "```",
+    ]
     why = []
     promotion = Promotion.get_or_none(Promotion.id == _promotion_id(slug)) if slug.startswith("promoted-") else None
     if promotion is not None:
         dura = ", ".join(f"{k} {v:.2f}" for k, v in dura_of(promotion).items())
-        why.append(f"- Promoted from session `{promotion.source_session_slug}` (promotion #{promotion.id}, "
-                   f"{promotion.status}); DURA {dura}; reasoning: {promotion.reasoning or '—'}")
+        why.append(
+            f"- Promoted from session `{promotion.source_session_slug}` (promotion #{promotion.id}, "
+            f"{promotion.status}); DURA {dura}; reasoning: {promotion.reasoning or '—'}"
+        )
     elif fm.promoted_from:
         why.append(f"- Promoted from session `{fm.promoted_from}`")
     why.append(f"- Source: {fm.source}; created {fm.created_at.isoformat()}")
@@ -36,8 +44,10 @@ def explain(store: Store, slug: str) -> str:
     for row in SupersedesChain.select().where(SupersedesChain.older_memory_id == slug):
         why.append(f"- Superseded by `{row.newer_memory_id}` ({row.decided_by}): {row.reason or ''}")
     parts += ["## Why is this here", "\n".join(why)]
-    trail = [f"- {e.get('ts', '')[:19]} {e.get('event_type')} by {e.get('actor', 'memoryd')}: "
-             f"{_short(e.get('details'))}" for e in events(store.layout.audit_path, EventFilter(target=slug))]
+    trail = [
+        f"- {e.get('ts', '')[:19]} {e.get('event_type')} by {e.get('actor', 'memoryd')}: {_short(e.get('details'))}"
+        for e in events(store.layout.audit_path, EventFilter(target=slug))
+    ]
     parts += ["## Audit events", "\n".join(trail[-20:]) or "none"]
     return "\n\n".join(parts)
 
@@ -51,8 +61,10 @@ def _binding_warning(store: Store, slug: str) -> list[str]:
     data, plaintext = store.read_file(store.safe_relpath(rel))
     state = binding.verify(store, rel, data, parse(plaintext, rel), plaintext)
     if state.state in (binding.SWAPPED, binding.ROLLED_BACK):
-        return [f"> **Warning: this file was {state.state.replace('_', ' ')}.** {state.detail}. "
-                "Restore it from a backup, or run `engram check` for every such file."]
+        return [
+            f"> **Warning: this file was {state.state.replace('_', ' ')}.** {state.detail}. "
+            "Restore it from a backup, or run `engram check` for every such file."
+        ]
     if state.state == binding.UNBOUND:
         return ["> Encrypted by memoryd and not yet bound by engram (`engram repair` binds it)."]
     return []

@@ -26,8 +26,10 @@ def editor_command() -> list[str] | None:
 def edit_in_editor(text: str, sensitive: bool, suffix: str = ".md") -> str:
     """Run the editor on ``text`` and return what it saved (the caller suspends its own UI around this)."""
     if sensitive:
-        raise StoreError("$EDITOR is not offered in a sensitive scope: its text would be written to a temp file "
-                         "(the in-app editor keeps it in memory)")
+        raise StoreError(
+            "$EDITOR is not offered in a sensitive scope: its text would be written to a temp file "
+            "(the in-app editor keeps it in memory)"
+        )
     command = editor_command()
     if command is None:
         raise StoreError("set $EDITOR (or $VISUAL) to edit in your editor")

@@ -23,9 +23,25 @@ from engram.store.errors import BadInput, BadMemoryFile
 SLUG_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 KEY_ORDER = (
-    "title", "slug", "type", "scope_hash", "triggers", "tags", "source", "created_at", "updated_at",
-    "relations", "promoted_from", "supersedes", "ttl_days", "decay_state", "last_recalled_at",
-    "recall_count", "dura_score", "category", "observations",
+    "title",
+    "slug",
+    "type",
+    "scope_hash",
+    "triggers",
+    "tags",
+    "source",
+    "created_at",
+    "updated_at",
+    "relations",
+    "promoted_from",
+    "supersedes",
+    "ttl_days",
+    "decay_state",
+    "last_recalled_at",
+    "recall_count",
+    "dura_score",
+    "category",
+    "observations",
 )
 _DATETIME_KEYS = ("created_at", "updated_at", "last_recalled_at")
 _FENCE = "---\n"
@@ -181,8 +197,8 @@ def parse(data: bytes, path: str) -> MemoryDoc:
     end = text.find("\n" + _FENCE, len(_FENCE) - 1)
     if end < 0:
         raise BadMemoryFile(path, "frontmatter is not closed by a '---' line")
-    header = text[len(_FENCE):end + 1]
-    rest = text[end + 1 + len(_FENCE):]
+    header = text[len(_FENCE) : end + 1]
+    rest = text[end + 1 + len(_FENCE) :]
     rest = rest[1:] if rest.startswith("\n") else rest
     body = rest.lstrip("\n")
     try:
@@ -194,13 +210,16 @@ def parse(data: bytes, path: str) -> MemoryDoc:
     if not isinstance(loaded, dict):
         raise BadMemoryFile(path, "frontmatter is not a YAML mapping")
     if _expanded_size(loaded, {}) > MAX_NODES:
-        raise BadMemoryFile(path, f"frontmatter expands to more than {MAX_NODES:,} values (YAML aliases nested "
-                                  "into a bomb?): refused before anything reads it")
+        raise BadMemoryFile(
+            path,
+            f"frontmatter expands to more than {MAX_NODES:,} values (YAML aliases nested "
+            "into a bomb?): refused before anything reads it",
+        )
     try:
         fm = Frontmatter.model_validate(loaded)
     except ValidationError as exc:
         raise BadMemoryFile(path, f"bad frontmatter {field_problem(exc)}") from None
-    return MemoryDoc(frontmatter=fm, body=body, lead=rest[:len(rest) - len(body)])
+    return MemoryDoc(frontmatter=fm, body=body, lead=rest[: len(rest) - len(body)])
 
 
 def field_problem(exc: ValidationError) -> str:

@@ -61,8 +61,10 @@ def entities(store: Store, text: str = "", scope: str | None = None, limit: int 
     query = Entity.select()
     if scope:
         query = query.where(Entity.scope_hash == scope)
-    rows = [EntityRow(e.id, e.name, e.type, e.mention_count or 0, e.last_seen_at, e.scope_hash,
-                      tuple(_aliases(e))) for e in query]
+    rows = [
+        EntityRow(e.id, e.name, e.type, e.mention_count or 0, e.last_seen_at, e.scope_hash, tuple(_aliases(e)))
+        for e in query
+    ]
     if not text.strip():
         return sorted(rows, key=lambda r: (-r.mentions, r.name))[:limit]
     names = [" ".join((r.name, *r.aliases)) for r in rows]
@@ -85,9 +87,11 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
         ids = [h.node_id for h in frontier]
         nxt: list[Hop] = []
         active = Relation.superseded_at.is_null()
-        rows = (tuples(Relation.select(Relation.id, Relation.subject_id, Relation.predicate, Relation.object_id,
-                                Relation.confidence)
-                .where(active & (Relation.subject_id.in_(ids) | Relation.object_id.in_(ids)))))
+        rows = tuples(
+            Relation.select(
+                Relation.id, Relation.subject_id, Relation.predicate, Relation.object_id, Relation.confidence
+            ).where(active & (Relation.subject_id.in_(ids) | Relation.object_id.in_(ids)))
+        )
         by_node = {h.node_id: h for h in frontier}
         for row in rows:  # tuples: a popular entity has tens of thousands of mentions
             rel = Rel(*row)
@@ -110,8 +114,14 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
 
 def mentioned_in(store: Store, entity_id: str) -> list[Memory]:
     """Memories that mention the entity (memoryd's ``memory:<slug> mentions <entity>`` relations)."""
-    slugs = {subject.removeprefix("memory:") for (subject,) in tuples(Relation.select(Relation.subject_id).where(
-        (Relation.object_id == entity_id) & (Relation.subject_kind == "memory")))}
+    slugs = {
+        subject.removeprefix("memory:")
+        for (subject,) in tuples(
+            Relation.select(Relation.subject_id).where(
+                (Relation.object_id == entity_id) & (Relation.subject_kind == "memory")
+            )
+        )
+    }
     return list(Memory.select().where(Memory.slug.in_(slugs)).order_by(Memory.created_at.desc()))
 
 
@@ -119,14 +129,22 @@ def conflicts(store: Store, entity_id: str | None = None) -> dict[tuple[str, str
     """Active relations where one subject has one predicate towards several objects (e.g. prefers A and B),
     optionally only those touching ``entity_id``: a GROUP BY, then the few groups it names."""
     active = (Relation.superseded_at.is_null()) & (Relation.subject_kind == "entity")
-    groups = (tuples(Relation.select(Relation.subject_id, Relation.predicate).where(active)
-              .group_by(Relation.subject_id, Relation.predicate)
-              .having(fn.COUNT(Relation.object_id.distinct()) > 1)))
+    groups = tuples(
+        Relation.select(Relation.subject_id, Relation.predicate)
+        .where(active)
+        .group_by(Relation.subject_id, Relation.predicate)
+        .having(fn.COUNT(Relation.object_id.distinct()) > 1)
+    )
     found: dict[tuple[str, str], list[Rel]] = defaultdict(list)
     for subject, predicate in groups:
-        rows = [Rel(*r) for r in tuples(Relation.select(Relation.id, Relation.subject_id, Relation.predicate,
-                                                 Relation.object_id, Relation.confidence)
-                .where(active & (Relation.subject_id == subject) & (Relation.predicate == predicate)))]
+        rows = [
+            Rel(*r)
+            for r in tuples(
+                Relation.select(
+                    Relation.id, Relation.subject_id, Relation.predicate, Relation.object_id, Relation.confidence
+                ).where(active & (Relation.subject_id == subject) & (Relation.predicate == predicate))
+            )
+        ]
         if entity_id is None or any(entity_id in (r.subject_id, r.object_id) for r in rows):
             found[(subject, predicate)] = rows
     return dict(found)
@@ -142,10 +160,18 @@ def rename_entity(store: Store, entity_id: str, name: str) -> None:
 
     def update() -> None:
         Entity.update(name=name, aliases=json.dumps(aliases, ensure_ascii=False)).where(
-            Entity.id == entity_id).execute()
+            Entity.id == entity_id
+        ).execute()
 
-    store.apply(Change("entity_renamed", entity_id, entity.scope_hash, {"old_name": entity.name, "new_name": name},
-                       index_update=update))
+    store.apply(
+        Change(
+            "entity_renamed",
+            entity_id,
+            entity.scope_hash,
+            {"old_name": entity.name, "new_name": name},
+            index_update=update,
+        )
+    )
 
 
 def merge_entities(store: Store, keep: str, other: str) -> int:
@@ -166,14 +192,17 @@ def merge_entities(store: Store, keep: str, other: str) -> int:
                 Relation.delete().where(Relation.id == rel.id).execute()  # it said what keep's relation says
             else:
                 Relation.update(subject_id=subject, object_id=obj).where(Relation.id == rel.id).execute()
-        Entity.update(aliases=json.dumps(aliases, ensure_ascii=False),
-                      mention_count=(kept.mention_count or 0) + (gone.mention_count or 0),
-                      first_seen_at=min(kept.first_seen_at, gone.first_seen_at),
-                      last_seen_at=max(kept.last_seen_at, gone.last_seen_at)).where(Entity.id == keep).execute()
+        Entity.update(
+            aliases=json.dumps(aliases, ensure_ascii=False),
+            mention_count=(kept.mention_count or 0) + (gone.mention_count or 0),
+            first_seen_at=min(kept.first_seen_at, gone.first_seen_at),
+            last_seen_at=max(kept.last_seen_at, gone.last_seen_at),
+        ).where(Entity.id == keep).execute()
         Entity.delete().where(Entity.id == other).execute()
 
-    store.apply(Change("entities_merged", keep, kept.scope_hash, {"merged": other, "relations": moved},
-                       index_update=update))
+    store.apply(
+        Change("entities_merged", keep, kept.scope_hash, {"merged": other, "relations": moved}, index_update=update)
+    )
     return moved
 
 
@@ -184,18 +213,33 @@ def supersede_relation(store: Store, relation_id: int) -> None:
         raise NotFound(f"no relation {relation_id}")
     if rel.superseded_at:
         raise Conflict(f"relation {relation_id} was superseded at {rel.superseded_at}")
-    store.apply(Change("relation_superseded", str(relation_id), rel.scope_hash,
-                       {"subject": rel.subject_id, "predicate": rel.predicate, "object": rel.object_id},
-                       index_update=lambda: Relation.update(superseded_at=store.now().isoformat()).where(
-                           Relation.id == relation_id).execute()))
+    store.apply(
+        Change(
+            "relation_superseded",
+            str(relation_id),
+            rel.scope_hash,
+            {"subject": rel.subject_id, "predicate": rel.predicate, "object": rel.object_id},
+            index_update=lambda: (
+                Relation.update(superseded_at=store.now().isoformat()).where(Relation.id == relation_id).execute()
+            ),
+        )
+    )
 
 
 def _exists(subject: str, predicate: str, obj: str, source: str | None) -> bool:
     """A relation with this key is already there (SQLite's UNIQUE treats NULL sources as all different)."""
     if source is None:
         return False
-    return Relation.select().where((Relation.subject_id == subject) & (Relation.predicate == predicate)
-                                   & (Relation.object_id == obj) & (Relation.source_memory_id == source)).exists()
+    return (
+        Relation.select()
+        .where(
+            (Relation.subject_id == subject)
+            & (Relation.predicate == predicate)
+            & (Relation.object_id == obj)
+            & (Relation.source_memory_id == source)
+        )
+        .exists()
+    )
 
 
 def _squash(text: str) -> str:

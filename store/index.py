@@ -309,9 +309,28 @@ class KeyVerifier(_Own):
         table_name = "engram_key_verifier"
 
 
-MODELS = (Memory, Trigger, Promotion, SensitiveScope, Entity, Relation, SupersedesChain, ProfileVersion,
-          TriggerStat, ProfileChangeReport, AuditOutbox, OutboxGuard, IndexIdentity, RootRecord, PromotionNote,
-          Binding, Rekey, ScopeLabel, Imported, KeyVerifier)
+MODELS = (
+    Memory,
+    Trigger,
+    Promotion,
+    SensitiveScope,
+    Entity,
+    Relation,
+    SupersedesChain,
+    ProfileVersion,
+    TriggerStat,
+    ProfileChangeReport,
+    AuditOutbox,
+    OutboxGuard,
+    IndexIdentity,
+    RootRecord,
+    PromotionNote,
+    Binding,
+    Rekey,
+    ScopeLabel,
+    Imported,
+    KeyVerifier,
+)
 
 ENGRAM_DB = "engram.db"
 # memoryd's tables engram keeps copies of in engram.db, with the rows a copy leaves out: promotions of sensitive
@@ -360,8 +379,10 @@ class Index:
                 _migrate(path, engram=False)
         unknown = _unknown_migrations(path) + (_unknown_migrations(engram_path) if engram_path.is_file() else [])
         if unknown:
-            read_only = (f"the data root has migrations engram does not know ({', '.join(unknown)}): it was "
-                         "written by a newer memoryd or engram, so engram opened it read-only")
+            read_only = (
+                f"the data root has migrations engram does not know ({', '.join(unknown)}): it was "
+                "written by a newer memoryd or engram, so engram opened it read-only"
+            )
         ro = "?mode=ro" if read_only else ""
         db = _connect(f"file:{path}{ro}")
         index = cls(path, db, read_only)
@@ -398,7 +419,8 @@ class Index:
             for table in _legacy_tables(self.db):
                 columns = ", ".join(c for c in self.columns(table, "main") if c in self.columns(table, "engram"))
                 self.db.execute_sql(
-                    f"INSERT OR IGNORE INTO engram.{table} ({columns}) SELECT {columns} FROM main.{table}")
+                    f"INSERT OR IGNORE INTO engram.{table} ({columns}) SELECT {columns} FROM main.{table}"
+                )
 
     def _drop_legacy_tables(self) -> None:
         """Once copied (committed first: a crash in between leaves both, and the next open copies again)."""
@@ -418,10 +440,13 @@ class Index:
             return
         try:
             _migrate(self.path, engram=False)
-            self.db.execute_sql("CREATE TABLE IF NOT EXISTS main.engram_outbox_guard "
-                                "(op_id TEXT PRIMARY KEY, event TEXT NOT NULL, created_at TEXT NOT NULL)")
-            self.db.execute_sql("CREATE TABLE IF NOT EXISTS main.engram_identity "
-                                "(root_id TEXT PRIMARY KEY, written_at TEXT NOT NULL)")
+            self.db.execute_sql(
+                "CREATE TABLE IF NOT EXISTS main.engram_outbox_guard "
+                "(op_id TEXT PRIMARY KEY, event TEXT NOT NULL, created_at TEXT NOT NULL)"
+            )
+            self.db.execute_sql(
+                "CREATE TABLE IF NOT EXISTS main.engram_identity (root_id TEXT PRIMARY KEY, written_at TEXT NOT NULL)"
+            )
         except OperationalError as exc:
             raise _locked_or(exc, self.path) from None
         self._tables = None
@@ -477,14 +502,17 @@ class Index:
             for op in ("INSERT", "UPDATE"):
                 self.db.run_per_connection(
                     f"CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_{table}_{op.lower()} AFTER {op} ON main.{table} "
-                    f"{when} BEGIN INSERT OR REPLACE INTO {copy} ({names}) VALUES ({new}); END")
+                    f"{when} BEGIN INSERT OR REPLACE INTO {copy} ({names}) VALUES ({new}); END"
+                )
             self.db.run_per_connection(
                 f"CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_{table}_delete AFTER DELETE ON main.{table} "
-                f"BEGIN DELETE FROM {copy} WHERE {key} = OLD.{key}; END")
+                f"BEGIN DELETE FROM {copy} WHERE {key} = OLD.{key}; END"
+            )
         # a scope marked sensitive takes its promotions' text out of engram's copy
         self.db.run_per_connection(
             "CREATE TEMP TRIGGER IF NOT EXISTS engram_copy_sensitive_drops_text AFTER INSERT ON main.sensitive_scopes "
-            "BEGIN DELETE FROM engram_promotions WHERE scope_hash = NEW.scope_hash; END")
+            "BEGIN DELETE FROM engram_promotions WHERE scope_hash = NEW.scope_hash; END"
+        )
 
     def follow(self) -> bool:
         """Whether index.db was replaced under the open connections since the last call (memoryd's
@@ -531,8 +559,11 @@ class Index:
         if self.db.replaced:
             self.follow()
         if self._tables is None:
-            self._tables = {f"{schema}.{name}" for schema in ("main", "engram") for (name,) in self.db.execute_sql(
-                f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
+            self._tables = {
+                f"{schema}.{name}"
+                for schema in ("main", "engram")
+                for (name,) in self.db.execute_sql(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")
+            }
         return f"{model._meta.schema or 'main'}.{model._meta.table_name}" in self._tables
 
     def columns(self, table: str, schema: str = "main") -> list[str]:
@@ -554,15 +585,21 @@ class Index:
     def sensitive_copy(self) -> list[dict[str, str | None]]:
         """engram's copy of ``sensitive_scopes`` (see :data:`MIRRORED`)."""
         if "engram.engram_sensitive_scopes" not in (self._tables or set()) and not self._has_table(
-                "engram", "engram_sensitive_scopes"):
+            "engram", "engram_sensitive_scopes"
+        ):
             return []
         cursor = self.db.execute_sql(
-            "SELECT scope_hash, scope_root, marked_at, key_source FROM engram.engram_sensitive_scopes")
+            "SELECT scope_hash, scope_root, marked_at, key_source FROM engram.engram_sensitive_scopes"
+        )
         return [dict(zip(("scope_hash", "scope_root", "marked_at", "key_source"), row, strict=True)) for row in cursor]
 
     def _has_table(self, schema: str, table: str) -> bool:
-        return self.db.execute_sql(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
-                                   (table,)).fetchone() is not None
+        return (
+            self.db.execute_sql(
+                f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            is not None
+        )
 
 
 def _locked_or(exc: OperationalError, path: Path) -> Exception:
@@ -620,8 +657,11 @@ class _Database(SqliteDatabase):
         if current is not None and current != self.file_id:
             self.file_id, self.replaced = current, True
             self.generation += 1
-        if (not self.is_closed() and getattr(self.local, "generation", 0) != self.generation
-                and not self.in_transaction()):
+        if (
+            not self.is_closed()
+            and getattr(self.local, "generation", 0) != self.generation
+            and not self.in_transaction()
+        ):
             self.close()
 
     def run_per_connection(self, sql: str) -> None:
@@ -650,8 +690,9 @@ def _file_id(path: Path) -> tuple[int, int] | None:
 
 
 def _connect(target: str) -> _Database:
-    db = _Database(target, uri=True, pragmas={"busy_timeout": BUSY_TIMEOUT_MS, "foreign_keys": 1},
-                   check_same_thread=False)
+    db = _Database(
+        target, uri=True, pragmas={"busy_timeout": BUSY_TIMEOUT_MS, "foreign_keys": 1}, check_same_thread=False
+    )
     try:
         db.connect()
         db.execute_sql("SELECT count(*) FROM sqlite_master").fetchone()
@@ -672,9 +713,13 @@ def _attach(db: SqliteDatabase, target: str) -> None:
 
 def _legacy_tables(db: SqliteDatabase) -> list[str]:
     """engram's tables inside index.db itself, where engram 0.1 kept them."""
-    return [name for (name,) in db.execute_sql(
-        "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'engram\\_%' ESCAPE '\\' "
-        "AND name NOT IN ('engram_outbox_guard', 'engram_identity')")]
+    return [
+        name
+        for (name,) in db.execute_sql(
+            "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'engram\\_%' ESCAPE '\\' "
+            "AND name NOT IN ('engram_outbox_guard', 'engram_identity')"
+        )
+    ]
 
 
 def _unknown_migrations(path: Path) -> list[str]:
@@ -718,7 +763,8 @@ def _apply_migrations(con: sqlite3.Connection, engram: bool) -> None:
         try:
             con.executescript(
                 "BEGIN IMMEDIATE;\n" + sql + "\nINSERT INTO _schema_migrations (filename, applied_at) "
-                f"VALUES ('{name}', '{stamp}');\nCOMMIT;")
+                f"VALUES ('{name}', '{stamp}');\nCOMMIT;"
+            )
         except sqlite3.Error as exc:
             if con.in_transaction:
                 con.execute("ROLLBACK")

@@ -15,15 +15,29 @@ def create_memory(store: Store, doc: MemoryDoc) -> str:
     if Memory.get_or_none(Memory.slug == fm.slug) is not None:
         raise Conflict(f"a memory with slug {fm.slug!r} already exists")
     write = store.memory_write(doc)
-    store.apply(Change(
-        "memory_created", fm.slug, fm.scope_hash, {"type": fm.type.value, "source": fm.source},
-        writes=[write], index_update=lambda: store.upsert_memory_row(doc, write.relpath)))
+    store.apply(
+        Change(
+            "memory_created",
+            fm.slug,
+            fm.scope_hash,
+            {"type": fm.type.value, "source": fm.source},
+            writes=[write],
+            index_update=lambda: store.upsert_memory_row(doc, write.relpath),
+        )
+    )
     return write.relpath
 
 
-def edit_memory(store: Store, slug: str, *, title: str | None = None, body: str | None = None,
-                triggers: list[str] | None = None, tags: list[str] | None = None,
-                type: MemoryType | None = None) -> None:
+def edit_memory(
+    store: Store,
+    slug: str,
+    *,
+    title: str | None = None,
+    body: str | None = None,
+    triggers: list[str] | None = None,
+    tags: list[str] | None = None,
+    type: MemoryType | None = None,
+) -> None:
     """Change a memory's text or labels; sets ``updated_at``. A type change moves the file to its new dir."""
     row = store.memory(slug)
     old_rel = store.safe_relpath(row.body_path)
@@ -42,10 +56,17 @@ def edit_memory(store: Store, slug: str, *, title: str | None = None, body: str 
     fm.updated_at = store.now()
     new_doc = MemoryDoc(frontmatter=fm, body=new_body)
     write = store.rewrite(old_rel, new_doc)
-    store.apply(Change(
-        "memory_edited", slug, fm.scope_hash, {"fields": changed},
-        writes=[write], index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
-        removals=[old_rel]))
+    store.apply(
+        Change(
+            "memory_edited",
+            slug,
+            fm.scope_hash,
+            {"fields": changed},
+            writes=[write],
+            index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
+            removals=[old_rel],
+        )
+    )
 
 
 def set_decay(store: Store, slug: str, state: DecayState) -> None:
@@ -62,13 +83,28 @@ def set_decay(store: Store, slug: str, state: DecayState) -> None:
     def index_update() -> None:
         store.upsert_memory_row(new_doc, write.relpath)
 
-    store.apply(Change(
-        "decay_changed", slug, fm.scope_hash, {"from": row.decay_state, "to": state.value},
-        writes=[write], index_update=index_update, removals=[rel]))
+    store.apply(
+        Change(
+            "decay_changed",
+            slug,
+            fm.scope_hash,
+            {"from": row.decay_state, "to": state.value},
+            writes=[write],
+            index_update=index_update,
+            removals=[rel],
+        )
+    )
 
 
-def add_supersede(store: Store, newer: str, older: str, *, reason: str | None = None,
-                  entity_id: str | None = None, confidence: float = 1.0) -> None:
+def add_supersede(
+    store: Store,
+    newer: str,
+    older: str,
+    *,
+    reason: str | None = None,
+    entity_id: str | None = None,
+    confidence: float = 1.0,
+) -> None:
     """Record that ``newer`` supersedes ``older``: a supersedes_chain row and the newer file's ``supersedes``."""
     if newer == older:
         raise Conflict("a memory cannot supersede itself")
@@ -87,14 +123,27 @@ def add_supersede(store: Store, newer: str, older: str, *, reason: str | None = 
 
     def index_update() -> None:
         SupersedesChain.insert(
-            newer_memory_id=newer, older_memory_id=older, entity_id=entity_id, confidence=confidence,
-            decided_at=store.now().isoformat(), decided_by="user", reason=reason,
+            newer_memory_id=newer,
+            older_memory_id=older,
+            entity_id=entity_id,
+            confidence=confidence,
+            decided_at=store.now().isoformat(),
+            decided_by="user",
+            reason=reason,
         ).on_conflict_replace().execute()
         if writes:
             store.upsert_memory_row(new_doc, writes[0].relpath, keep_runtime=True)
 
-    store.apply(Change("supersede_added", newer, fm.scope_hash, {"older": older, "reason": reason},
-                       writes=writes, index_update=index_update))
+    store.apply(
+        Change(
+            "supersede_added",
+            newer,
+            fm.scope_hash,
+            {"older": older, "reason": reason},
+            writes=writes,
+            index_update=index_update,
+        )
+    )
 
 
 def view_memory(store: Store, slug: str) -> MemoryDoc:

@@ -101,8 +101,9 @@ class RootLayout:
     def grants_dir(self) -> Path:
         return self.root / "grants"
 
-    def memory_relpath(self, scope_hash: str, mtype: MemoryType, slug: str, encrypted: bool,
-                       forgotten: bool = False) -> str:
+    def memory_relpath(
+        self, scope_hash: str, mtype: MemoryType, slug: str, encrypted: bool, forgotten: bool = False
+    ) -> str:
         """``scopes/<scope>/<type dir>/<slug>.md[.enc]``, relative, as memoryd stores ``body_path``."""
         check_slug(slug)
         check_scope_name(scope_hash)

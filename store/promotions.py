@@ -88,19 +88,24 @@ def promoted_doc(promotion: Promotion, now: datetime, edits: Edits = Edits()) ->
     try:
         fm = _promoted_frontmatter(promotion, now, edits)
     except ValidationError as exc:
-        raise BadInput(f"promotion #{promotion.id} cannot become a memory: {field_problem(exc)}; nothing changed"
-                       ) from None
+        raise BadInput(
+            f"promotion #{promotion.id} cannot become a memory: {field_problem(exc)}; nothing changed"
+        ) from None
     return MemoryDoc(frontmatter=fm, body=edits.body if edits.body is not None else promotion.proposed_body)
 
 
 def _promoted_frontmatter(promotion: Promotion, now: datetime, edits: Edits) -> Frontmatter:
     return Frontmatter(
         title=edits.title if edits.title is not None else promotion.proposed_title,
-        slug=promoted_slug(promotion), type=edits.type or promoted_type(promotion),
+        slug=promoted_slug(promotion),
+        type=edits.type or promoted_type(promotion),
         scope_hash=promotion.scope_hash,
-        triggers=edits.triggers if edits.triggers is not None else [
-            str(t) for t in parse_json_list(promotion.proposed_triggers)],
-        source="promotion", created_at=now, promoted_from=promotion.source_session_slug,
+        triggers=edits.triggers
+        if edits.triggers is not None
+        else [str(t) for t in parse_json_list(promotion.proposed_triggers)],
+        source="promotion",
+        created_at=now,
+        promoted_from=promotion.source_session_slug,
         supersedes=[s for s in parse_json_list(promotion.proposed_supersedes) if isinstance(s, str)],
     )
 
@@ -114,19 +119,32 @@ def propose(store: Store, proposal: Proposal) -> int:
     def index_update() -> None:
         created["id"] = Promotion.insert(**promotion_values(proposal, store.now().isoformat())).execute()
 
-    store.apply(Change("promotion_proposed", proposal.source_session_slug, proposal.scope_hash,
-                       {"type": proposal.type.value, "title": proposal.title}, index_update=index_update))
+    store.apply(
+        Change(
+            "promotion_proposed",
+            proposal.source_session_slug,
+            proposal.scope_hash,
+            {"type": proposal.type.value, "title": proposal.title},
+            index_update=index_update,
+        )
+    )
     return created["id"]
 
 
 def promotion_values(proposal: Proposal, created_at: str) -> dict[str, Any]:
     """The promotions row for a proposal, JSON written as memoryd writes it (ASCII escapes)."""
     return dict(
-        source_session_slug=proposal.source_session_slug, proposed_type=proposal.type.value,
-        proposed_title=proposal.title, proposed_body=proposal.body,
-        proposed_triggers=json.dumps(list(proposal.triggers)), dura_score=json.dumps(proposal.dura),
-        reasoning=proposal.reasoning, proposed_supersedes=json.dumps(list(proposal.supersedes)),
-        scope_hash=proposal.scope_hash, status=PromotionStatus.PENDING.value, created_at=created_at,
+        source_session_slug=proposal.source_session_slug,
+        proposed_type=proposal.type.value,
+        proposed_title=proposal.title,
+        proposed_body=proposal.body,
+        proposed_triggers=json.dumps(list(proposal.triggers)),
+        dura_score=json.dumps(proposal.dura),
+        reasoning=proposal.reasoning,
+        proposed_supersedes=json.dumps(list(proposal.supersedes)),
+        scope_hash=proposal.scope_hash,
+        status=PromotionStatus.PENDING.value,
+        created_at=created_at,
     )
 
 
@@ -141,16 +159,21 @@ def _still_status(promotion_id: int, status: str) -> Callable[[], None]:
         row = Promotion.get_or_none(Promotion.id == promotion_id)
         if row is None or row.status != status:
             now = "gone" if row is None else row.status
-            raise Conflict(f"promotion #{promotion_id} was decided meanwhile by another writer (memoryd?): it is "
-                           f"{now} now; nothing was changed")
+            raise Conflict(
+                f"promotion #{promotion_id} was decided meanwhile by another writer (memoryd?): it is "
+                f"{now} now; nothing was changed"
+            )
+
     return check
 
 
 def _pending(store: Store, promotion_id: int) -> Promotion:
     promotion = Promotion.get_or_none(Promotion.id == promotion_id)
     if promotion is None and store.index.rebuilt:
-        raise NotFound(f"no promotion #{promotion_id} in index.db: memoryd's rebuild-index may have removed it "
-                       "(`engram repair` restores the promotions engram kept), nothing changed")
+        raise NotFound(
+            f"no promotion #{promotion_id} in index.db: memoryd's rebuild-index may have removed it "
+            "(`engram repair` restores the promotions engram kept), nothing changed"
+        )
     if promotion is None:
         raise NotFound(f"no promotion #{promotion_id}")
     if promotion.status != PromotionStatus.PENDING:
@@ -237,19 +260,34 @@ def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: E
     def index_update() -> None:
         store.upsert_memory_rows([(doc, write.relpath), *dims], keep_runtime=False)
         Promotion.update(status=PromotionStatus.APPROVED.value, decided_at=promotion.decided_at or now).where(
-            Promotion.id == promotion.id).execute()
+            Promotion.id == promotion.id
+        ).execute()
         for row in older:
             SupersedesChain.insert(
-                newer_memory_id=slug, older_memory_id=row.slug, entity_id=None, confidence=1.0, decided_at=now,
-                decided_by="user", reason=f"approved promotion #{promotion.id}",
+                newer_memory_id=slug,
+                older_memory_id=row.slug,
+                entity_id=None,
+                confidence=1.0,
+                decided_at=now,
+                decided_by="user",
+                reason=f"approved promotion #{promotion.id}",
             ).on_conflict_replace().execute()
 
     details: dict[str, Any] = {"promotion_id": promotion.id, "supersedes": [r.slug for r in older], "dimmed": dimmed}
     if edits != Edits():
         details["edited"] = [k for k, v in vars(edits).items() if v is not None]
     # repair writes the memory of a promotion already approved: the status it was planned on is checked again
-    store.apply(Change(event_type, slug, promotion.scope_hash, details, writes=writes, index_update=index_update,
-                       precondition=_still_status(promotion.id, promotion.status)))
+    store.apply(
+        Change(
+            event_type,
+            slug,
+            promotion.scope_hash,
+            details,
+            writes=writes,
+            index_update=index_update,
+            precondition=_still_status(promotion.id, promotion.status),
+        )
+    )
     return Approved(promotion.id, slug, write.relpath, doc.fingerprint, dimmed)
 
 
@@ -259,13 +297,21 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
 
     def index_update() -> None:
         Promotion.update(status=PromotionStatus.REJECTED.value, decided_at=store.now().isoformat()).where(
-            Promotion.id == promotion_id).execute()
+            Promotion.id == promotion_id
+        ).execute()
         if reason:
             _note(promotion_id, reject_reason=reason)
 
-    store.apply(Change("promotion_rejected", str(promotion_id), promotion.scope_hash,
-                       {"source_session_slug": promotion.source_session_slug, "reason": reason},
-                       index_update=index_update, precondition=_still_pending(promotion_id)))
+    store.apply(
+        Change(
+            "promotion_rejected",
+            str(promotion_id),
+            promotion.scope_hash,
+            {"source_session_slug": promotion.source_session_slug, "reason": reason},
+            index_update=index_update,
+            precondition=_still_pending(promotion_id),
+        )
+    )
     return Rejected(promotion_id)
 
 
@@ -274,10 +320,16 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
     promotion = _pending(store, promotion_id)
     note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
     before = (note.deferred_at, note.defer_reason) if note else (None, None)
-    store.apply(Change("promotion_deferred", str(promotion_id), promotion.scope_hash, {"reason": reason},
-                       index_update=lambda: _note(promotion_id, deferred_at=store.now().isoformat(),
-                                                  defer_reason=reason),
-                       precondition=_still_pending(promotion_id)))
+    store.apply(
+        Change(
+            "promotion_deferred",
+            str(promotion_id),
+            promotion.scope_hash,
+            {"reason": reason},
+            index_update=lambda: _note(promotion_id, deferred_at=store.now().isoformat(), defer_reason=reason),
+            precondition=_still_pending(promotion_id),
+        )
+    )
     return Deferred(promotion_id, before)
 
 
@@ -287,26 +339,42 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
     promotion = _pending(store, promotion_id)
     row = store.memory(into_slug)
     if row.scope_hash != promotion.scope_hash:
-        raise Conflict(f"{into_slug} is in scope {row.scope_hash}, the promotion in {promotion.scope_hash}: "
-                       "a merge stays within its scope (it could carry sensitive text out of one)")
+        raise Conflict(
+            f"{into_slug} is in scope {row.scope_hash}, the promotion in {promotion.scope_hash}: "
+            "a merge stays within its scope (it could carry sensitive text out of one)"
+        )
     rel = store.safe_relpath(row.body_path)
     before = store.read_doc(rel)
     fm = before.frontmatter
     triggers = list(dict.fromkeys([*fm.triggers, *(str(t) for t in parse_json_list(promotion.proposed_triggers))]))
-    body = (before.body.rstrip("\n") + f"\n\n## {promotion.proposed_title}\n\n"
-            + promotion.proposed_body.strip("\n") + f"\n\n<!-- merged from promotion #{promotion.id} -->\n")
+    body = (
+        before.body.rstrip("\n")
+        + f"\n\n## {promotion.proposed_title}\n\n"
+        + promotion.proposed_body.strip("\n")
+        + f"\n\n<!-- merged from promotion #{promotion.id} -->\n"
+    )
     after = MemoryDoc(frontmatter=fm.replace(triggers=triggers, updated_at=store.now()), body=body)
     write = store.rewrite(rel, after)
 
     def index_update() -> None:
         store.upsert_memory_row(after, write.relpath, keep_runtime=True)
         Promotion.update(status="merged", decided_at=store.now().isoformat()).where(
-            Promotion.id == promotion_id).execute()
+            Promotion.id == promotion_id
+        ).execute()
         _note(promotion_id, merged_into=into_slug)
 
-    store.apply(Change("memories_merged", into_slug, promotion.scope_hash, {"promotion_id": promotion_id},
-                       writes=[write], index_update=index_update, removals=[rel],
-                       precondition=_still_pending(promotion_id)))
+    store.apply(
+        Change(
+            "memories_merged",
+            into_slug,
+            promotion.scope_hash,
+            {"promotion_id": promotion_id},
+            writes=[write],
+            index_update=index_update,
+            removals=[rel],
+            precondition=_still_pending(promotion_id),
+        )
+    )
     return Merged(promotion_id, into_slug, before, after.fingerprint)
 
 
@@ -326,7 +394,8 @@ def undo(store: Store, decision: Decision) -> None:
 
 def _reopen(promotion_id: int, **note: Any) -> None:
     Promotion.update(status=PromotionStatus.PENDING.value, decided_at=None).where(
-        Promotion.id == promotion_id).execute()
+        Promotion.id == promotion_id
+    ).execute()
     if note:
         _note(promotion_id, **note)
 
@@ -356,21 +425,36 @@ def _undo_approved(store: Store, done: Approved) -> Change:
         store.upsert_memory_rows(restored)
         _reopen(done.promotion_id)
 
-    return Change("undo_applied", done.slug, Promotion.get_by_id(done.promotion_id).scope_hash,
-                  {"promotion_id": done.promotion_id, "removed": done.relpath, "restored": done.dimmed},
-                  writes=writes, index_update=index_update,
-                  removals=[done.relpath])
+    return Change(
+        "undo_applied",
+        done.slug,
+        Promotion.get_by_id(done.promotion_id).scope_hash,
+        {"promotion_id": done.promotion_id, "removed": done.relpath, "restored": done.dimmed},
+        writes=writes,
+        index_update=index_update,
+        removals=[done.relpath],
+    )
 
 
 def _undo_rejected(store: Store, done: Rejected) -> Change:
-    return Change("undo_applied", str(done.promotion_id), Promotion.get_by_id(done.promotion_id).scope_hash, {},
-                  index_update=lambda: _reopen(done.promotion_id, reject_reason=None))
+    return Change(
+        "undo_applied",
+        str(done.promotion_id),
+        Promotion.get_by_id(done.promotion_id).scope_hash,
+        {},
+        index_update=lambda: _reopen(done.promotion_id, reject_reason=None),
+    )
 
 
 def _undo_deferred(store: Store, done: Deferred) -> Change:
     at, reason = done.before
-    return Change("undo_applied", str(done.promotion_id), Promotion.get_by_id(done.promotion_id).scope_hash, {},
-                  index_update=lambda: _note(done.promotion_id, deferred_at=at, defer_reason=reason))
+    return Change(
+        "undo_applied",
+        str(done.promotion_id),
+        Promotion.get_by_id(done.promotion_id).scope_hash,
+        {},
+        index_update=lambda: _note(done.promotion_id, deferred_at=at, defer_reason=reason),
+    )
 
 
 def _undo_merged(store: Store, done: Merged) -> Change:
@@ -382,16 +466,27 @@ def _undo_merged(store: Store, done: Merged) -> Change:
         store.upsert_memory_row(done.before, write.relpath, keep_runtime=True)
         _reopen(done.promotion_id, merged_into=None)
 
-    return Change("undo_applied", done.into, row.scope_hash, {"promotion_id": done.promotion_id}, writes=[write],
-                  removals=[rel], index_update=index_update)
+    return Change(
+        "undo_applied",
+        done.into,
+        row.scope_hash,
+        {"promotion_id": done.promotion_id},
+        writes=[write],
+        removals=[rel],
+        index_update=index_update,
+    )
 
 
 _UNDO: dict[type, Callable[[Store, Any], Change]] = {
-    Approved: _undo_approved, Rejected: _undo_rejected, Deferred: _undo_deferred, Merged: _undo_merged,
+    Approved: _undo_approved,
+    Rejected: _undo_rejected,
+    Deferred: _undo_deferred,
+    Merged: _undo_merged,
 }
 
 
 def _note(promotion_id: int, **fields: Any) -> None:
     """Set fields of engram's note on a promotion (call inside a transaction)."""
     PromotionNote.insert(promotion_id=promotion_id, **fields).on_conflict(
-        conflict_target=[PromotionNote.promotion_id], update=fields).execute()
+        conflict_target=[PromotionNote.promotion_id], update=fields
+    ).execute()

@@ -42,16 +42,27 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     """Pending promotions matching ``query``, best first by ``sort``; deferred ones always sink to the end."""
     if sort not in SORTS:
         raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
-    notes = {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.deferred_at.is_null(False))
-             } if store.index.has(PromotionNote) else {}
+    notes = (
+        {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.deferred_at.is_null(False))}
+        if store.index.has(PromotionNote)
+        else {}
+    )
     sensitive = store.sensitive_scopes()
     items = []
     for p in Promotion.select().where(Promotion.status == "pending"):
         note = notes.get(p.id)
         item = QueueItem(
-            p.id, p.proposed_title, p.proposed_type, p.scope_hash, dura_of(p), p.created_at,
-            tuple(str(t) for t in parse_json_list(p.proposed_triggers)), note is not None,
-            note.defer_reason if note else None, p.scope_hash in sensitive)
+            p.id,
+            p.proposed_title,
+            p.proposed_type,
+            p.scope_hash,
+            dura_of(p),
+            p.created_at,
+            tuple(str(t) for t in parse_json_list(p.proposed_triggers)),
+            note is not None,
+            note.defer_reason if note else None,
+            p.scope_hash in sensitive,
+        )
         if query.empty or matches(query, _haystack(item, p.proposed_body), _fields(item)):
             items.append(item)
     items.sort(key=_sort_key(sort))
@@ -61,8 +72,10 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
 
 def pending_ids(store: Store) -> list[int]:
     """The ids of pending promotions, oldest first (for shell completion: no row is read beyond its id)."""
-    return [pid for (pid,) in tuples(Promotion.select(Promotion.id).where(Promotion.status == "pending")
-            .order_by(Promotion.id))]
+    return [
+        pid
+        for (pid,) in tuples(Promotion.select(Promotion.id).where(Promotion.status == "pending").order_by(Promotion.id))
+    ]
 
 
 def _haystack(item: QueueItem, body: str) -> str:
@@ -70,8 +83,13 @@ def _haystack(item: QueueItem, body: str) -> str:
 
 
 def _fields(item: QueueItem) -> dict[str, list[str]]:
-    return {"type": [item.type], "scope": [item.scope_hash], "state": ["deferred" if item.deferred else "pending"],
-            "tag": [], "source": ["promotion"]}
+    return {
+        "type": [item.type],
+        "scope": [item.scope_hash],
+        "state": ["deferred" if item.deferred else "pending"],
+        "tag": [],
+        "source": ["promotion"],
+    }
 
 
 def _sort_key(sort: str):
@@ -121,8 +139,11 @@ def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
     p = Promotion.get_or_none(Promotion.id == promotion_id)
     if p is None:
         raise StoreError(f"no promotion #{promotion_id}")
-    note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id) if store.index.has(PromotionNote) \
+    note = (
+        PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
+        if store.index.has(PromotionNote)
         else None
+    )
     session = Memory.get_or_none(Memory.slug == p.source_session_slug)
     excerpt = None
     if session is not None and not session.body_path.endswith(".md.enc"):
@@ -131,9 +152,21 @@ def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
         except (StoreError, OSError):
             excerpt = None
     detail = PromotionDetail(
-        p.id, p.proposed_title, p.proposed_type, p.scope_hash, p.status, p.proposed_body, p.reasoning,
-        [str(t) for t in parse_json_list(p.proposed_triggers)], dura_of(p), p.created_at, p.source_session_slug,
-        session.title if session else None, excerpt, note.defer_reason if note else None)
+        p.id,
+        p.proposed_title,
+        p.proposed_type,
+        p.scope_hash,
+        p.status,
+        p.proposed_body,
+        p.reasoning,
+        [str(t) for t in parse_json_list(p.proposed_triggers)],
+        dura_of(p),
+        p.created_at,
+        p.source_session_slug,
+        session.title if session else None,
+        excerpt,
+        note.defer_reason if note else None,
+    )
     for slug in (s for s in parse_json_list(p.proposed_supersedes) if isinstance(s, str)):
         old = Memory.get_or_none(Memory.slug == slug)
         if old is None:
@@ -142,7 +175,14 @@ def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
             detail.supersedes.append(Superseded(slug, old.title, [], locked=True))
             continue
         old_body = store.read_doc(store.safe_relpath(old.body_path)).body
-        diff = list(difflib.unified_diff(old_body.splitlines(), p.proposed_body.splitlines(),
-                                         fromfile=slug, tofile=f"promotion #{p.id}", lineterm=""))
+        diff = list(
+            difflib.unified_diff(
+                old_body.splitlines(),
+                p.proposed_body.splitlines(),
+                fromfile=slug,
+                tofile=f"promotion #{p.id}",
+                lineterm="",
+            )
+        )
         detail.supersedes.append(Superseded(slug, old.title, diff))
     return detail

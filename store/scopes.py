@@ -55,8 +55,10 @@ class ScopeInfo:
     def findings(self) -> list[str]:
         found = []
         if self.plaintext_files:
-            found.append(f"{self.plaintext_files} plaintext files in a sensitive scope (`engram check` names them, "
-                         "`engram repair` encrypts them)")
+            found.append(
+                f"{self.plaintext_files} plaintext files in a sensitive scope (`engram check` names them, "
+                "`engram repair` encrypts them)"
+            )
         if self.index_leaks:
             what = ", ".join(f"{n} {kind}" for kind, n in self.index_leaks.items())
             found.append(f"index.db holds in clear: {what} (memoryd needs them there; engram copies them nowhere)")
@@ -66,10 +68,19 @@ class ScopeInfo:
 
     def to_json(self, store: Store) -> dict[str, Any]:
         grant = self.grant.to_json(store.now()) if isinstance(self.grant, Grant) else self.grant
-        return {"scope_hash": self.scope_hash, "label": self.label, "label_from": self.label_from,
-                "memories": self.memories, "by_type": self.by_type, "sensitive": self.sensitive,
-                "locked": self.locked, "encrypted": self.encrypted, "bound": self.bound, "grant": grant,
-                "findings": self.findings()}
+        return {
+            "scope_hash": self.scope_hash,
+            "label": self.label,
+            "label_from": self.label_from,
+            "memories": self.memories,
+            "by_type": self.by_type,
+            "sensitive": self.sensitive,
+            "locked": self.locked,
+            "encrypted": self.encrypted,
+            "bound": self.bound,
+            "grant": grant,
+            "findings": self.findings(),
+        }
 
 
 def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
@@ -101,8 +112,9 @@ def scopes(store: Store, discover_in: Iterable[Path] = ()) -> list[ScopeInfo]:
         s.grant = grant
         if s.label is None and isinstance(grant, Grant) and grant.scope_root:
             s.label, s.label_from = grant.scope_root, "grant"
-    for scope, label in tuples(ScopeLabel.select(ScopeLabel.scope_hash, ScopeLabel.label)) \
-            if store.index.has(ScopeLabel) else []:
+    for scope, label in (
+        tuples(ScopeLabel.select(ScopeLabel.scope_hash, ScopeLabel.label)) if store.index.has(ScopeLabel) else []
+    ):
         info(scope).label, info(scope).label_from = label, "you"  # a person's name for it beats any guess
     for s in infos.values():
         if s.label is None and s.scope_hash != UNSCOPED:
@@ -154,22 +166,27 @@ def _known_scope(store: Store, scope: str) -> bool:
         check_scope_name(scope)
     except UnsafePath:
         return False
-    return ((store.layout.scopes_dir / scope).is_dir() or scope in store.sensitive_scopes()
-            or Memory.select().where(Memory.scope_hash == scope).exists()
-            or (store.layout.grants_dir / f"{scope}.json").is_file())
+    return (
+        (store.layout.scopes_dir / scope).is_dir()
+        or scope in store.sensitive_scopes()
+        or Memory.select().where(Memory.scope_hash == scope).exists()
+        or (store.layout.grants_dir / f"{scope}.json").is_file()
+    )
 
 
 def project_dir(store: Store, scope_hash: str, discover_in: Iterable[Path] | None = None) -> str | None:
     """The project directory of a scope known by its hash, as memoryd records it when marking by path: from the
     sensitive registration, the grant, the person's label, a Codex session's cwd, else by looking for it on
     this machine. Every candidate must hash to the scope; None when nothing does."""
-    candidates = [row.get("scope_root") for row in store.index.sensitive_scope_rows()
-                  if row.get("scope_hash") == scope_hash]
+    candidates = [
+        row.get("scope_root") for row in store.index.sensitive_scope_rows() if row.get("scope_hash") == scope_hash
+    ]
     grant = grants(store).get(scope_hash)
     candidates.append(grant.scope_root if isinstance(grant, Grant) else None)
     if store.index.has(ScopeLabel):
-        candidates += [label for (label,) in tuples(ScopeLabel.select(ScopeLabel.label)
-                       .where(ScopeLabel.scope_hash == scope_hash))]
+        candidates += [
+            label for (label,) in tuples(ScopeLabel.select(ScopeLabel.label).where(ScopeLabel.scope_hash == scope_hash))
+        ]
     candidates.append(_codex_cwd(store, scope_hash))
     for candidate in candidates:
         if candidate and Path(candidate).is_dir() and scope_hash_for(candidate) == scope_hash:
@@ -205,8 +222,9 @@ def discover_roots(bases: Iterable[Path], wanted: set[str], depth: int = 2) -> d
                 found[scope] = str(scope_root_for(folder))
             if level < depth:
                 try:
-                    children = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)
-                                and not e.name.startswith(".")]
+                    children = [
+                        e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+                    ]
                 except OSError:
                     continue
                 stack.extend((Path(e.path), level + 1) for e in children)
@@ -225,9 +243,11 @@ _CWD = re.compile(r"^cwd: (.+)$", re.MULTILINE)
 def _codex_cwd(store: Store, scope: str) -> str | None:
     """The working directory a Codex rollout header of this scope names, when it hashes to the scope: memoryd
     derives a Codex session's scope from that cwd, so it is the project's directory."""
-    sessions = (Memory.select(Memory.body_path)
-                .where((Memory.scope_hash == scope) & (Memory.source.startswith("codex"))
-                       & ~Memory.body_path.endswith(".enc")).limit(20))
+    sessions = (
+        Memory.select(Memory.body_path)
+        .where((Memory.scope_hash == scope) & (Memory.source.startswith("codex")) & ~Memory.body_path.endswith(".enc"))
+        .limit(20)
+    )
     for (path,) in tuples(sessions):
         try:
             text = store.read_bytes(store.safe_relpath(path))[:4096].decode("utf-8", "replace")
@@ -243,8 +263,10 @@ def _index_leaks(scope: str) -> dict[str, int]:
     """How many titles, triggers, promotions and entities of ``scope`` index.db keeps in clear."""
     leaks = {
         "titles": Memory.select().where((Memory.scope_hash == scope) & (Memory.title != "")).count(),
-        "triggers": Trigger.select().join(Memory, on=(Trigger.slug == Memory.slug))
-                           .where(Memory.scope_hash == scope).count(),
+        "triggers": Trigger.select()
+        .join(Memory, on=(Trigger.slug == Memory.slug))
+        .where(Memory.scope_hash == scope)
+        .count(),
         "promotion texts": Promotion.select().where(Promotion.scope_hash == scope).count(),
         "entity names": Entity.select().where(Entity.scope_hash == scope).count(),
     }

@@ -85,7 +85,8 @@ class SearchIndex:
             triggers.setdefault(slug, []).append(trigger)
         rows = store.index.db.execute_sql(
             "SELECT slug, title, type, scope_hash, decay_state, source, created_at, body_path FROM memories "
-            "ORDER BY created_at DESC")
+            "ORDER BY created_at DESC"
+        )
         fields: dict[str, dict[str, list[int]]] = {name: {} for name in index.values}
         for n, (slug, title, mtype, scope, decay, source, created, path) in enumerate(rows):
             index.by_slug[slug] = n
@@ -95,8 +96,9 @@ class SearchIndex:
             index.text.append(head[-1])
             for name, value in (("type", mtype), ("scope", scope), ("state", decay), ("source", source)):
                 fields[name].setdefault(value.lower(), []).append(n)
-        index.values = {name: {v: _bits(ix, len(index.rows)) for v, ix in by_value.items()}
-                        for name, by_value in fields.items()}
+        index.values = {
+            name: {v: _bits(ix, len(index.rows)) for v, ix in by_value.items()} for name, by_value in fields.items()
+        }
         index.words = _Words(head)
         index.head_fts = _Trigrams(head)
         index.fts = index.head_fts  # enrich() replaces it with everything
@@ -202,8 +204,9 @@ class SearchIndex:
             first = _indexes(found & in_head, limit).tolist()
             return first + _indexes(found & ~in_head, limit - len(first)).tolist()
         candidates = _indexes(found, RANK_LIMIT).tolist()
-        scored = process.extract(" ".join(query.positive_text()), [self.titles[i] for i in candidates],
-                                 scorer=fuzz.WRatio, limit=None)
+        scored = process.extract(
+            " ".join(query.positive_text()), [self.titles[i] for i in candidates], scorer=fuzz.WRatio, limit=None
+        )
         scores = {k: score for _, score, k in scored}
         order = sorted(range(len(candidates)), key=lambda k: (not (in_head >> candidates[k]) & 1, -scores[k]))
         return [candidates[k] for k in order[:limit]]
@@ -253,8 +256,9 @@ class _Trigrams:
     def rows(self, term: str) -> np.ndarray:
         """Positions whose text contains ``term`` (three characters or more): a phrase query (trigram FTS matches
         substrings exactly), its row numbers gathered into one string by SQLite and parsed by numpy."""
-        (found,) = self.con.execute("SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?",
-                                    ('"' + term.replace('"', '""') + '"',)).fetchone()
+        (found,) = self.con.execute(
+            "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", ('"' + term.replace('"', '""') + '"',)
+        ).fetchone()
         return np.fromstring(found, dtype=np.int64, sep=",") if found else np.empty(0, dtype=np.int64)
 
 
@@ -266,8 +270,7 @@ class _Words:
     def __init__(self, heads: list[str]) -> None:
         spaced = [" " + " ".join(h.replace("\0", " ").split()) + " " for h in heads]
         self.units = np.frombuffer("\0".join(spaced).encode("utf-16-le"), dtype=np.uint16)
-        lengths = np.fromiter((len(s.encode("utf-16-le")) // 2 + 1 for s in spaced), dtype=np.int64,
-                              count=len(spaced))
+        lengths = np.fromiter((len(s.encode("utf-16-le")) // 2 + 1 for s in spaced), dtype=np.int64, count=len(spaced))
         self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
         self.counts = np.bincount(self.units, minlength=1 << 16)
 

@@ -90,8 +90,15 @@ class Store:
         return self.clock()
 
     @classmethod
-    def open(cls, root: str | os.PathLike[str] | None = None, *, actor: str = "engram-cli",
-             create: bool = False, keys: KeyRing | None = None, create_index: bool = True) -> Store:
+    def open(
+        cls,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        actor: str = "engram-cli",
+        create: bool = False,
+        keys: KeyRing | None = None,
+        create_index: bool = True,
+    ) -> Store:
         """Open the data root (``--root``, ``$MEMORYD_DATA_ROOT`` or memoryd's default). A root with memory files
         and no index.db gets an empty one, unless ``create_index`` is false (a command that only looks):
         then it raises :class:`NoIndex`."""
@@ -101,8 +108,10 @@ class Store:
         if create:
             layout.scopes_dir.mkdir(parents=True, exist_ok=True)
         if not create_index and not layout.index_path.exists():
-            raise NoIndex(f"{layout.index_path}: missing (memoryd's rebuild-index under way, or deleted): "
-                          "`engram repair` or `engram rebuild-index` makes it from the files")
+            raise NoIndex(
+                f"{layout.index_path}: missing (memoryd's rebuild-index under way, or deleted): "
+                "`engram repair` or `engram rebuild-index` makes it from the files"
+            )
         index = Index.open(layout.index_path, create=create or layout.scopes_dir.is_dir())
         keys = keys or KeyRing.from_config(load_memoryd_config())
         return cls(layout, index, keys, actor)
@@ -120,8 +129,10 @@ class Store:
         waiting = len(self.queued_events())
         if self.audit_warning or not waiting:
             return self.audit_warning
-        return (f"{waiting} audit event{'s' if waiting > 1 else ''} saved but not yet in audit/audit.jsonl; "
-                "`engram audit repair` appends them")
+        return (
+            f"{waiting} audit event{'s' if waiting > 1 else ''} saved but not yet in audit/audit.jsonl; "
+            "`engram audit repair` appends them"
+        )
 
     def __enter__(self) -> Store:
         return self
@@ -171,8 +182,9 @@ class Store:
         transaction; then the removals; then the audit append."""
         self.apply_many([change], durable=durable)
 
-    def apply_many(self, changes: list[Change], *, durable: bool = True,
-                   index_update: Callable[[], None] | None = None) -> None:
+    def apply_many(
+        self, changes: list[Change], *, durable: bool = True, index_update: Callable[[], None] | None = None
+    ) -> None:
         """Carry out several changes as one transaction, each with its own audit event (an import writes
         thousands of items, each audited: one transaction, one flush and one log fsync per batch instead of per
         item). ``durable=False`` skips the per-file fsync and flushes once before the index commits;
@@ -184,14 +196,26 @@ class Store:
         queued: list[tuple[str, Change, dict[str, Any]]] = []  # op id, change, audit event
         for change in changes:
             op_id = uuid.uuid4().hex
-            queued.append((op_id, change, {"actor": self.actor, "event_type": change.event_type,
-                                           "scope_hash": change.scope_hash, "target_id": change.target_id,
-                                           "details": {**change.details, "op_id": op_id}}))
+            queued.append(
+                (
+                    op_id,
+                    change,
+                    {
+                        "actor": self.actor,
+                        "event_type": change.event_type,
+                        "scope_hash": change.scope_hash,
+                        "target_id": change.target_id,
+                        "details": {**change.details, "op_id": op_id},
+                    },
+                )
+            )
         writes = [w for change in changes for w in change.writes]
         # Before anything moves: every target path is inside the root and every key is at hand, so a
         # change needing a locked scope's key fails whole, not after its first file.
-        targets = [(self.layout.resolve(w.relpath) if isinstance(w, FileWrite) else self.layout.resolve_data(w.relpath),
-                    w) for w in writes]
+        targets = [
+            (self.layout.resolve(w.relpath) if isinstance(w, FileWrite) else self.layout.resolve_data(w.relpath), w)
+            for w in writes
+        ]
         for scope in sorted({w.doc.frontmatter.scope_hash for w in writes if isinstance(w, FileWrite) and w.encrypted}):
             keyproof.prove(self, scope)  # a typo'd passphrase would encrypt memories nobody can open again
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
@@ -211,15 +235,21 @@ class Store:
                     change.index_update()
             stamp = utcnow().isoformat()
             written = {write.relpath for write in writes}
-            retiring = {op_id: retire.plan(self.layout, change.removals, change.scrubs, written)
-                        for op_id, change, _ in queued}
+            retiring = {
+                op_id: retire.plan(self.layout, change.removals, change.scrubs, written) for op_id, change, _ in queued
+            }
             sensitive = self.sensitive_scopes()  # as the change leaves them: a scope being marked counts
             for _, _, event in queued:
                 if event["scope_hash"] in sensitive:
                     event["details"] = chain.private_details(event["details"])
-            rows = [{"op_id": op_id, "created_at": stamp,
-                     "event": json.dumps(retire.carry(event, retiring[op_id]), ensure_ascii=False)}
-                    for op_id, _, event in queued]
+            rows = [
+                {
+                    "op_id": op_id,
+                    "created_at": stamp,
+                    "event": json.dumps(retire.carry(event, retiring[op_id]), ensure_ascii=False),
+                }
+                for op_id, _, event in queued
+            ]
             for outbox in (AuditOutbox, OutboxGuard):  # see OutboxGuard: both, or neither after a crash
                 for batch in chunked(rows, _BATCH):
                     outbox.insert_many(batch).execute()
@@ -257,8 +287,7 @@ class Store:
             retire.finish(self.layout, retiring)
             events.append(event)
         try:
-            chain.append_events(self.layout.audit_path, events,
-                                position_hint=self._audit_position_hint())
+            chain.append_events(self.layout.audit_path, events, position_hint=self._audit_position_hint())
         except (StoreError, OSError) as exc:
             self.audit_warning = f"change saved, audit event queued: {exc}"
             return len(rows)
@@ -301,8 +330,9 @@ class Store:
             self.audit_warning = f"audit checkpoint not advanced: {exc}"
             return
         if advanced is None:
-            self.audit_warning = ("audit checkpoint not advanced: the log no longer continues it; "
-                                  "run `engram audit verify`")
+            self.audit_warning = (
+                "audit checkpoint not advanced: the log no longer continues it; run `engram audit verify`"
+            )
         else:
             self.audit_warning = self.checkpoints.warning
 
@@ -382,19 +412,42 @@ class Store:
 
 
 _BATCH = 400  # rows per statement: 14 columns x 400 stays far below SQLite's bound-variable limit
-_ROW_COLUMNS = ("slug", "type", "scope_hash", "title", "source", "created_at", "updated_at", "ttl_days",
-                "decay_state", "last_recalled_at", "recall_count", "fingerprint", "body_path", "scope_sensitive")
+_ROW_COLUMNS = (
+    "slug",
+    "type",
+    "scope_hash",
+    "title",
+    "source",
+    "created_at",
+    "updated_at",
+    "ttl_days",
+    "decay_state",
+    "last_recalled_at",
+    "recall_count",
+    "fingerprint",
+    "body_path",
+    "scope_sensitive",
+)
 
 
 def memory_row(doc: MemoryDoc, relpath: str) -> dict[str, Any]:
     """The ``memories`` row memoryd would write for ``doc`` at ``relpath``."""
     fm = doc.frontmatter
     return dict(
-        slug=fm.slug, type=fm.type.value, scope_hash=fm.scope_hash, title=fm.title, source=fm.source,
-        created_at=index_datetime(fm.created_at), updated_at=index_datetime(fm.updated_at),
-        ttl_days=fm.ttl_days, decay_state=fm.decay_state.value,
-        last_recalled_at=index_datetime(fm.last_recalled_at), recall_count=fm.recall_count,
-        fingerprint=doc.fingerprint, body_path=relpath, scope_sensitive=int(relpath.endswith(".md.enc")),
+        slug=fm.slug,
+        type=fm.type.value,
+        scope_hash=fm.scope_hash,
+        title=fm.title,
+        source=fm.source,
+        created_at=index_datetime(fm.created_at),
+        updated_at=index_datetime(fm.updated_at),
+        ttl_days=fm.ttl_days,
+        decay_state=fm.decay_state.value,
+        last_recalled_at=index_datetime(fm.last_recalled_at),
+        recall_count=fm.recall_count,
+        fingerprint=doc.fingerprint,
+        body_path=relpath,
+        scope_sensitive=int(relpath.endswith(".md.enc")),
     )
 
 
@@ -422,4 +475,3 @@ def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
             batch = []
     if batch:
         yield batch
-

@@ -44,9 +44,9 @@ def load_settings(path: Path | None = None) -> Settings:
     if theme is not None and not isinstance(theme, str):
         raise StoreError(f"{path}: theme must be a name")
     if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
-        raise StoreError(f"{path}: [keys] maps action ids to key names, e.g. \"queue.approve\" = \"a\"")
+        raise StoreError(f'{path}: [keys] maps action ids to key names, e.g. "queue.approve" = "a"')
     audit = data.get("audit", {})
     copy = audit.get("checkpoint_copy") if isinstance(audit, dict) else None
     if not isinstance(audit, dict) or (copy is not None and not (isinstance(copy, str) and copy)):
-        raise StoreError(f"{path}: [audit] checkpoint_copy is a directory, e.g. checkpoint_copy = \"/mnt/backup\"")
+        raise StoreError(f'{path}: [audit] checkpoint_copy is a directory, e.g. checkpoint_copy = "/mnt/backup"')
     return Settings(theme, dict(keys), copy)

@@ -43,8 +43,10 @@ def counts(store: Store) -> Counts:
         by_type=_grouped(Memory.type),
         by_scope=_grouped(Memory.scope_hash),
         by_decay=_grouped(Memory.decay_state),
-        promotions={s: n for s, n in tuples(Promotion.select(Promotion.status, fn.COUNT(Promotion.id))
-                    .group_by(Promotion.status))},
+        promotions={
+            s: n
+            for s, n in tuples(Promotion.select(Promotion.status, fn.COUNT(Promotion.id)).group_by(Promotion.status))
+        },
         sensitive_scopes=sorted(store.sensitive_scopes()),
         encrypted=Memory.select().where(Memory.scope_sensitive == 1).count(),
         entities=Entity.select().count(),
@@ -77,18 +79,48 @@ def list_memories(store: Store) -> list[Listed]:
     known = set()
     for m in Memory.select().order_by(Memory.scope_hash, Memory.type, Memory.created_at):
         known.add(m.body_path)
-        out.append(Listed(m.slug, m.type, m.scope_hash, m.title, m.decay_state,
-                          _state("indexed", m.body_path), m.body_path, m.created_at))
+        out.append(
+            Listed(
+                m.slug,
+                m.type,
+                m.scope_hash,
+                m.title,
+                m.decay_state,
+                _state("indexed", m.body_path),
+                m.body_path,
+                m.created_at,
+            )
+        )
     for entry in walk(store.layout):
         if not isinstance(entry, FileEntry) or entry.relpath in known:
             continue
         try:
             fm = parse(store.read_bytes(entry.relpath), entry.relpath).frontmatter
-            out.append(Listed(fm.slug, fm.type.value, fm.scope_hash, fm.title, fm.decay_state.value,
-                              _state("unindexed", entry.relpath), entry.relpath, fm.created_at.isoformat()))
+            out.append(
+                Listed(
+                    fm.slug,
+                    fm.type.value,
+                    fm.scope_hash,
+                    fm.title,
+                    fm.decay_state.value,
+                    _state("unindexed", entry.relpath),
+                    entry.relpath,
+                    fm.created_at.isoformat(),
+                )
+            )
         except StoreError as exc:
-            out.append(Listed(entry.slug, "?", entry.scope_hash, str(exc), "?", _state("unreadable", entry.relpath),
-                              entry.relpath, ""))
+            out.append(
+                Listed(
+                    entry.slug,
+                    "?",
+                    entry.scope_hash,
+                    str(exc),
+                    "?",
+                    _state("unreadable", entry.relpath),
+                    entry.relpath,
+                    "",
+                )
+            )
     return out
 
 
@@ -99,4 +131,3 @@ def _state(base: str, relpath: str) -> str:
     if "/forgotten/" in relpath:
         parts.append("in forgotten/")
     return ", ".join(parts)
-

@@ -49,8 +49,15 @@ def links(store: Store) -> list[Link]:
 
 
 def _from_row(row: SupersedesChain) -> Link:
-    return Link(row.newer_memory_id, row.older_memory_id, row.decided_by, row.confidence, row.reason,
-                row.decided_at, row.entity_id)
+    return Link(
+        row.newer_memory_id,
+        row.older_memory_id,
+        row.decided_by,
+        row.confidence,
+        row.reason,
+        row.decided_at,
+        row.entity_id,
+    )
 
 
 @dataclass
@@ -62,8 +69,9 @@ class Listed:
     unread: int = 0
 
 
-def listed_links(store: Store, progress: Callable[[int, int], None] | None = None,
-                 slugs: list[str] | None = None) -> Listed:
+def listed_links(
+    store: Store, progress: Callable[[int, int], None] | None = None, slugs: list[str] | None = None
+) -> Listed:
     """Read the ``supersedes`` of every memory file (or only ``slugs``') that this process may open.
 
     memoryd's digest writes links to the index and a person may list one in the file only; the files are the
@@ -105,14 +113,19 @@ def forest(store: Store, listed: Listed | None = None) -> list[Node]:
         in_index = {(link.newer, link.older) for link in all_links}
         for link in all_links:
             link.listed = (link.newer, link.older) in listed.pairs
-        all_links += [Link(newer, older, FILE_ONLY, None, None, None, listed=True)
-                      for newer, older in sorted(listed.pairs - in_index)]
+        all_links += [
+            Link(newer, older, FILE_ONLY, None, None, None, listed=True)
+            for newer, older in sorted(listed.pairs - in_index)
+        ]
     by_newer: dict[str, list[Link]] = {}
     for link in all_links:
         by_newer.setdefault(link.newer, []).append(link)
     titles, created = {}, {}
-    for slug, title, created_at in tuples(Memory.select(Memory.slug, Memory.title, Memory.created_at).where(
-            Memory.slug.in_({x for link in all_links for x in (link.newer, link.older)}))):
+    for slug, title, created_at in tuples(
+        Memory.select(Memory.slug, Memory.title, Memory.created_at).where(
+            Memory.slug.in_({x for link in all_links for x in (link.newer, link.older)})
+        )
+    ):
         titles[slug], created[slug] = title, created_at or ""
     superseded = {link.older for link in all_links}
     shown: set[str] = set()
@@ -145,13 +158,25 @@ def confirm_supersede(store: Store, newer: str, older: str) -> None:
         raise Conflict(f"{newer} → {older} is already a person's decision")
 
     def index() -> None:
-        SupersedesChain.insert(newer_memory_id=newer, older_memory_id=older, entity_id=link.entity_id,
-                               confidence=1.0 if link.confidence is None else link.confidence,
-                               decided_at=store.now().isoformat(), decided_by="user",
-                               reason=link.reason).on_conflict_replace().execute()
+        SupersedesChain.insert(
+            newer_memory_id=newer,
+            older_memory_id=older,
+            entity_id=link.entity_id,
+            confidence=1.0 if link.confidence is None else link.confidence,
+            decided_at=store.now().isoformat(),
+            decided_by="user",
+            reason=link.reason,
+        ).on_conflict_replace().execute()
 
-    _write(store, newer, older, keep=True, event="supersede_confirmed",
-           details={"older": older, "was": link.decided_by}, index=index)
+    _write(
+        store,
+        newer,
+        older,
+        keep=True,
+        event="supersede_confirmed",
+        details={"older": older, "was": link.decided_by},
+        index=index,
+    )
 
 
 def reject_supersede(store: Store, newer: str, older: str, reason: str | None = None) -> None:
@@ -169,14 +194,24 @@ def undo_supersede(store: Store, newer: str, older: str, reason: str | None = No
 
 def _drop(store: Store, link: Link, event: str, reason: str | None) -> None:
     newer, older = link.newer, link.older
-    _write(store, newer, older, keep=False, event=event,
-           details={"older": older, "was": link.decided_by, "confidence": link.confidence, "reason": reason},
-           index=lambda: SupersedesChain.delete().where(
-               (SupersedesChain.newer_memory_id == newer) & (SupersedesChain.older_memory_id == older)).execute())
+    _write(
+        store,
+        newer,
+        older,
+        keep=False,
+        event=event,
+        details={"older": older, "was": link.decided_by, "confidence": link.confidence, "reason": reason},
+        index=lambda: (
+            SupersedesChain.delete()
+            .where((SupersedesChain.newer_memory_id == newer) & (SupersedesChain.older_memory_id == older))
+            .execute()
+        ),
+    )
 
 
-def _write(store: Store, newer: str, older: str, *, keep: bool, event: str, details: dict,
-           index: Callable[[], object]) -> None:
+def _write(
+    store: Store, newer: str, older: str, *, keep: bool, event: str, details: dict, index: Callable[[], object]
+) -> None:
     """The newer memory's frontmatter ``supersedes`` with (``keep``) or without ``older``, and the index change
     (run inside the index transaction), as one mutation."""
     row = store.memory(newer)
@@ -199,11 +234,14 @@ def _write(store: Store, newer: str, older: str, *, keep: bool, event: str, deta
 
 def _link(store: Store, newer: str, older: str) -> Link:
     """The index's link, else the one the newer file's frontmatter lists."""
-    row = SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == newer)
-                                      & (SupersedesChain.older_memory_id == older))
+    row = SupersedesChain.get_or_none(
+        (SupersedesChain.newer_memory_id == newer) & (SupersedesChain.older_memory_id == older)
+    )
     if row is not None:
         return _from_row(row)
-    if Memory.get_or_none(Memory.slug == newer) is not None and \
-            (newer, older) in listed_links(store, slugs=[newer]).pairs:
+    if (
+        Memory.get_or_none(Memory.slug == newer) is not None
+        and (newer, older) in listed_links(store, slugs=[newer]).pairs
+    ):
         return Link(newer, older, FILE_ONLY, None, None, None, listed=True)
     raise NotFound(f"no supersedes link {newer} → {older}")

@@ -62,8 +62,9 @@ def run(store: Store, root: str, action: str, arg: str) -> None:
 def drive(root: str, action: str, arg: str) -> None:
     # memoryd's config (MEMORYD_CONFIG_HOME) gives the KDF cost; a rekey's rerun needs both passphrases: the old
     # one opens what the killed run had not reached.
-    with Store.open(root, keys=KeyRing.from_config(load_memoryd_config(), {PASSPHRASE_ENV: OLD}),
-                    actor="engram-crash") as store:
+    with Store.open(
+        root, keys=KeyRing.from_config(load_memoryd_config(), {PASSPHRASE_ENV: OLD}), actor="engram-crash"
+    ) as store:
         try:
             run(store, root, action, arg)
         except Conflict:

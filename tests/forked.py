@@ -53,6 +53,7 @@ def _child(output: str, environ: dict[str, str], derived: dict, target: Callable
     os.environ.clear()
     os.environ.update(environ)
     from engram.store.write import faults
+
     importlib.reload(faults)
     DERIVED.update(derived)
     hashlib.pbkdf2_hmac = pbkdf2_once  # type: ignore[assignment]
@@ -62,13 +63,19 @@ def _child(output: str, environ: dict[str, str], derived: dict, target: Callable
     raise SystemExit(result if isinstance(result, int) else 0)
 
 
-def run(target: Callable[..., object], *args: object, env: dict[str, str] | None = None,
-        kill_after: float | None = None, output: Path) -> tuple[int, str]:
+def run(
+    target: Callable[..., object],
+    *args: object,
+    env: dict[str, str] | None = None,
+    kill_after: float | None = None,
+    output: Path,
+) -> tuple[int, str]:
     """``target(*args)`` in a forked child with the current environment plus ``env``; its exit code and what it
     printed (written to ``output``). The exit code is 137 for a crash point (``os._exit(137)``) and -9 when
     ``kill_after`` seconds passed and it was killed; an int returned by ``target`` is its exit code."""
-    child = _SERVER.Process(target=_child, args=(str(output), {**os.environ, **(env or {})}, dict(DERIVED),
-                                                 target, args))
+    child = _SERVER.Process(
+        target=_child, args=(str(output), {**os.environ, **(env or {})}, dict(DERIVED), target, args)
+    )
     child.start()
     child.join(kill_after if kill_after is not None else 120)
     if child.is_alive():
@@ -83,5 +90,7 @@ def run(target: Callable[..., object], *args: object, env: dict[str, str] | None
 def engram(root: Path, *args: str, env: dict[str, str], crash: str | None = None, output: Path) -> int:
     """``engram ARGS --root ROOT`` in a forked child (a crash point kills it); its exit code."""
     from engram.tui.cli import main
-    return run(main, [*args, "--root", str(root)], env={**env, **({"ENGRAM_CRASH_AT": crash} if crash else {})},
-               output=output)[0]
+
+    return run(
+        main, [*args, "--root", str(root)], env={**env, **({"ENGRAM_CRASH_AT": crash} if crash else {})}, output=output
+    )[0]

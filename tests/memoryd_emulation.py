@@ -48,8 +48,7 @@ def memoryd_append(path: Path, event: dict) -> None:
         except json.JSONDecodeError:  # memoryd: "corrupt prior line → reset chain"
             prev = GENESIS
         fh.seek(0, 2)
-        fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev},
-                            ensure_ascii=False) + "\n")
+        fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev}, ensure_ascii=False) + "\n")
 
 
 def memoryd_proposes(root: Path, scope: str = "710d5aaf7a15", dura: float = 0.75) -> int:
@@ -60,7 +59,9 @@ def memoryd_proposes(root: Path, scope: str = "710d5aaf7a15", dura: float = 0.75
     cur = con.execute(
         "INSERT INTO promotions (source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers,"
         " dura_score, scope_hash, created_at) VALUES (?, 'fact', 'Deploys go out on Tuesdays', 'body', '[]', ?, ?,"
-        " '2026-11-23T10:00:00+00:00')", (session, score, scope))
+        " '2026-11-23T10:00:00+00:00')",
+        (session, score, scope),
+    )
     con.commit()
     con.close()
     return cur.lastrowid or 0
@@ -78,24 +79,36 @@ def memoryd_approve(root: Path, pid: int) -> None:
     """memoryd's ``approve_promotion``: flip the status to approved unconditionally, commit, then save the
     memory ``promoted-<id>-<session>`` (its file, then its index row)."""
     con = sqlite3.connect(root / "index.db")  # memoryd's default 5 s busy timeout
-    row = con.execute("SELECT source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers, "
-                      "scope_hash FROM promotions WHERE id = ?", (pid,)).fetchone()
+    row = con.execute(
+        "SELECT source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers, "
+        "scope_hash FROM promotions WHERE id = ?",
+        (pid,),
+    ).fetchone()
     con.execute("UPDATE promotions SET status='approved' WHERE id = ?", (pid,))
     con.commit()
     con.close()
     session, mtype, title, body, triggers, scope = row
     slug = f"promoted-{pid}-{session}"
-    fm = Frontmatter(title=title or slug, slug=slug, type=MemoryType(mtype) if mtype in MemoryType._value2member_map_
-                     else MemoryType.DECISION, scope_hash=scope, triggers=[str(t) for t in json.loads(triggers)],
-                     source="promotion", created_at=datetime.now(UTC), promoted_from=session)
+    fm = Frontmatter(
+        title=title or slug,
+        slug=slug,
+        type=MemoryType(mtype) if mtype in MemoryType._value2member_map_ else MemoryType.DECISION,
+        scope_hash=scope,
+        triggers=[str(t) for t in json.loads(triggers)],
+        source="promotion",
+        created_at=datetime.now(UTC),
+        promoted_from=session,
+    )
     doc = MemoryDoc(frontmatter=fm, body=body)
     folder = root / "scopes" / scope / doc.frontmatter.type.dir_name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{slug}.md").write_bytes(serialize(doc))
     index_row = memory_row(doc, str((folder / f"{slug}.md").relative_to(root)))
     con = sqlite3.connect(root / "index.db")
-    con.execute(f"INSERT OR REPLACE INTO memories ({', '.join(index_row)}) VALUES ({', '.join('?' * len(index_row))})",
-                list(index_row.values()))
+    con.execute(
+        f"INSERT OR REPLACE INTO memories ({', '.join(index_row)}) VALUES ({', '.join('?' * len(index_row))})",
+        list(index_row.values()),
+    )
     con.commit()
     con.close()
 
@@ -125,8 +138,10 @@ def memoryd_rebuild_index(root: Path) -> None:
             continue
         row = memory_row(doc, rel)
         row["scope_sensitive"] = 0
-        con.execute(f"INSERT OR REPLACE INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                    list(row.values()))
+        con.execute(
+            f"INSERT OR REPLACE INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
         for trigger in doc.frontmatter.triggers:
             con.execute("INSERT OR IGNORE INTO triggers VALUES (?, ?)", (doc.frontmatter.slug, trigger))
     con.commit()
@@ -151,8 +166,9 @@ def memoryd_load_failures(root: Path, passphrase: str, kdf_iters: int = 600_000)
             continue
         try:
             if path.name.endswith(".md.enc"):
-                row = con.execute("SELECT scope_hash FROM memories WHERE body_path LIKE ?",
-                                  (f"%{path.name}",)).fetchone()
+                row = con.execute(
+                    "SELECT scope_hash FROM memories WHERE body_path LIKE ?", (f"%{path.name}",)
+                ).fetchone()
                 if row is None:
                     raise LookupError("no index row names it")
                 key = keys.setdefault(row[0], derive_passphrase_key(passphrase, row[0], kdf_iters))

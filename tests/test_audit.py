@@ -33,16 +33,31 @@ def memoryd_append(path: Path, record: dict) -> None:
 
 
 def engram_append(path: Path, i: int) -> None:
-    append_event(path, actor="engram-test", event_type="memory_edited", scope_hash="0123456789ab",
-                 target_id=f"slug-{i}", details={"i": i, "note": "改了标题"}, ts=T0)
+    append_event(
+        path,
+        actor="engram-test",
+        event_type="memory_edited",
+        scope_hash="0123456789ab",
+        target_id=f"slug-{i}",
+        details={"i": i, "note": "改了标题"},
+        ts=T0,
+    )
 
 
 def golden(path: Path, n: int = 12, tag: str = "") -> list[bytes]:
     """Lines 1, 4, 7, ... by memoryd's rule; the others by engram."""
     for i in range(n):
         if i % 3 == 0:
-            memoryd_append(path, {"scope_hash": "91c2073b561e", "event_type": "access_granted",
-                                  "tool": "search_memory", "result": "ok", "n": f"{tag}{i}"})
+            memoryd_append(
+                path,
+                {
+                    "scope_hash": "91c2073b561e",
+                    "event_type": "access_granted",
+                    "tool": "search_memory",
+                    "result": "ok",
+                    "n": f"{tag}{i}",
+                },
+            )
         else:
             engram_append(path, i)
     return path.read_bytes().splitlines(keepends=True)
@@ -118,12 +133,12 @@ ENGRAM, MEMORYD = 4, 6  # 0-based indexes of an engram line and a memoryd line i
 
 
 def test_line_edited_hashes_left_is_broken_at_that_line(tmp_path, book):
-    v = case(tmp_path, book, lambda ls: ls[:ENGRAM] + [dump(edited(ls[ENGRAM]))] + ls[ENGRAM + 1:])
+    v = case(tmp_path, book, lambda ls: ls[:ENGRAM] + [dump(edited(ls[ENGRAM]))] + ls[ENGRAM + 1 :])
     assert (v.status, v.bad_line) == (TAMPERED, ENGRAM + 1) and "this_hash" in v.reason
 
 
 def test_memoryd_line_edited_is_broken_at_the_next_line(tmp_path, book):
-    v = case(tmp_path, book, lambda ls: ls[:MEMORYD] + [dump(edited(ls[MEMORYD]))] + ls[MEMORYD + 1:])
+    v = case(tmp_path, book, lambda ls: ls[:MEMORYD] + [dump(edited(ls[MEMORYD]))] + ls[MEMORYD + 1 :])
     assert (v.status, v.bad_line) == (TAMPERED, MEMORYD + 2) and "link mismatch" in v.reason
 
 
@@ -131,7 +146,8 @@ def test_line_edited_with_own_hash_recomputed_is_broken_at_the_next_line(tmp_pat
     def mutate(ls):
         obj = edited(ls[ENGRAM])
         obj["this_hash"] = this_hash(obj)
-        return ls[:ENGRAM] + [dump(obj)] + ls[ENGRAM + 1:]
+        return ls[:ENGRAM] + [dump(obj)] + ls[ENGRAM + 1 :]
+
     v = case(tmp_path, book, mutate)
     assert (v.status, v.bad_line) == (TAMPERED, ENGRAM + 2) and "link mismatch" in v.reason
 
@@ -139,7 +155,8 @@ def test_line_edited_with_own_hash_recomputed_is_broken_at_the_next_line(tmp_pat
 def test_line_edited_and_every_later_hash_recomputed_is_a_checkpoint_mismatch(tmp_path, book):
     def mutate(ls):
         obj = edited(ls[ENGRAM])
-        return rechain(ls[:ENGRAM] + [dump(obj)] + ls[ENGRAM + 1:], ENGRAM)
+        return rechain(ls[:ENGRAM] + [dump(obj)] + ls[ENGRAM + 1 :], ENGRAM)
+
     v = case(tmp_path, book, mutate)
     assert v.status == TAMPERED and v.checkpoint == "mismatch" and v.bad_line == 12
     assert verify(tmp_path / "audit.jsonl").status == VALID  # the chain alone cannot see it
@@ -147,12 +164,12 @@ def test_line_edited_and_every_later_hash_recomputed_is_a_checkpoint_mismatch(tm
 
 @pytest.mark.parametrize("k, words", [(ENGRAM, "seq gap"), (MEMORYD, "seq gap"), (MEMORYD - 1, "link mismatch")])
 def test_line_deleted_is_a_seq_gap_or_broken_link(tmp_path, book, k, words):
-    v = case(tmp_path, book, lambda ls: ls[:k] + ls[k + 1:])
+    v = case(tmp_path, book, lambda ls: ls[:k] + ls[k + 1 :])
     assert v.status == TAMPERED and v.bad_line == k + 1 and words in v.reason
 
 
 def test_lines_reordered_is_a_seq_or_link_mismatch(tmp_path, book):
-    v = case(tmp_path, book, lambda ls: ls[:ENGRAM] + [ls[ENGRAM + 1], ls[ENGRAM]] + ls[ENGRAM + 2:])
+    v = case(tmp_path, book, lambda ls: ls[:ENGRAM] + [ls[ENGRAM + 1], ls[ENGRAM]] + ls[ENGRAM + 2 :])
     assert v.status == TAMPERED and v.bad_line == ENGRAM + 1
     assert "seq" in v.reason or "link" in v.reason
 
@@ -164,15 +181,20 @@ def test_tail_truncated_is_caught_by_the_checkpoint(tmp_path, book):
 
 def test_forged_line_inserted_is_a_link_mismatch(tmp_path, book):
     def mutate(ls):
-        forged = {"scope_hash": "x", "event_type": "access_granted", "tool": "forged",
-                  "prev_hash": memoryd_link(json.loads(ls[MEMORYD - 1]))}
+        forged = {
+            "scope_hash": "x",
+            "event_type": "access_granted",
+            "tool": "forged",
+            "prev_hash": memoryd_link(json.loads(ls[MEMORYD - 1])),
+        }
         return ls[:MEMORYD] + [dump(forged)] + ls[MEMORYD:]
+
     v = case(tmp_path, book, mutate)
     assert v.status == TAMPERED and v.bad_line == MEMORYD + 2 and "link mismatch" in v.reason
 
 
 def test_line_duplicated_is_a_seq_duplicate(tmp_path, book):
-    v = case(tmp_path, book, lambda ls: ls[:ENGRAM + 1] + [ls[ENGRAM]] + ls[ENGRAM + 1:])
+    v = case(tmp_path, book, lambda ls: ls[: ENGRAM + 1] + [ls[ENGRAM]] + ls[ENGRAM + 1 :])
     assert (v.status, v.bad_line) == (TAMPERED, ENGRAM + 2) and "seq duplicate" in v.reason
 
 
@@ -181,6 +203,7 @@ def test_whole_file_replaced_by_a_consistent_chain_is_a_log_id_mismatch(tmp_path
         other = tmp_path / "other.jsonl"
         golden(other, 14, tag="forged-")
         return other.read_bytes().splitlines(keepends=True)
+
     v = case(tmp_path, book, mutate)
     assert (v.status, v.bad_line) == (TAMPERED, 1) and "log_id" in v.reason
 
@@ -215,7 +238,7 @@ def test_advancing_over_a_rewritten_log_keeps_the_evidence(tmp_path, book):
     log = tmp_path / "audit.jsonl"
     lines = golden(log)
     pin(book, log)
-    write(log, rechain(lines[:ENGRAM] + [dump(edited(lines[ENGRAM]))] + lines[ENGRAM + 1:], ENGRAM))
+    write(log, rechain(lines[:ENGRAM] + [dump(edited(lines[ENGRAM]))] + lines[ENGRAM + 1 :], ENGRAM))
     engram_append(log, 99)
     book.advance(log, T0)  # refuses (the old offset is no line end now) or folds only line 13 in
     verdict = verify(log, book.latest())
@@ -274,8 +297,13 @@ def test_any_append_sequence_verifies_and_any_byte_change_is_detected(tmp_path_f
 
 
 def batch_event(op_id: str) -> dict:
-    return {"actor": "engram-test", "event_type": "import_item", "scope_hash": None, "target_id": op_id,
-            "details": {"op_id": op_id}}
+    return {
+        "actor": "engram-test",
+        "event_type": "import_item",
+        "scope_hash": None,
+        "target_id": op_id,
+        "details": {"op_id": op_id},
+    }
 
 
 @settings(max_examples=60, deadline=None)
@@ -312,8 +340,6 @@ def test_four_concurrent_writers_leave_a_valid_contiguous_chain(tmp_path):
     assert (verdict.status, verdict.lines, verdict.engram_lines) == (VALID, 2000, 1000)
     seqs = [json.loads(raw).get("seq", n) for n, raw in enumerate(log.read_bytes().splitlines(), 1)]
     assert seqs == list(range(1, 2001))
-
-
 
 
 def test_a_line_missing_fields_is_tampering_not_a_crash(tmp_path):

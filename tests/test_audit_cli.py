@@ -54,12 +54,26 @@ def test_torn_tail_is_moved_aside_and_recorded(capsys, fixture_root):
 
 
 def test_log_filters(capsys, fixture_root):
-    code, out, _ = run(capsys, "audit", "log", "--root", str(fixture_root), "--json", "--type", "access_denied",
-                       "--scope", "35998c22af79", "--since", "2026-11-01")
+    code, out, _ = run(
+        capsys,
+        "audit",
+        "log",
+        "--root",
+        str(fixture_root),
+        "--json",
+        "--type",
+        "access_denied",
+        "--scope",
+        "35998c22af79",
+        "--since",
+        "2026-11-01",
+    )
     events = json.loads(out)
     assert code == 0 and events
-    assert all(e["event_type"] == "access_denied" and e["scope_hash"] == "35998c22af79"
-               and e["ts"] >= "2026-11-01" for e in events)
+    assert all(
+        e["event_type"] == "access_denied" and e["scope_hash"] == "35998c22af79" and e["ts"] >= "2026-11-01"
+        for e in events
+    )
     assert all(1 <= e["seq"] <= 200 for e in events)
     import pytest
 

@@ -24,18 +24,40 @@ class Writers:
         self.doc_seq = 0  # the doc-following writer counts its own events from 1
 
     def gate(self, i: int = 0) -> None:
-        memoryd_append(self.path, {"scope_hash": "91c2073b561e", "event_type": "access_granted",
-                                   "tool": "search_memory", "result": "ok", "n": i})
+        memoryd_append(
+            self.path,
+            {
+                "scope_hash": "91c2073b561e",
+                "event_type": "access_granted",
+                "tool": "search_memory",
+                "result": "ok",
+                "n": i,
+            },
+        )
 
     def doc(self, i: int = 0, seq: object = None) -> None:
         self.doc_seq += 1
-        memoryd_append(self.path, {"seq": self.doc_seq if seq is None else seq, "actor": "memoryd-mcp",
-                                   "event_type": "memory_saved", "scope_hash": "91c2073b561e",
-                                   "target_id": f"mem-{i}", "details": json.dumps({"i": i})})
+        memoryd_append(
+            self.path,
+            {
+                "seq": self.doc_seq if seq is None else seq,
+                "actor": "memoryd-mcp",
+                "event_type": "memory_saved",
+                "scope_hash": "91c2073b561e",
+                "target_id": f"mem-{i}",
+                "details": json.dumps({"i": i}),
+            },
+        )
 
     def engram(self, i: int = 0) -> None:
-        append_event(self.path, actor="engram-test", event_type="memory_edited", scope_hash="91c2073b561e",
-                     target_id=f"slug-{i}", details={"i": i})
+        append_event(
+            self.path,
+            actor="engram-test",
+            event_type="memory_edited",
+            scope_hash="91c2073b561e",
+            target_id=f"slug-{i}",
+            details={"i": i},
+        )
 
     def blank(self) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
@@ -139,8 +161,16 @@ def test_lines_written_by_engram_01_after_a_foreign_seq_still_verify(tmp_path):
     w.doc(5)  # seq 1 at line 6
     w.gate(6)
     prev = lines(log)[-1]
-    old = {"seq": 3, "ts": "2026-11-20T12:00:00+00:00", "actor": "engram-tui", "event_type": "promotion_approved",
-           "scope_hash": "91c2073b561e", "target_id": "7", "details": "{}", "prev_hash": memoryd_link(prev)}
+    old = {
+        "seq": 3,
+        "ts": "2026-11-20T12:00:00+00:00",
+        "actor": "engram-tui",
+        "event_type": "promotion_approved",
+        "scope_hash": "91c2073b561e",
+        "target_id": "7",
+        "details": "{}",
+        "prev_hash": memoryd_link(prev),
+    }
     old["this_hash"] = this_hash(old)
     with log.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(old, ensure_ascii=False) + "\n")

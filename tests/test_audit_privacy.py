@@ -74,8 +74,11 @@ def test_marking_a_scope_hashes_its_project_path_in_the_mark_event(store, fixtur
     project = tmp_path / "clients" / "acme-litigation"
     project.mkdir(parents=True)
     mark_sensitive(store, str(project))
-    marked = next(e for e in events(fixture_root) if e["event_type"] == "scope_marked_sensitive"
-                  and e["scope_hash"] == scope_hash_for(project))
+    marked = next(
+        e
+        for e in events(fixture_root)
+        if e["event_type"] == "scope_marked_sensitive" and e["scope_hash"] == scope_hash_for(project)
+    )
     assert "acme-litigation" not in json.dumps(marked)
 
 
@@ -88,14 +91,17 @@ def test_an_entity_renamed_in_a_sensitive_scope_keeps_neither_name(store, fixtur
 
 
 texts = st.text(min_size=1).filter(lambda s: not s.startswith("sha256:"))
-values = st.recursive(st.none() | st.booleans() | st.integers() | texts,
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
-                      max_leaves=8)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @given(st.dictionaries(texts, values, max_size=6))
 def test_no_text_survives_outside_the_identifier_keys(raw):
     """Every string left sits under an identifier key (at any depth), or is a hash."""
+
     def strings(value, kept):
         if isinstance(value, str):
             yield kept, value

@@ -16,8 +16,11 @@ from engram.store.errors import BadInput
 
 
 @settings(max_examples=60, deadline=None)
-@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
-       torn=st.booleans(), chunk=st.integers(1, 64))
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    torn=st.booleans(),
+    chunk=st.integers(1, 64),
+)
 def test_every_line_is_found_whatever_the_chunking(tmp_path_factory, lines, torn, chunk):
     path = tmp_path_factory.mktemp("log") / "audit.jsonl"
     data = b"".join(line + b"\n" for line in lines) + (b"torn" if torn else b"")
@@ -33,10 +36,23 @@ def test_every_line_is_found_whatever_the_chunking(tmp_path_factory, lines, torn
 
 def test_filters_and_days(tmp_path):
     path = tmp_path / "audit.jsonl"
-    events = [{"ts": "2026-11-01T10:00:00+00:00", "event_type": "grant_issued", "actor": "engram-tui",
-               "scope_hash": "aaa", "target_id": "aaa"},
-              {"ts": "2026-11-03T10:00:00+00:00", "event_type": "promotion_approved", "actor": "engram-cli",
-               "scope_hash": "bbb", "target_id": "7", "details": {"reason": "Kafka lag"}}]
+    events = [
+        {
+            "ts": "2026-11-01T10:00:00+00:00",
+            "event_type": "grant_issued",
+            "actor": "engram-tui",
+            "scope_hash": "aaa",
+            "target_id": "aaa",
+        },
+        {
+            "ts": "2026-11-03T10:00:00+00:00",
+            "event_type": "promotion_approved",
+            "actor": "engram-cli",
+            "scope_hash": "bbb",
+            "target_id": "7",
+            "details": {"reason": "Kafka lag"},
+        },
+    ]
     path.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n")
     with AuditLog(path) as log:
         assert len(log) == 3 and log.event(3)["event_type"] == "(unparsable line)"

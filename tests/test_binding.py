@@ -90,8 +90,10 @@ def memoryd_rewrite(store, rel: str, **changes) -> None:
     store.layout.resolve(rel).write_bytes(base64.b64encode(nonce + sealed))
     row = memory_row(doc, rel)  # memoryd's save_memory indexes what it wrote, on its own connection
     con = sqlite3.connect(store.layout.index_path)
-    con.execute(f"UPDATE memories SET {', '.join(f'{k} = ?' for k in row)} WHERE slug = ?",
-                [*row.values(), doc.frontmatter.slug])
+    con.execute(
+        f"UPDATE memories SET {', '.join(f'{k} = ?' for k in row)} WHERE slug = ?",
+        [*row.values(), doc.frontmatter.slug],
+    )
     con.commit()
     con.close()
 
@@ -101,8 +103,12 @@ def test_memoryds_later_edits_are_changes_not_rollbacks_and_repair_binds_them(st
     first, second = finance_files(store)[:2]
     memoryd_rewrite(store, first)  # the same text, encrypted again
     doc = store.read_doc(second)
-    memoryd_rewrite(store, second, title="Edited by memoryd",
-                    updated_at=(doc.frontmatter.updated_at or doc.frontmatter.created_at) + timedelta(days=1))
+    memoryd_rewrite(
+        store,
+        second,
+        title="Edited by memoryd",
+        updated_at=(doc.frontmatter.updated_at or doc.frontmatter.created_at) + timedelta(days=1),
+    )
     assert state(store, first) == CHANGED and state(store, second) == CHANGED
     report = check(store)
     assert not report.drift  # memoryd's mem_update is its normal work: no finding, no alarm

@@ -55,8 +55,12 @@ def test_audit_lines_memoryd_appends_are_counted(store, fixture_root):
 
 def test_engrams_own_decision_shows_too(store):
     feed = ChangeFeed(store)
-    pid = Promotion.select().where(Promotion.status == "pending",
-                                   Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).first().id
+    pid = (
+        Promotion.select()
+        .where(Promotion.status == "pending", Promotion.scope_hash.not_in(list(store.sensitive_scopes())))
+        .first()
+        .id
+    )
     approve(store, pid)
     changes = feed.poll()
     assert pid in changes.promotions and changes.memories and changes.audit_lines == 1
@@ -66,8 +70,12 @@ def test_an_open_store_follows_index_db_through_rebuild_index(fixture_root, unlo
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
         feed = ChangeFeed(store)
         sensitive = store.sensitive_scopes()
-        pending = [p.id for p in Promotion.select().where(Promotion.status == "pending",
-                                                          Promotion.scope_hash.not_in(list(sensitive)))]
+        pending = [
+            p.id
+            for p in Promotion.select().where(
+                Promotion.status == "pending", Promotion.scope_hash.not_in(list(sensitive))
+            )
+        ]
         reject(store, pending[0], "known already")
         memoryd_rebuild_index(fixture_root)  # while engram stays open
         changes = feed.poll()
@@ -85,8 +93,12 @@ def test_a_write_after_rebuild_index_lands_in_the_new_index(fixture_root, unlock
         store.index.writable()
         memoryd_rebuild_index(fixture_root)
         repair(store)  # gives back the promotions memoryd's rebuild dropped
-        pid = Promotion.select().where(Promotion.status == "pending",
-                                       Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).first().id
+        pid = (
+            Promotion.select()
+            .where(Promotion.status == "pending", Promotion.scope_hash.not_in(list(store.sensitive_scopes())))
+            .first()
+            .id
+        )
         reject(store, pid, "not true")
     con = sqlite3.connect(fixture_root / "index.db")
     assert con.execute("SELECT status FROM promotions WHERE id = ?", (pid,)).fetchone() == ("rejected",)

@@ -58,8 +58,10 @@ def test_row_without_file_and_stale_row_are_found_and_fixed(store, fixture_root)
     kinds = report.counts()
     assert kinds.get("row_without_file") == 1 and kinds.get("stale_row") == 1
     repair(store)
-    assert Memory.get_or_none(Memory.slug == plain[0].slug) is None or \
-        Promotion.select().where(Promotion.source_session_slug == plain[0].slug).exists()
+    assert (
+        Memory.get_or_none(Memory.slug == plain[0].slug) is None
+        or Promotion.select().where(Promotion.source_session_slug == plain[0].slug).exists()
+    )
     assert Memory.get(Memory.slug == plain[1].slug).fingerprint == store.read_doc(plain[1].body_path).fingerprint
 
 
@@ -79,8 +81,10 @@ def test_body_path_escaping_the_root_is_refused(store, fixture_root):
     outside = fixture_root.parent / "secret.md"
     outside.write_text("---\n")
     con = sqlite3.connect(fixture_root / "index.db")
-    slug = con.execute("SELECT slug FROM memories WHERE body_path LIKE '%.md' AND slug NOT IN "
-                       "(SELECT source_session_slug FROM promotions) LIMIT 1").fetchone()[0]
+    slug = con.execute(
+        "SELECT slug FROM memories WHERE body_path LIKE '%.md' AND slug NOT IN "
+        "(SELECT source_session_slug FROM promotions) LIMIT 1"
+    ).fetchone()[0]
     con.execute("UPDATE memories SET body_path='../secret.md' WHERE slug=?", (slug,))
     con.commit()
     report = check(store)
@@ -101,8 +105,9 @@ def test_temp_files_left_by_a_crash_are_removed(store, fixture_root):
 def test_slug_changed_by_hand_rekeys_the_row(store, fixture_root):
     rel = "scopes/710d5aaf7a15/facts/2026-08-20-Vite_is_pinned_to_7_14-1787206498.md"
     path = fixture_root / rel
-    path.write_text(path.read_text().replace("slug: 2026-08-20-Vite_is_pinned_to_7_14-1787206498",
-                                             "slug: hand-renamed-slug"))
+    path.write_text(
+        path.read_text().replace("slug: 2026-08-20-Vite_is_pinned_to_7_14-1787206498", "slug: hand-renamed-slug")
+    )
     assert [f.path for f in check(store).of("stale_row")] == [rel]
     result = repair(store)
     assert not result.failed

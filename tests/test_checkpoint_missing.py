@@ -80,7 +80,8 @@ def test_a_first_write_killed_before_its_checkpoint_is_no_alarm(fixture_root, un
 
 
 def test_the_copy_is_kept_and_catches_a_history_rewritten_with_the_checkpoint_deleted(
-        fixture_root, unlocked_keys, tmp_path, monkeypatch, capsys):
+    fixture_root, unlocked_keys, tmp_path, monkeypatch, capsys
+):
     copies = tmp_path / "elsewhere"
     copies.mkdir()
     monkeypatch.setenv("ENGRAM_CHECKPOINT_COPY", str(copies))
@@ -102,8 +103,9 @@ def test_without_the_copy_such_a_rewrite_is_what_cannot_be_seen(fixture_root, un
     assert code == 0 and "200 lines" in out
 
 
-def test_a_copy_directory_that_is_gone_is_a_warning_and_is_never_created(fixture_root, unlocked_keys, tmp_path,
-                                                                        monkeypatch):
+def test_a_copy_directory_that_is_gone_is_a_warning_and_is_never_created(
+    fixture_root, unlocked_keys, tmp_path, monkeypatch
+):
     unmounted = tmp_path / "usb" / "engram"
     monkeypatch.setenv("ENGRAM_CHECKPOINT_COPY", str(unmounted))
     with Store.open(fixture_root, keys=unlocked_keys) as store:

@@ -36,7 +36,8 @@ def test_ls_lists_every_memory_with_type_scope_state(capsys, fixture_root):
     unindexed = [i for i in items if i["state"].startswith("unindexed")]
     assert {i["body_path"] for i in unindexed} == {
         "scopes/710d5aaf7a15/facts/imported-claude-md-testing.md",
-        "scopes/710d5aaf7a15/playbooks/imported-claude-md-untitled.md"}
+        "scopes/710d5aaf7a15/playbooks/imported-claude-md-untitled.md",
+    }
     assert sum("encrypted" in i["state"] for i in items) == 38
     assert sum("in forgotten/" in i["state"] for i in items) == 13
 

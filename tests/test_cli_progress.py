@@ -20,8 +20,10 @@ class Terminal(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize(("command", "label"), [(["check"], "checking files"), (["rebuild-index"], "reading files"),
-                                                (["audit", "verify"], "verifying the chain")])
+@pytest.mark.parametrize(
+    ("command", "label"),
+    [(["check"], "checking files"), (["rebuild-index"], "reading files"), (["audit", "verify"], "verifying the chain")],
+)
 def test_a_terminal_gets_a_progress_bar_and_stdout_only_the_result(fixture_root, monkeypatch, capsys, command, label):
     terminal = Terminal()
     monkeypatch.setattr(sys, "__stderr__", terminal)
@@ -31,8 +33,14 @@ def test_a_terminal_gets_a_progress_bar_and_stdout_only_the_result(fixture_root,
 
 
 def test_piped_there_is_no_bar_and_rich_is_never_loaded(fixture_root):
-    code = ("import sys; from engram.tui.cli import main; code = main(['check', '--root', sys.argv[1]]); "
-            "print('rich loaded' if 'rich' in sys.modules else 'no rich', code)")
-    done = subprocess.run([sys.executable, "-c", code, str(fixture_root)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = (
+        "import sys; from engram.tui.cli import main; code = main(['check', '--root', sys.argv[1]]); "
+        "print('rich loaded' if 'rich' in sys.modules else 'no rich', code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fixture_root)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.stdout.strip().endswith(("no rich 0", "no rich 1")) and done.stderr == ""

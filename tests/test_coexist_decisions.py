@@ -21,12 +21,17 @@ def memory_files(root) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("decide", [approve, reject, defer])
-def test_a_promotion_memoryd_decided_meanwhile_is_refused_and_nothing_changes(fixture_root, unlocked_keys,
-                                                                               monkeypatch, decide):
+def test_a_promotion_memoryd_decided_meanwhile_is_refused_and_nothing_changes(
+    fixture_root, unlocked_keys, monkeypatch, decide
+):
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         store.index.writable()
-        pid = Promotion.select().where(Promotion.status == "pending",
-                                       Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).first().id
+        pid = (
+            Promotion.select()
+            .where(Promotion.status == "pending", Promotion.scope_hash.not_in(list(store.sensitive_scopes())))
+            .first()
+            .id
+        )
         files = memory_files(fixture_root)
         log = (fixture_root / "audit" / "audit.jsonl").read_bytes()
         real_apply = store.apply_many
@@ -56,8 +61,12 @@ def test_check_names_a_rejection_memoryd_overwrote(fixture_root, unlocked_keys):
 
 def test_check_names_an_approval_memoryd_overwrote_and_forgets_an_undone_one(fixture_root, unlocked_keys):
     with Store.open(fixture_root, keys=unlocked_keys) as store:
-        first, second = [p.id for p in Promotion.select().where(
-            Promotion.status == "pending", Promotion.scope_hash.not_in(list(store.sensitive_scopes()))).limit(2)]
+        first, second = [
+            p.id
+            for p in Promotion.select()
+            .where(Promotion.status == "pending", Promotion.scope_hash.not_in(list(store.sensitive_scopes())))
+            .limit(2)
+        ]
         approve(store, first)
         done = approve(store, second)
         undo(store, done)  # engram took it back: its approval is no longer its word
@@ -66,12 +75,14 @@ def test_check_names_an_approval_memoryd_overwrote_and_forgets_an_undone_one(fix
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         found = check(store).of("decision_overwritten")
     assert [(f.data["promotion_id"], f.data["engram"], f.data["now"]) for f in found] == [
-        (first, "approved", "rejected")]
+        (first, "approved", "rejected")
+    ]
 
 
 def test_check_names_a_supersedes_link_another_writer_dropped_from_the_frontmatter(store, fixture_root):
-    link = next(x for x in links(store)
-                if x.decided_by != "user" and not store.memory(x.newer).body_path.endswith(".enc"))
+    link = next(
+        x for x in links(store) if x.decided_by != "user" and not store.memory(x.newer).body_path.endswith(".enc")
+    )
     confirm_supersede(store, link.newer, link.older)
     assert not check(store).of("supersedes_removed")
     path = fixture_root / store.memory(link.newer).body_path

@@ -18,8 +18,10 @@ def test_a_body_starting_with_blank_lines_is_indexed_as_memoryd_indexes_it(store
     path.write_text(f"---\n{head}---\n{text}")
     memoryd_body = text.lstrip("\n")  # SessionMemory.from_markdown
     con = sqlite3.connect(fixture_root / "index.db")
-    con.execute("UPDATE memories SET fingerprint = ? WHERE slug = ?",
-                (hashlib.sha1(memoryd_body[:500].encode()).hexdigest(), row.slug))
+    con.execute(
+        "UPDATE memories SET fingerprint = ? WHERE slug = ?",
+        (hashlib.sha1(memoryd_body[:500].encode()).hexdigest(), row.slug),
+    )
     con.commit()
     con.close()
     assert not [f for f in check(store).findings if f.path == row.body_path]

@@ -44,18 +44,29 @@ print(json.dumps(decided))
 
 
 def env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "MEMORYD_MASTER_PASSPHRASE": PASSPHRASE,
-            "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)]), **extra}
+    return {
+        **os.environ,
+        "MEMORYD_MASTER_PASSPHRASE": PASSPHRASE,
+        "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)]),
+        **extra,
+    }
 
 
 def race(root: Path, verb: str, ids: list[int], seed: int) -> tuple[dict, dict[int, str]]:
     """Both processes started together on the same promotions, engram holding each decision open for a moment
     between planning it and taking the write lock; engram's JSON report and what memoryd decided."""
-    engram = subprocess.Popen([sys.executable, "-m", "engram", "promotions", verb, *map(str, ids), "--json",
-                               "--root", str(root)], env=env(ENGRAM_PAUSE_AT="planned:0.02"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    memoryd = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(seed), *map(str, ids)], env=env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    engram = subprocess.Popen(
+        [sys.executable, "-m", "engram", "promotions", verb, *map(str, ids), "--json", "--root", str(root)],
+        env=env(ENGRAM_PAUSE_AT="planned:0.02"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    memoryd = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root), str(seed), *map(str, ids)],
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     out, err = engram.communicate(timeout=120)
     theirs, their_err = memoryd.communicate(timeout=120)
     assert memoryd.returncode == 0, their_err.decode()

@@ -26,16 +26,14 @@ def sensitive_rows(root: Path) -> set[str]:
     return {r[0] for r in sqlite3.connect(root / "index.db").execute("SELECT scope_hash FROM sensitive_scopes")}
 
 
-def test_rebuild_index_loses_nothing_engram_keeps_and_repair_gives_back_what_memoryd_lost(
-        fixture_root, unlocked_keys):
+def test_rebuild_index_loses_nothing_engram_keeps_and_repair_gives_back_what_memoryd_lost(fixture_root, unlocked_keys):
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
         sensitive = store.sensitive_scopes()
         assert sensitive
         pending = [p.id for p in Promotion.select().where(Promotion.status == "pending").order_by(Promotion.id)]
         reject(store, pending[0], "duplicate of an older memory")
         set_label(store, next(iter(sensitive)), "health notes")
-        promotions = {p.id: (p.status, p.proposed_title) for p in Promotion.select()
-                      if p.scope_hash not in sensitive}
+        promotions = {p.id: (p.status, p.proposed_title) for p in Promotion.select() if p.scope_hash not in sensitive}
         encrypted = Memory.select().where(Memory.body_path.endswith(".md.enc")).count()
     assert encrypted
 
@@ -54,8 +52,9 @@ def test_rebuild_index_loses_nothing_engram_keeps_and_repair_gives_back_what_mem
         result = repair(store)
         assert not result.remaining.drift, result.remaining.counts()
         assert not store.index.rebuilt
-        assert {p.id: (p.status, p.proposed_title) for p in Promotion.select()
-                if p.scope_hash not in sensitive} == promotions
+        assert {
+            p.id: (p.status, p.proposed_title) for p in Promotion.select() if p.scope_hash not in sensitive
+        } == promotions
         assert Memory.select().where(Memory.body_path.endswith(".md.enc")).count() == encrypted
     assert sensitive_rows(fixture_root) == sensitive
     events = [json.loads(line)["event_type"] for line in (fixture_root / "audit" / "audit.jsonl").open()]
@@ -72,7 +71,9 @@ def test_after_a_rebuild_an_approval_into_a_sensitive_scope_is_still_encrypted(f
     pid = con.execute(
         "INSERT INTO promotions (source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers,"
         " dura_score, reasoning, scope_hash, status, created_at) VALUES (?, 'fact', 'Blood pressure routine', "
-        "'Measure at 8am.', '[]', '{}', 'r', ?, 'pending', '2026-11-23T00:00:00Z')", (session, scope)).lastrowid
+        "'Measure at 8am.', '[]', '{}', 'r', ?, 'pending', '2026-11-23T00:00:00Z')",
+        (session, scope),
+    ).lastrowid
     con.commit()
     con.close()
     with Store.open(fixture_root, keys=unlocked_keys) as store:
@@ -88,8 +89,14 @@ def test_import_records_survive_a_rebuild(fixture_root, unlocked_keys):
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         store.index.writable()
         with store.index.transaction():
-            Imported.insert(source_key="codex:t-1", system="codex", kind="session", memory_slug="s",
-                            origin="x.jsonl:1", imported_at="2026-11-23").execute()
+            Imported.insert(
+                source_key="codex:t-1",
+                system="codex",
+                kind="session",
+                memory_slug="s",
+                origin="x.jsonl:1",
+                imported_at="2026-11-23",
+            ).execute()
     memoryd_rebuild_index(fixture_root)
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         assert [r.source_key for r in Imported.select()] == ["codex:t-1"]
@@ -104,7 +111,7 @@ def test_engrams_first_write_after_a_rebuild_registers_the_sensitive_scopes_agai
         set_label(store, "710d5aaf7a15", "web shop")  # any write engram makes
         assert sensitive_rows(fixture_root) == sensitive  # memoryd encrypts there again
         kinds = [json.loads(line)["event_type"] for line in (fixture_root / "audit" / "audit.jsonl").open()]
-        assert kinds[-len(sensitive) - 1:] == ["sensitive_scope_restored"] * len(sensitive) + ["scope_labeled"]
+        assert kinds[-len(sensitive) - 1 :] == ["sensitive_scope_restored"] * len(sensitive) + ["scope_labeled"]
         assert check(store).of("promotion_lost")  # the rest waits for repair
 
 
@@ -125,12 +132,12 @@ def test_marking_a_scope_whose_promotions_only_engram_still_holds_waits_for_repa
 
 
 def test_promotions_memoryd_proposed_after_its_rebuild_take_their_ids_and_the_restored_ones_move(
-        fixture_root, unlocked_keys):
+    fixture_root, unlocked_keys
+):
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
         store.index.writable()
         sensitive = store.sensitive_scopes()
-        known = {(p.source_session_slug, p.proposed_title) for p in Promotion.select()
-                 if p.scope_hash not in sensitive}
+        known = {(p.source_session_slug, p.proposed_title) for p in Promotion.select() if p.scope_hash not in sensitive}
     memoryd_rebuild_index(fixture_root)
     new = [memoryd_proposes(fixture_root) for _ in range(3)]  # ids 1, 2, 3 of the new table
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:

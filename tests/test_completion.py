@@ -19,8 +19,15 @@ REPO = Path(__file__).parent.parent
 def completions(line: str, tmp_path: Path) -> list[str]:
     """What the shell gets for ``line`` (the cursor at its end), asked the way argcomplete's shell hooks ask."""
     out = tmp_path / "completions"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": "\n",
-           "COMP_LINE": line, "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": str(out)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "_ARGCOMPLETE": "1",
+        "_ARGCOMPLETE_IFS": "\n",
+        "COMP_LINE": line,
+        "COMP_POINT": str(len(line)),
+        "_ARGCOMPLETE_STDOUT_FILENAME": str(out),
+    }
     subprocess.run([sys.executable, "-m", "engram"], env=env, capture_output=True, timeout=60)
     return [word.strip() for word in out.read_text().split("\n")] if out.exists() else []
 

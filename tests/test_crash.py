@@ -34,8 +34,11 @@ def approve_and_die(root: Path, pid: int, point: str) -> int:
 
 def approval_events(root: Path, pid: int) -> int:
     lines = [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
-    return sum(1 for line in lines if line.get("event_type") == "promotion_approved"
-               and json.loads(line["details"]).get("promotion_id") == pid)
+    return sum(
+        1
+        for line in lines
+        if line.get("event_type") == "promotion_approved" and json.loads(line["details"]).get("promotion_id") == pid
+    )
 
 
 @pytest.mark.parametrize("point", faults.POINTS)
@@ -46,8 +49,12 @@ def test_crash_at_each_step_is_recoverable(fixture_root, point):
 
     with Store.open(fixture_root) as store:  # the root still opens
         report = check(store)
-        half_done = {"temp_written": "temp_file", "renamed": "file_without_row",
-                     "index_committed": "audit_pending", "audit_appended": "audit_pending"}[point]
+        half_done = {
+            "temp_written": "temp_file",
+            "renamed": "file_without_row",
+            "index_committed": "audit_pending",
+            "audit_appended": "audit_pending",
+        }[point]
         assert report.counts().get(half_done), report.counts()
         repair(store)
         if Promotion.get_by_id(pid).status == "pending":  # crashed before anything took effect: re-run it

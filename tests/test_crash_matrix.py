@@ -31,31 +31,53 @@ from engram.store.write.atomic import SCRUB_POINT
 PLAIN, FINANCE = "5727cb99a38b", "35998c22af79"
 # the moments each run is killed at: every named point, and later ones (a file or a commit further in)
 MOMENTS = ["temp_written", "renamed", "index_committed", "audit_appended", "renamed#3", "index_committed#2"]
-ACTIONS = ["approve", "approve-sensitive", "reject", "merge", "mark", "unmark", "rekey", "import", "forget",
-           "forget-sensitive", "revive", "retype", "sweep", "grant"]
+ACTIONS = [
+    "approve",
+    "approve-sensitive",
+    "reject",
+    "merge",
+    "mark",
+    "unmark",
+    "rekey",
+    "import",
+    "forget",
+    "forget-sensitive",
+    "revive",
+    "retype",
+    "sweep",
+    "grant",
+]
 
 
 def drive(root: Path, action: str, arg: str, crash: str | None = None, kill_after: float | None = None) -> int:
     """Run the action in its own process: killed at the named ``crash`` point, or with SIGKILL ``kill_after``
     seconds in (wherever it is then: a random moment; if it has finished by then, it simply ran)."""
     env = {"ENGRAM_CRASH_AT": crash} if crash else {}
-    code, output = forked.run(crash_driver.drive, str(root), action, arg, env=env, kill_after=kill_after,
-                              output=root.parent / f"{action}.out")
+    code, output = forked.run(
+        crash_driver.drive, str(root), action, arg, env=env, kill_after=kill_after, output=root.parent / f"{action}.out"
+    )
     assert code in (0, 137, -signal.SIGKILL), output[-2000:]
     return code
 
 
 def files_by_slug(root: Path) -> Counter[str]:
     """How many memory files carry each name (memoryd names a file by its memory's slug)."""
-    return Counter(p.name.removesuffix(".enc").removesuffix(".md") for p in (root / "scopes").glob("*/*/*")
-                   if p.name.endswith((".md", ".md.enc")) and ".engram-tmp-" not in p.name)
+    return Counter(
+        p.name.removesuffix(".enc").removesuffix(".md")
+        for p in (root / "scopes").glob("*/*/*")
+        if p.name.endswith((".md", ".md.enc")) and ".engram-tmp-" not in p.name
+    )
 
 
 def argument(store: Store, action: str) -> tuple[str, str]:
     """The driver's action and its argument on this root."""
     pending = Promotion.select().where(Promotion.status == "pending").order_by(Promotion.id)
-    plain_memory = Memory.select().where(Memory.scope_hash == PLAIN, Memory.body_path.endswith(".md"),
-                                         ~Memory.body_path.contains("/forgotten/")).order_by(Memory.slug).first()
+    plain_memory = (
+        Memory.select()
+        .where(Memory.scope_hash == PLAIN, Memory.body_path.endswith(".md"), ~Memory.body_path.contains("/forgotten/"))
+        .order_by(Memory.slug)
+        .first()
+    )
     if action == "approve-sensitive":
         return "approve", str(Promotion.insert(**{**_promotion(pending.first()), "scope_hash": FINANCE}).execute())
     if action in ("approve", "reject"):
@@ -138,7 +160,8 @@ def trial(root: Path, action: str, moment: str | None = None, kill_after: float 
         after = check(store)
         sensitive = store.sensitive_scopes()
         made = {m.memory_slug for m in Imported.select()} | {
-            m.slug for m in Memory.select().where(Memory.slug.startswith(f"promoted-{arg}-"))}
+            m.slug for m in Memory.select().where(Memory.slug.startswith(f"promoted-{arg}-"))
+        }
     assert after.counts() == before, (killed, after.to_json()["findings"])
     assert memoryd_load_failures(root, passphrase, FAST) == []
     assert [p for s in sensitive for p in (root / "scopes" / s).glob("*/*.md")] == []

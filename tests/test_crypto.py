@@ -32,8 +32,9 @@ def test_fixture_files_decrypt(store):
 
 def test_damage_wrong_scope_and_wrong_key_are_clean_errors(store, fixture_root):
     """Every bit flipped, every truncation, garbage appended, another scope: one clean error, no plaintext."""
-    row = min(Memory.select().where(Memory.scope_sensitive == 1),
-              key=lambda r: (fixture_root / r.body_path).stat().st_size)
+    row = min(
+        Memory.select().where(Memory.scope_sensitive == 1), key=lambda r: (fixture_root / r.body_path).stat().st_size
+    )
     data = (fixture_root / row.body_path).read_bytes()
     key = store.keys.key_for(row.scope_hash)
     raw = base64.b64decode(data)

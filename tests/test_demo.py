@@ -31,7 +31,13 @@ def test_demo_has_everything_a_person_should_see(tmp_path):
     made, files = make(tmp_path / "d", n=400)
     with Store.open(tmp_path / "d", keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
         assert {m.type for m in Memory.select(Memory.type)} == {
-            "session", "decision", "preference", "fact", "playbook", "warning"}
+            "session",
+            "decision",
+            "preference",
+            "fact",
+            "playbook",
+            "warning",
+        }
         assert {p.status for p in Promotion.select()} == {"pending", "approved", "rejected"}
         assert {m.decay_state for m in Memory.select()} == {"alive", "dim", "soft-forgotten"}
         assert Entity.select().count() and Relation.select().count() and SupersedesChain.select().count()

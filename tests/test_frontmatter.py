@@ -51,8 +51,10 @@ def test_naive_and_aware_datetimes_keep_their_form(store):
 
 
 def test_unknown_keys_survive_a_resave():
-    text = ("---\ntitle: T\nslug: s-1\ntype: fact\nscope_hash: abcdefabcdef\nsource: manual\n"
-            "created_at: '2026-01-01T00:00:00Z'\nreviewed_by: ada\nx_extra:\n- 1\n- 2\n---\n\nbody\n")
+    text = (
+        "---\ntitle: T\nslug: s-1\ntype: fact\nscope_hash: abcdefabcdef\nsource: manual\n"
+        "created_at: '2026-01-01T00:00:00Z'\nreviewed_by: ada\nx_extra:\n- 1\n- 2\n---\n\nbody\n"
+    )
     doc = parse(text.encode(), "x.md")
     doc2 = MemoryDoc(frontmatter=doc.frontmatter.replace(title="T2"), body=doc.body)
     out = serialize(doc2).decode()
@@ -61,27 +63,39 @@ def test_unknown_keys_survive_a_resave():
 
 
 def test_defaults_are_omitted_as_memoryd_does():
-    fm = Frontmatter(title="t", slug="s", type=MemoryType.FACT, scope_hash="abcdefabcdef", source="manual",
-                     created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    fm = Frontmatter(
+        title="t",
+        slug="s",
+        type=MemoryType.FACT,
+        scope_hash="abcdefabcdef",
+        source="manual",
+        created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+    )
     assert serialize(MemoryDoc(frontmatter=fm, body="b")) == (
         b"---\ntitle: t\nslug: s\ntype: fact\nscope_hash: abcdefabcdef\nsource: manual\n"
-        b"created_at: '2026-01-02T03:04:05Z'\n---\n\nb")
+        b"created_at: '2026-01-02T03:04:05Z'\n---\n\nb"
+    )
 
 
-GOOD = ("---\ntitle: t\nslug: s\ntype: fact\nscope_hash: abcdefabcdef\nsource: m\n"
-        "created_at: '2026-01-01T00:00:00Z'\n---\n\nb")
+GOOD = (
+    "---\ntitle: t\nslug: s\ntype: fact\nscope_hash: abcdefabcdef\nsource: m\n"
+    "created_at: '2026-01-01T00:00:00Z'\n---\n\nb"
+)
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"just text", "no frontmatter"),
-    (b"---\ntitle: [unclosed\n---\n\nb", "broken YAML"),
-    (GOOD.replace("type: fact", "type: insight").encode(), "bad frontmatter field type"),
-    (GOOD.replace("slug: s", "slug: ../../etc/passwd").encode(), "bad frontmatter field slug"),
-    (GOOD.encode() + b"\xff\xfe", "invalid UTF-8"),
-    (GOOD.replace("\n", "\r\n").encode(), "CRLF"),
-    (b"---\n- a\n- b\n---\n\nb", "not a YAML mapping"),
-    (b"---\ntitle: t\n", "not closed"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"just text", "no frontmatter"),
+        (b"---\ntitle: [unclosed\n---\n\nb", "broken YAML"),
+        (GOOD.replace("type: fact", "type: insight").encode(), "bad frontmatter field type"),
+        (GOOD.replace("slug: s", "slug: ../../etc/passwd").encode(), "bad frontmatter field slug"),
+        (GOOD.encode() + b"\xff\xfe", "invalid UTF-8"),
+        (GOOD.replace("\n", "\r\n").encode(), "CRLF"),
+        (b"---\n- a\n- b\n---\n\nb", "not a YAML mapping"),
+        (b"---\ntitle: t\n", "not closed"),
+    ],
+)
 def test_bad_files_are_reported_with_reason(data, reason):
     with pytest.raises(BadMemoryFile) as err:
         parse(data, "scopes/x/facts/s.md")
@@ -92,13 +106,27 @@ text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
 
 
 @settings(max_examples=150, deadline=None)
-@given(title=text.filter(lambda s: s.strip()), body=text, triggers=st.lists(text, max_size=4),
-       ttl=st.none() | st.integers(1, 400), recalls=st.integers(0, 50),
-       extra=st.dictionaries(st.from_regex(r"x_[a-z]{1,8}", fullmatch=True), st.integers() | text, max_size=3))
+@given(
+    title=text.filter(lambda s: s.strip()),
+    body=text,
+    triggers=st.lists(text, max_size=4),
+    ttl=st.none() | st.integers(1, 400),
+    recalls=st.integers(0, 50),
+    extra=st.dictionaries(st.from_regex(r"x_[a-z]{1,8}", fullmatch=True), st.integers() | text, max_size=3),
+)
 def test_serialize_parse_is_identity(title, body, triggers, ttl, recalls, extra):
-    fm = Frontmatter(title=title, slug="p-1", type=MemoryType.DECISION, scope_hash="0123456789ab",
-                     source="manual", created_at=datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=UTC),
-                     triggers=triggers, ttl_days=ttl, recall_count=recalls, **extra)
+    fm = Frontmatter(
+        title=title,
+        slug="p-1",
+        type=MemoryType.DECISION,
+        scope_hash="0123456789ab",
+        source="manual",
+        created_at=datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=UTC),
+        triggers=triggers,
+        ttl_days=ttl,
+        recall_count=recalls,
+        **extra,
+    )
     doc = MemoryDoc(frontmatter=fm, body=body)
     data = serialize(doc)
     again = parse(data, "p.md")
@@ -112,8 +140,14 @@ def test_serialize_parse_is_identity(title, body, triggers, ttl, recalls, extra)
 
 
 def test_a_body_starting_with_blank_lines_reads_as_memoryd_reads_it():
-    fm = Frontmatter(title="T", slug="s-1", type=MemoryType.FACT, scope_hash="0123456789ab", source="manual",
-                     created_at=datetime(2026, 5, 1, 12, tzinfo=UTC))
+    fm = Frontmatter(
+        title="T",
+        slug="s-1",
+        type=MemoryType.FACT,
+        scope_hash="0123456789ab",
+        source="manual",
+        created_at=datetime(2026, 5, 1, 12, tzinfo=UTC),
+    )
     data = serialize(MemoryDoc(frontmatter=fm, body="\n\nThe text.\n"))  # as a person's editor may leave it
     doc = parse(data, "s-1.md")
     assert doc.body == memoryd_body(data) == "The text.\n"
@@ -124,13 +158,17 @@ def test_a_yaml_alias_bomb_is_refused_without_expanding_it():
     levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
     for n in range(1, 10):  # 9^10 values once expanded
         levels.append(f"{chr(97 + n)}: &{chr(97 + n)} [" + ", ".join([f"*{chr(96 + n)}"] * 9) + "]")
-    data = ("---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
-            "created_at: '2026-01-01T00:00:00+00:00'\n" + "\n".join(levels) + "\n---\n\nbody\n").encode()
+    data = (
+        "---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
+        "created_at: '2026-01-01T00:00:00+00:00'\n" + "\n".join(levels) + "\n---\n\nbody\n"
+    ).encode()
     with pytest.raises(BadMemoryFile, match="expands to more than"):
         parse(data, "bomb.md")
 
 
 def test_a_shared_list_memoryd_could_anchor_still_parses():
-    data = (b"---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
-            b"created_at: '2026-01-01T00:00:00+00:00'\ntriggers: &t [deploy]\ntags: *t\n---\n\nbody\n")
+    data = (
+        b"---\ntitle: t\nslug: s\ntype: fact\nscope_hash: 0123456789ab\nsource: manual\n"
+        b"created_at: '2026-01-01T00:00:00+00:00'\ntriggers: &t [deploy]\ntags: *t\n---\n\nbody\n"
+    )
     assert parse(data, "ok.md").frontmatter.tags == ["deploy"]

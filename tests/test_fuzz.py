@@ -32,9 +32,9 @@ FRONTMATTER: dict[str, bytes] = {
     "broken yaml": b"---\ntitle: [unclosed\n: :\n---\nbody\n",
     "a list, not a mapping": b"---\n- a\n- b\n---\nbody\n",
     "alias bomb": b"---\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
-                  b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
-                  b"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
-                  b"f: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n---\nbody\n",
+    b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    b"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+    b"f: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n---\nbody\n",
     "invalid utf-8": HEAD.replace(b"title: T", b"title: \xff\xfe") + b"body\n",
     "NUL bytes": HEAD + b"bo\x00dy\n",
     "wrong types": HEAD.replace(b"created_at: 2026-01-01", b"created_at: [1, 2]") + b"body\n",
@@ -70,9 +70,21 @@ AUDIT: dict[str, Callable[[bytes], bytes]] = {
     "a line in the middle edited": lambda log: log.replace(b"access_granted", b"access_GRANTED", 1),
 }
 
-COMMANDS = [["ls"], ["stats"], ["check"], ["scopes"], ["promotions", "list"], ["audit", "verify"],
-            ["audit", "log"], ["ls", "--json"], ["check", "--json"], ["audit", "repair"], ["repair"],
-            ["rebuild-index"], ["check"]]
+COMMANDS = [
+    ["ls"],
+    ["stats"],
+    ["check"],
+    ["scopes"],
+    ["promotions", "list"],
+    ["audit", "verify"],
+    ["audit", "log"],
+    ["ls", "--json"],
+    ["check", "--json"],
+    ["audit", "repair"],
+    ["repair"],
+    ["rebuild-index"],
+    ["check"],
+]
 
 
 class Hang(Exception):
@@ -83,6 +95,7 @@ class Hang(Exception):
 def time_limit(seconds: int) -> Iterator[None]:
     def expired(signum: int, frame: object) -> None:
         raise Hang(f"no answer within {seconds} s")
+
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(seconds)
     try:
@@ -105,11 +118,14 @@ def damage(root: Path, kind: str, case: str) -> None:
 
 def outside(root: Path) -> dict[str, str]:
     """Every file beside the root (the test's own directory), by content."""
-    return {str(p.relative_to(root.parent)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.parent.rglob("*")) if p.is_file() and root not in p.parents}
+    return {
+        str(p.relative_to(root.parent)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.parent.rglob("*"))
+        if p.is_file() and root not in p.parents
+    }
 
 
-CASES = ([("frontmatter", c) for c in FRONTMATTER] + [("row", c) for c in ROWS] + [("audit", c) for c in AUDIT])
+CASES = [("frontmatter", c) for c in FRONTMATTER] + [("row", c) for c in ROWS] + [("audit", c) for c in AUDIT]
 
 
 @pytest.mark.parametrize(("kind", "case"), CASES, ids=[f"{k}: {c}" for k, c in CASES])

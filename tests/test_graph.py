@@ -41,6 +41,7 @@ def test_neighbourhood_hops_and_mentions(store):
                 ids.append(child.node_id)
                 if not child.seen_before:
                     walk(child)
+
     walk(centre)
     assert len([i for i in ids]) < 10_000  # finite: nothing is walked twice
     with pytest.raises(BadInput):
@@ -61,16 +62,29 @@ def test_rename_merge_and_supersede_are_audited(store, fixture_root):
     rename_entity(store, "entity:tool:pnpm", "pnpm (package manager)")
     entity = Entity.get_by_id("entity:tool:pnpm")
     assert entity.name == "pnpm (package manager)" and "pnpm" in json.loads(entity.aliases)
-    before = Relation.select().where((Relation.subject_id == "entity:library:zod")
-                                     | (Relation.object_id == "entity:library:zod")).count()
-    kept_before = Relation.select().where((Relation.subject_id == "entity:tool:pnpm")
-                                          | (Relation.object_id == "entity:tool:pnpm")).count()
+    before = (
+        Relation.select()
+        .where((Relation.subject_id == "entity:library:zod") | (Relation.object_id == "entity:library:zod"))
+        .count()
+    )
+    kept_before = (
+        Relation.select()
+        .where((Relation.subject_id == "entity:tool:pnpm") | (Relation.object_id == "entity:tool:pnpm"))
+        .count()
+    )
     moved = merge_entities(store, "entity:tool:pnpm", "entity:library:zod")
     assert moved == before and Entity.get_or_none(Entity.id == "entity:library:zod") is None
-    assert Relation.select().where((Relation.object_id == "entity:library:zod")
-                                   | (Relation.subject_id == "entity:library:zod")).count() == 0
-    after = Relation.select().where((Relation.subject_id == "entity:tool:pnpm")
-                                    | (Relation.object_id == "entity:tool:pnpm")).count()
+    assert (
+        Relation.select()
+        .where((Relation.object_id == "entity:library:zod") | (Relation.subject_id == "entity:library:zod"))
+        .count()
+        == 0
+    )
+    after = (
+        Relation.select()
+        .where((Relation.subject_id == "entity:tool:pnpm") | (Relation.object_id == "entity:tool:pnpm"))
+        .count()
+    )
     assert kept_before < after <= kept_before + before  # moved over, repeats dropped
     with pytest.raises(Conflict):
         merge_entities(store, "entity:tool:pnpm", "entity:tool:pnpm")

@@ -19,8 +19,13 @@ from engram.store.service import Store
 
 def engram(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), "MEMORYD_MASTER_PASSPHRASE": PASSPHRASE}
-    return subprocess.run([sys.executable, "-m", "engram", *args, "--root", str(root)], env=env,
-                          capture_output=True, text=True, timeout=60)  # a hang fails here, not forever
+    return subprocess.run(
+        [sys.executable, "-m", "engram", *args, "--root", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # a hang fails here, not forever
 
 
 @pytest.fixture(params=["fifo", "symlink"])
@@ -56,7 +61,7 @@ def test_commands_finish_without_a_traceback(fixture_root, hostile, command):
 def test_a_damaged_index_page_is_one_line_not_a_traceback(fixture_root, command):
     index = fixture_root / "index.db"
     data = bytearray(index.read_bytes())
-    data[4096 * 3:4096 * 6] = b"\xa5" * (4096 * 3)  # pages in the middle of memoryd's tables
+    data[4096 * 3 : 4096 * 6] = b"\xa5" * (4096 * 3)  # pages in the middle of memoryd's tables
     index.write_bytes(bytes(data))
     done = engram(fixture_root, *command)
     assert "Traceback" not in done.stderr

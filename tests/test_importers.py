@@ -25,24 +25,33 @@ FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 sys.path.insert(0, str(FIXTURES))
 from generate import codex_home, huge_line  # noqa: E402
 
-WHERE = {"openrelix": "openrelix", "cognirelay": "cognirelay", "codex": "codex",
-         "eternego": "eternego/example-persona/home"}
+WHERE = {
+    "openrelix": "openrelix",
+    "cognirelay": "cognirelay",
+    "codex": "codex",
+    "eternego": "eternego/example-persona/home",
+}
 
 
 @pytest.fixture
 def source(tmp_path: Path):
     """A copy of one system's synthetic input; the importers only read, but tests never use the originals."""
+
     def copy(system: str) -> Path:
         dest = tmp_path / "input" / system
         shutil.copytree(FIXTURES / system, dest)
         return dest / WHERE[system].removeprefix(system).lstrip("/")
+
     return copy
 
 
 def root_state(root: Path) -> dict[str, bytes | str]:
     """Every file's bytes, and the index's content (its -shm file changes on reads)."""
-    files: dict[str, bytes | str] = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-                                     if p.is_file() and not p.name.startswith("index.db")}
+    files: dict[str, bytes | str] = {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith("index.db")
+    }
     with sqlite3.connect(root / "index.db") as con:
         files["index.db"] = "\n".join(con.iterdump())
     return files
@@ -84,8 +93,11 @@ def test_every_item_is_audited_with_its_origin_and_recorded(store, fixture_root,
     assert len(items) == plan.items and new[-1]["event_type"] == "import_run"
     assert all(d["system"] == system and d["origin"] for d in items)
     run = json.loads(new[-1]["details"])
-    assert (run["sessions"], run["promotions"], run["malformed"]) == (len(plan.sessions), len(plan.promotions),
-                                                                       len(plan.malformed))
+    assert (run["sessions"], run["promotions"], run["malformed"]) == (
+        len(plan.sessions),
+        len(plan.promotions),
+        len(plan.malformed),
+    )
     recorded = Imported.select().where(Imported.system == system).count()
     assert recorded == plan.items
 
@@ -93,8 +105,9 @@ def test_every_item_is_audited_with_its_origin_and_recorded(store, fixture_root,
 @pytest.mark.parametrize("system", ["openrelix", "cognirelay", "eternego"])
 def test_imported_promotions_can_be_approved(store, source, system):
     imported(store, system, source(system))
-    for row in Promotion.select().join(Imported, on=(Imported.promotion_id == Promotion.id)).where(
-            Imported.system == system):
+    for row in (
+        Promotion.select().join(Imported, on=(Imported.promotion_id == Promotion.id)).where(Imported.system == system)
+    ):
         done = approve(store, row.id)
         assert store.read_doc(done.relpath).frontmatter.promoted_from == row.source_session_slug
 
@@ -153,8 +166,7 @@ def test_ten_thousand_rollouts_are_all_read(store, tmp_path):
 def test_openrelix_windows_and_registry_rows(store, source):
     plan = imported(store, "openrelix", source("openrelix"))
     assert len(plan.sessions) == 4 and len(plan.promotions) == 3  # 3 windows + the registry batch; 3 rows
-    window = store.read_doc(store.memory(next(s.slug for s in plan.sessions if s.key.endswith("win-demo-1")))
-                            .body_path)
+    window = store.read_doc(store.memory(next(s.slug for s in plan.sessions if s.key.endswith("win-demo-1"))).body_path)
     assert window.frontmatter.source == "importer-openrelix"
     assert "Design a sanitized sample state" in window.body and "## Conclusions" in window.body
     pnpm = Promotion.get(Promotion.proposed_title == "Prefer pnpm over npm")
@@ -167,8 +179,9 @@ def test_openrelix_windows_and_registry_rows(store, source):
     assert checklist.proposed_type == "playbook" and checklist.scope_hash == scope_hash_for("/work/example/project-1")
     assert [k.origin.key for k in plan.skipped] == ["mem-003"]  # injection_policy never
     assert len(plan.malformed) == 4
-    assert [(str(o), h.kind) for o, _, h in plan.secrets] == [("registry/memory_entries.jsonl:5 (mem-004)",
-                                                               "OpenAI-style API key")]
+    assert [(str(o), h.kind) for o, _, h in plan.secrets] == [
+        ("registry/memory_entries.jsonl:5 (mem-004)", "OpenAI-style API key")
+    ]
 
 
 def test_openrelix_never_rows_on_request_and_secrets_redacted(store, source):
@@ -181,15 +194,21 @@ def test_openrelix_never_rows_on_request_and_secrets_redacted(store, source):
 def test_cognirelay_capsules(store, source):
     plan = imported(store, "cognirelay", source("cognirelay"))
     assert len(plan.sessions) == 3 and [k.origin.file for k in plan.skipped] == [
-        "memory/continuity/archive/thread-old-archived.json"]
+        "memory/continuity/archive/thread-old-archived.json"
+    ]
     assert {m.origin.file.rsplit("/", 1)[-1] for m in plan.malformed} == {"thread-broken.json", "empty.json"}
-    kinds = sorted((p.proposed_type, p.proposed_title) for p in Promotion.select().where(
-        Promotion.reasoning.contains("CogniRelay")))
+    kinds = sorted(
+        (p.proposed_type, p.proposed_title)
+        for p in Promotion.select().where(Promotion.reasoning.contains("CogniRelay"))
+    )
     assert kinds == [
         ("decision", "Decided not to: adopt a second queue system"),
         ("decision", "SQLite locally, Postgres in production"),  # only the active rationale entry
-        ("preference", "Run the tests before saying done."), ("preference", "Short answers, no preamble."),
-        ("warning", "Dry run first"), ("warning", "Never push to main on Fridays")]
+        ("preference", "Run the tests before saying done."),
+        ("preference", "Short answers, no preamble."),
+        ("warning", "Dry run first"),
+        ("warning", "Never push to main on Fridays"),
+    ]
     user = store.read_doc(store.memory(plan.slugs["cognirelay:user:example-user"]).body_path)
     assert "**Stance:** Steady" in user.body and "## Stable preferences" in user.body
     link = SupersedesChain.get(SupersedesChain.older_memory_id == plan.slugs["cognirelay:thread:importer-v1"])
@@ -231,9 +250,11 @@ def test_cognirelay_rationale_supersedes_an_approved_earlier_entry(store, source
 def test_eternego_days_and_hand_off(store, source):
     plan = imported(store, "eternego", source("eternego"))
     days = sorted(s.slug for s in plan.sessions if "conversation" in s.slug)
-    assert days == ["2026-06-02-eternego-example-persona-conversation",
-                    "2026-06-03-eternego-example-persona-conversation",
-                    "2026-06-04-eternego-example-persona-conversation"]
+    assert days == [
+        "2026-06-02-eternego-example-persona-conversation",
+        "2026-06-03-eternego-example-persona-conversation",
+        "2026-06-04-eternego-example-persona-conversation",
+    ]
     june3 = store.read_doc(store.memory(days[1]).body_path).body
     assert "**Person** (21:57): Hey, can you load the search instruction?" in june3
     assert "**Persona** (21:58): On it" in june3
@@ -251,7 +272,8 @@ def test_an_eternego_history_file_that_is_not_a_day_is_reported(store, source, n
     (home / "history" / name).write_text("[2026-06-05T09:00:00] person: hello\n")
     plan = preview(store, importer("eternego"), home, Options())
     assert [(m.origin.file, m.reason[:30]) for m in plan.malformed if "history" in m.origin.file] == [
-        (f"history/{name}", "not named conversation-YYYY-MM")]
+        (f"history/{name}", "not named conversation-YYYY-MM")
+    ]
     assert len([s for s in plan.sessions if "conversation" in s.slug]) == 3
 
 
@@ -294,6 +316,7 @@ def test_sessions_into_a_locked_sensitive_scope_are_refused_before_anything_is_w
 
 def test_a_path_that_does_not_exist_is_a_clear_error(store, tmp_path):
     from engram.store.errors import BadInput
+
     with pytest.raises(BadInput, match="no such file"):
         preview(store, importer("codex"), tmp_path / "nowhere")
 

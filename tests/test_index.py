@@ -13,8 +13,13 @@ from engram.store.index import Memory
 from engram.store.memories import set_decay
 from engram.store.service import Store
 
-MEMORYD_MIGRATIONS = ["001_initial_schema.sql", "002_sensitive_scope.sql", "003_sensitive_scopes_table.sql",
-                      "004_knowledge_graph.sql", "005_profile_self_learning.sql"]
+MEMORYD_MIGRATIONS = [
+    "001_initial_schema.sql",
+    "002_sensitive_scope.sql",
+    "003_sensitive_scopes_table.sql",
+    "004_knowledge_graph.sql",
+    "005_profile_self_learning.sql",
+]
 
 
 def schema(path: Path) -> dict[str, list[tuple]]:
@@ -30,9 +35,16 @@ def schema(path: Path) -> dict[str, list[tuple]]:
     return out
 
 
-ENGRAM_MIGRATIONS = ["100_engram_audit_outbox.sql", "101_engram_promotion_notes.sql", "102_engram_binding.sql",
-                     "103_engram_rekey.sql", "104_engram_scope_labels.sql", "105_engram_imports.sql",
-                     "106_engram_own_records.sql", "107_engram_key_verifier.sql"]
+ENGRAM_MIGRATIONS = [
+    "100_engram_audit_outbox.sql",
+    "101_engram_promotion_notes.sql",
+    "102_engram_binding.sql",
+    "103_engram_rekey.sql",
+    "104_engram_scope_labels.sql",
+    "105_engram_imports.sql",
+    "106_engram_own_records.sql",
+    "107_engram_key_verifier.sql",
+]
 
 
 def migrations(path: Path) -> dict[str, str]:
@@ -61,8 +73,12 @@ def test_memoryd_root_is_not_migrated_twice_and_engram_keeps_its_tables_apart(fi
     after = migrations(fixture_root / "index.db")
     assert after == before and sorted(after) == MEMORYD_MIGRATIONS
     assert sorted(migrations(fixture_root / "engram.db")) == ENGRAM_MIGRATIONS
-    tables = {n for (n,) in sqlite3.connect(fixture_root / "index.db").execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {
+        n
+        for (n,) in sqlite3.connect(fixture_root / "index.db").execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+    }
     # only the identity and the outbox's crash-window twin live in index.db; they are rebuilt when missing
     assert {t for t in tables if t.startswith("engram_")} == {"engram_identity", "engram_outbox_guard"}
     assert (fixture_root / "engram.db").stat().st_mode & 0o077 == 0
@@ -73,8 +89,12 @@ def test_engram_root_has_memoryds_schema(tmp_path, fixture_root):
     ours = schema(tmp_path / "new" / "index.db")
     theirs = schema(fixture_root / "index.db")
     assert {k: v for k, v in ours.items() if not k.startswith("engram_")} == theirs
-    names = [r[0] for r in sqlite3.connect(tmp_path / "new" / "index.db").execute(
-        "SELECT filename FROM _schema_migrations ORDER BY filename")]
+    names = [
+        r[0]
+        for r in sqlite3.connect(tmp_path / "new" / "index.db").execute(
+            "SELECT filename FROM _schema_migrations ORDER BY filename"
+        )
+    ]
     assert names == MEMORYD_MIGRATIONS
 
 
@@ -88,6 +108,7 @@ def test_engram_01_tables_inside_index_db_are_read_then_moved_out(fixture_root, 
     con.commit()
     con.close()
     from engram.store.index import ScopeLabel
+
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         assert [r.label for r in ScopeLabel.select()] == ["ledger"]
         first_write(store)

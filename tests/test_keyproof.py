@@ -44,8 +44,9 @@ def state(root: Path) -> dict[str, bytes | str]:
     """Every file under the root and the content of both databases (their -shm/-wal files change on reads).
     The root is opened once first: engram creates its own engram.db on the first open of a writable root."""
     Store.open(root).close()
-    files: dict[str, bytes | str] = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-                                     if p.is_file() and ".db" not in p.name}
+    files: dict[str, bytes | str] = {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".db" not in p.name
+    }
     for db in ("index.db", "engram.db"):
         if (root / db).exists():
             with sqlite3.connect(root / db) as con:
@@ -73,8 +74,9 @@ def test_a_typo_approves_nothing_into_a_sensitive_scope(capsys, monkeypatch, fix
 def test_a_typo_imports_nothing_into_a_sensitive_scope(capsys, monkeypatch, fixture_root, tmp_path):
     source = shutil.copytree(CODEX, tmp_path / "codex")
     before = state(fixture_root)
-    code, err = cli(capsys, monkeypatch, TYPO, "import", "codex", str(source), "--scope", FINANCE,
-                    "--root", str(fixture_root))
+    code, err = cli(
+        capsys, monkeypatch, TYPO, "import", "codex", str(source), "--scope", FINANCE, "--root", str(fixture_root)
+    )
     assert code == 2 and err.count("\n") == 1 and "wrong passphrase" in err
     assert state(fixture_root) == before
 
@@ -93,9 +95,20 @@ def fresh_root(tmp_path: Path) -> Path:
     """A root with one plaintext memory and nothing encrypted anywhere: nothing to check a passphrase against."""
     root = tmp_path / "fresh"
     with Store.open(root, create=True, keys=KeyRing(), actor="engram-test") as store:
-        create_memory(store, MemoryDoc(frontmatter=Frontmatter(
-            title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=PLAIN, source="manual",
-            created_at=store.now()), body="120/h\n"))
+        create_memory(
+            store,
+            MemoryDoc(
+                frontmatter=Frontmatter(
+                    title="A client's rate",
+                    slug="client-rate",
+                    type=MemoryType.FACT,
+                    scope_hash=PLAIN,
+                    source="manual",
+                    created_at=store.now(),
+                ),
+                body="120/h\n",
+            ),
+        )
     return root
 
 
@@ -103,11 +116,13 @@ def test_with_nothing_to_prove_against_the_passphrase_is_needed_twice(capsys, mo
     before = state(fresh_root)
     code, err = cli(capsys, monkeypatch, "first-pass", "scope", "mark", PLAIN, "--root", str(fresh_root))
     assert code == 2 and err.count("\n") == 1 and "ENGRAM_CONFIRM_PASSPHRASE" in err
-    code, err = cli(capsys, monkeypatch, "first-pass", "scope", "mark", PLAIN, "--root", str(fresh_root),
-                    again="first-pasz")
+    code, err = cli(
+        capsys, monkeypatch, "first-pass", "scope", "mark", PLAIN, "--root", str(fresh_root), again="first-pasz"
+    )
     assert code == 2 and state(fresh_root) == before
-    code, _ = cli(capsys, monkeypatch, "first-pass", "scope", "mark", PLAIN, "--root", str(fresh_root),
-                  again="first-pass")
+    code, _ = cli(
+        capsys, monkeypatch, "first-pass", "scope", "mark", PLAIN, "--root", str(fresh_root), again="first-pass"
+    )
     assert code == 0 and list((fresh_root / "scopes" / PLAIN).rglob("*.md.enc"))
 
 

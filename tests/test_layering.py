@@ -19,8 +19,13 @@ def sources(package: str) -> dict[str, str]:
 def loaded_after(statement: str) -> set[str]:
     """The top-level modules a fresh interpreter holds after ``statement``: what importing it really pulls in."""
     code = f"import sys; {statement}; print('\\n'.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return set(done.stdout.split())
 
 
@@ -34,21 +39,32 @@ def test_the_cli_starts_without_textual():
 
 
 def store_modules() -> list[str]:
-    return sorted("engram.store." + ".".join(p.relative_to(ROOT / "store").with_suffix("").parts)
-                  for p in (ROOT / "store").rglob("*.py") if p.name != "__init__.py")
+    return sorted(
+        "engram.store." + ".".join(p.relative_to(ROOT / "store").with_suffix("").parts)
+        for p in (ROOT / "store").rglob("*.py")
+        if p.name != "__init__.py"
+    )
 
 
 FORBIDDEN_IN_TUI = [
     r"^\s*(import|from)\s+(sqlite3|peewee)\b",  # SQL drivers
     r"^\s*from\s+engram\.store\.index\s+import",  # ORM models: queries belong in store/
-    r"\.execute(_sql)?\(", r"\.select\(", r"\.(write_text|write_bytes)\(",  # SQL, file writes
-    r"\bopen\([^)]*['\"][wa]", r"os\.(replace|rename|remove|unlink)\(", r"shutil\.",  # file writes, moves
+    r"\.execute(_sql)?\(",
+    r"\.select\(",
+    r"\.(write_text|write_bytes)\(",  # SQL, file writes
+    r"\bopen\([^)]*['\"][wa]",
+    r"os\.(replace|rename|remove|unlink)\(",
+    r"shutil\.",  # file writes, moves
 ]
 
 
 def test_tui_has_no_sql_and_no_file_writes():
-    offenders = [(path, pattern) for path, text in sources("tui").items() for pattern in FORBIDDEN_IN_TUI
-                 if re.search(pattern, text, re.M)]
+    offenders = [
+        (path, pattern)
+        for path, text in sources("tui").items()
+        for pattern in FORBIDDEN_IN_TUI
+        if re.search(pattern, text, re.M)
+    ]
     assert offenders == []
 
 

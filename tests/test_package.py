@@ -21,8 +21,11 @@ REPO = Path(__file__).parent.parent
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
     return next(out.glob("engram-*.whl"))
 
 
@@ -38,11 +41,18 @@ def test_installed_in_a_fresh_venv_it_adds_only_engram(wheel, tmp_path, fixture_
     fresh = tmp_path / "venv"
     venv.create(fresh, with_pip=True)
     python = fresh / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     before = set(os.listdir(site))
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True
+    )
     assert set(os.listdir(site)) - before == {"engram", f"engram-{__version__}.dist-info"}
     # the dependencies come from this test run's environment, after the fresh site-packages: engram is the wheel's
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -51,8 +61,9 @@ def test_installed_in_a_fresh_venv_it_adds_only_engram(wheel, tmp_path, fixture_
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([python, "-m", "engram", *args], env=env, capture_output=True, text=True, cwd=tmp_path)
 
-    where = subprocess.run([python, "-c", "import engram; print(engram.__file__)"], env=env, capture_output=True,
-                           text=True, cwd=tmp_path)
+    where = subprocess.run(
+        [python, "-c", "import engram; print(engram.__file__)"], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
     assert where.stdout.startswith(str(site))
     version = run("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"engram {__version__}"

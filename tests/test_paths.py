@@ -32,8 +32,18 @@ def tree(tmp_path: Path) -> RootLayout:
     return RootLayout(root)
 
 
-@pytest.mark.parametrize("body_path", ["../secret.md", "scopes/s1/facts/out.md", "scopes/s1/linked/b.md",
-                                       "scopes/s1/facts/../../../secret.md", "scopes/..", "/etc/passwd", ""])
+@pytest.mark.parametrize(
+    "body_path",
+    [
+        "../secret.md",
+        "scopes/s1/facts/out.md",
+        "scopes/s1/linked/b.md",
+        "scopes/s1/facts/../../../secret.md",
+        "scopes/..",
+        "/etc/passwd",
+        "",
+    ],
+)
 def test_escapes_are_refused(tree, body_path):
     with pytest.raises(UnsafePath):
         tree.resolve(body_path)

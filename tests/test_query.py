@@ -31,26 +31,56 @@ def test_parse(text, expected):
     assert parse(text) == expected
 
 
-@pytest.mark.parametrize("text, error", [
-    ("| a", "'|' needs"), ("a |", "'|' needs"), ("colour:red", "unknown field"), ("type:", "needs a value"),
-    ("!", "empty term"), ("^$", "empty term"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("| a", "'|' needs"),
+        ("a |", "'|' needs"),
+        ("colour:red", "unknown field"),
+        ("type:", "needs a value"),
+        ("!", "empty term"),
+        ("^$", "empty term"),
+    ],
+)
 def test_parse_errors(text, error):
     with pytest.raises(QuerySyntaxError, match=error):
         parse(text)
 
 
 HAY = "kafka consumer lag fixed in the 日志清洗 job 2026-11-02-demo-000001"
-FIELDS = {"type": ["fact"], "scope": ["5727cb99a38b"], "tag": ["backend", "ops"], "state": ["dim"],
-          "source": ["claude-code"]}
+FIELDS = {
+    "type": ["fact"],
+    "scope": ["5727cb99a38b"],
+    "tag": ["backend", "ops"],
+    "state": ["dim"],
+    "source": ["claude-code"],
+}
 MATCHES = [
-    ("", True), ("kafka", True), ("KAFKA lag", True), ("kafka spark", False), ("spark | lag", True),
-    ("'consumer lag", True), (r"'lag\ consumer", False), (r"'consumer\ lag", True), ("^cons", True),
+    ("", True),
+    ("kafka", True),
+    ("KAFKA lag", True),
+    ("kafka spark", False),
+    ("spark | lag", True),
+    ("'consumer lag", True),
+    (r"'lag\ consumer", False),
+    (r"'consumer\ lag", True),
+    ("^cons", True),
     ("^onsumer", False),
-    ("lag$", True), ("^kafka$", True), ("!spark", True), ("!kafka", False), ("日志", True),
-    ("type:fa", True), ("type:session", False), ("!type:session", True), ("scope:5727", True),
-    ("tag:ops", True), ("tag:front", False), ("state:dim", True), ("source:claude", True),
-    ("type:fact !tag:ops", False), ("type:fact | type:warning kafka", True),
+    ("lag$", True),
+    ("^kafka$", True),
+    ("!spark", True),
+    ("!kafka", False),
+    ("日志", True),
+    ("type:fa", True),
+    ("type:session", False),
+    ("!type:session", True),
+    ("scope:5727", True),
+    ("tag:ops", True),
+    ("tag:front", False),
+    ("state:dim", True),
+    ("source:claude", True),
+    ("type:fact !tag:ops", False),
+    ("type:fact | type:warning kafka", True),
 ]
 
 

@@ -55,7 +55,8 @@ def test_scopes_counts_the_plaintext_files_check_finds_and_repair_encrypts(fixtu
         assert plaintext_finding(store) == 0  # a row saying ".md" is no plaintext file: nothing to promise
         Memory.update(body_path=row.body_path).where(Memory.slug == row.slug).execute()
         (fixture_root / row.body_path).with_name("stray-note.md").write_bytes(
-            plain.replace(row.slug.encode(), b"stray-note"))
+            plain.replace(row.slug.encode(), b"stray-note")
+        )
         assert plaintext_finding(store) == 1
         assert len(check(store).of("plaintext_in_sensitive_scope")) == 1
         repair(store)

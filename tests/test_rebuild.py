@@ -12,8 +12,10 @@ from engram.store.service import Store
 
 def test_rebuild_keeps_promotions_graph_sensitivity_and_decay(store, fixture_root):
     before = {
-        "promotions": Promotion.select().count(), "entities": Entity.select().count(),
-        "relations": Relation.select().count(), "supersedes": SupersedesChain.select().count(),
+        "promotions": Promotion.select().count(),
+        "entities": Entity.select().count(),
+        "relations": Relation.select().count(),
+        "supersedes": SupersedesChain.select().count(),
         "sensitive": sorted(store.sensitive_scopes()),
         "decay": {m.slug: m.decay_state for m in Memory.select()},
     }

@@ -117,6 +117,7 @@ def test_a_stop_between_scopes_is_reported_for_the_scope_not_done_and_finished_b
         if change.event_type == "memory_rekeyed" and change.scope_hash == HEALTH:
             raise KeyboardInterrupt
         return real_apply(self, change)
+
     monkeypatch.setattr(Store, "apply", stop_in_health)
     with Store.open(fixture_root, keys=KeyRing(passphrase=OLD)) as store, pytest.raises(KeyboardInterrupt):
         rekey_passphrase(store, NEW)
@@ -176,6 +177,7 @@ def test_keyring_mode_stopped_half_way_keeps_both_keys_and_finishes(fixture_root
         if calls.count("memory_rekeyed") == 2:
             raise KeyboardInterrupt
         return real_apply(self, change)
+
     monkeypatch.setattr(Store, "apply", stop_on_the_second_batch)
     with Store.open(fixture_root, keys=KeyRing(key_source="random")) as store, pytest.raises(KeyboardInterrupt):
         rekey_random(store, FINANCE)

@@ -31,8 +31,11 @@ def test_approve_with_edits_and_supersedes_dims_the_older(store, fixture_root):
     p = pending()
     older = alive_plain_memory()
     Promotion.update(proposed_supersedes=json.dumps([older.slug])).where(Promotion.id == p.id).execute()
-    done = promotions.approve(store, p.id, promotions.Edits(title="Better title", type=MemoryType.WARNING,
-                                                            triggers=["x", "y"], body="Edited body\n"))
+    done = promotions.approve(
+        store,
+        p.id,
+        promotions.Edits(title="Better title", type=MemoryType.WARNING, triggers=["x", "y"], body="Edited body\n"),
+    )
     doc = store.read_doc(done.relpath)
     assert done.relpath.split("/")[2] == "warnings"
     assert (doc.frontmatter.title, doc.frontmatter.triggers, doc.body) == ("Better title", ["x", "y"], "Edited body\n")
@@ -110,8 +113,11 @@ def test_merge_appends_and_undo_restores(store, fixture_root):
 def test_decided_promotions_are_refused(store):
     p = pending()
     promotions.reject(store, p.id)
-    for action in (lambda: promotions.approve(store, p.id), lambda: promotions.defer(store, p.id),
-                   lambda: promotions.merge(store, p.id, alive_plain_memory(p.scope_hash).slug)):
+    for action in (
+        lambda: promotions.approve(store, p.id),
+        lambda: promotions.defer(store, p.id),
+        lambda: promotions.merge(store, p.id, alive_plain_memory(p.scope_hash).slug),
+    ):
         with pytest.raises(Conflict, match="already rejected"):
             action()
 

@@ -46,9 +46,20 @@ def project(tmp_path: Path) -> Path:
 def with_memories(root: Path, scope: str, n: int = 3) -> None:
     with Store.open(root, keys=KeyRing(passphrase=PASSPHRASE), actor="engram-test") as store:
         for i in range(n):
-            create_memory(store, MemoryDoc(frontmatter=Frontmatter(
-                title=f"Billing fact {i}", slug=f"billing-fact-{i}", type=MemoryType.FACT, scope_hash=scope,
-                source="manual", created_at=store.now()), body=f"invoice rule {i}\n"))
+            create_memory(
+                store,
+                MemoryDoc(
+                    frontmatter=Frontmatter(
+                        title=f"Billing fact {i}",
+                        slug=f"billing-fact-{i}",
+                        type=MemoryType.FACT,
+                        scope_hash=scope,
+                        source="manual",
+                        created_at=store.now(),
+                    ),
+                    body=f"invoice rule {i}\n",
+                ),
+            )
 
 
 def cli(root: Path, *args: str) -> int:
@@ -86,8 +97,9 @@ def test_marking_a_project_path_encrypts_its_scope_and_leaves_the_project_alone(
 
 @pytest.mark.parametrize("what", ["missing", "file", "inside the root"])
 def test_a_path_that_is_no_project_is_refused_and_changes_nothing(fixture_root, project, what):
-    target = {"missing": project / "nope", "file": project / "NOTES.md",
-              "inside the root": fixture_root / "scopes"}[what]
+    target = {"missing": project / "nope", "file": project / "NOTES.md", "inside the root": fixture_root / "scopes"}[
+        what
+    ]
     Store.open(fixture_root).close()  # engram's own engram.db comes with the first open; compare after it
     before, project_modes = snapshot(fixture_root), modes(project)
     assert cli(fixture_root, "scope", "mark", str(target)) == 2

@@ -56,6 +56,7 @@ def test_scope_roots_are_discovered_by_hashing_project_directories(tmp_path):
     (project / ".git").mkdir(parents=True)
     (tmp_path / "code" / "other").mkdir()
     from engram.store.paths import scope_hash_for
+
     wanted = scope_hash_for(project)
     assert discover_roots([tmp_path], {wanted, "000000000000"}) == {wanted: str(project.resolve())}
 
@@ -71,8 +72,9 @@ def test_fixture_grants_read_with_memoryd_rules(fixture_root):
     assert found[HEALTH].describe(now) == "task annual-checkup-2026, until revoked"
 
 
-@pytest.mark.parametrize("duration, lasts", [("once", timedelta(seconds=90)), ("session", timedelta(hours=8)),
-                                             ("task", None)])
+@pytest.mark.parametrize(
+    "duration, lasts", [("once", timedelta(seconds=90)), ("session", timedelta(hours=8)), ("task", None)]
+)
 def test_issue_writes_memoryd_format_audits_and_replaces(fixture_root, duration, lasts):
     with Store.open(fixture_root, keys=KeyRing(), actor="engram-test") as store:
         fixed = datetime(2026, 11, 21, 9, 30, 15, 123456, tzinfo=UTC)
@@ -144,6 +146,7 @@ def test_random_key_mode_reads_per_scope_keys_from_the_os_keyring(fixture_root, 
             store.keys.key_for("0123456789ab")
     enc = next((fixture_root / "scopes" / WEB).rglob("*.md.enc"))
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     raw = base64.b64decode(enc.read_bytes())
     assert AESGCM(key).decrypt(raw[:12], raw[12:], WEB.encode()).startswith(b"---")
 

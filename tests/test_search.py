@@ -72,11 +72,16 @@ def loaded(tmp_path_factory):
 def _queries(index: SearchIndex) -> st.SearchStrategy[str]:
     """Queries made of pieces of the fixture's own titles, triggers and slugs, so that most terms hit something."""
     heads = index.head
-    piece = st.builds(lambda h, i, n: heads[h][i:i + n].strip() or "x",
-                      st.integers(0, len(heads) - 1), st.integers(0, 40), st.integers(1, 7))
+    piece = st.builds(
+        lambda h, i, n: heads[h][i : i + n].strip() or "x",
+        st.integers(0, len(heads) - 1),
+        st.integers(0, 40),
+        st.integers(1, 7),
+    )
     word = st.one_of(piece, st.sampled_from(["type:fa", "state:ali", "scope:5", "!type:session", "source:"]))
     text = st.tuples(st.sampled_from(["", "!", "'", "^"]), word, st.sampled_from(["", "$"])).map(
-        lambda t: t[1] if ":" in t[1] else "".join(t).replace(" ", "\\ "))
+        lambda t: t[1] if ":" in t[1] else "".join(t).replace(" ", "\\ ")
+    )
     term = st.one_of(text, st.tuples(text, text).map(" | ".join))
     return st.lists(term, min_size=1, max_size=3).map(" ".join)
 
@@ -92,9 +97,20 @@ def test_the_index_answers_as_the_query_language_says(loaded, data):
         query = parse(text)
     except QuerySyntaxError:
         return
-    want = {hit.slug for hit, head in zip(index.rows, index.head, strict=True) if matches(query, head, {
-        "type": [hit.type.lower()], "scope": [hit.scope_hash.lower()], "state": [hit.decay_state.lower()],
-        "source": [hit.source.lower()]})}
+    want = {
+        hit.slug
+        for hit, head in zip(index.rows, index.head, strict=True)
+        if matches(
+            query,
+            head,
+            {
+                "type": [hit.type.lower()],
+                "scope": [hit.scope_hash.lower()],
+                "state": [hit.decay_state.lower()],
+                "source": [hit.source.lower()],
+            },
+        )
+    }
     got = index.search(text, limit=len(index.rows))
     assert got.total == len(want), text
     assert {hit.slug for hit in got.hits} == want, text

@@ -105,7 +105,7 @@ def test_unmark_gives_back_the_same_bytes(fixture_root):
 
 
 def test_no_key_changes_nothing(fixture_root):
-    before = {p: p.read_bytes() for p in (fixture_root / "scopes" / SCOPE).rglob("*")if p.is_file()}
+    before = {p: p.read_bytes() for p in (fixture_root / "scopes" / SCOPE).rglob("*") if p.is_file()}
     with Store.open(fixture_root, keys=KeyRing()) as store:
         with pytest.raises(KeyUnavailable):
             mark_sensitive(store, SCOPE)

@@ -19,5 +19,7 @@ def test_each_side_keeps_its_lines_in_order(older, newer):
 
 
 def test_a_replaced_line_faces_its_replacement():
-    assert aligned(["# t", "use vite"], ["# t", "use sentry"]) == [("# t", "# t", "equal"),
-                                                                   ("use vite", "use sentry", "replace")]
+    assert aligned(["# t", "use vite"], ["# t", "use sentry"]) == [
+        ("# t", "# t", "equal"),
+        ("use vite", "use sentry", "replace"),
+    ]

@@ -59,8 +59,11 @@ def test_help(app, snap_compare):
     assert snap_compare(app, terminal_size=(120, 40), run_before=help_open)
 
 
-@pytest.mark.parametrize("keys", [("3",), ("4",), ("5",), ("6",), ("7", "down", "down", "down")],
-                         ids=["supersedes", "decay", "graph", "audit", "scopes"])
+@pytest.mark.parametrize(
+    "keys",
+    [("3",), ("4",), ("5",), ("6",), ("7", "down", "down", "down")],
+    ids=["supersedes", "decay", "graph", "audit", "scopes"],
+)
 def test_pane(app, snap_compare, keys):
     async def pane_open(pilot) -> None:
         await settle(pilot)

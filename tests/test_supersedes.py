@@ -27,8 +27,11 @@ def frontmatter_supersedes(store, slug: str) -> list[str]:
 
 
 def proposed(store):
-    return next(link for link in links(store) if link.decided_by == "digest"
-                and not store.memory(link.newer).body_path.endswith(".enc"))
+    return next(
+        link
+        for link in links(store)
+        if link.decided_by == "digest" and not store.memory(link.newer).body_path.endswith(".enc")
+    )
 
 
 def test_the_forest_holds_every_link_once(store):
@@ -38,6 +41,7 @@ def test_the_forest_holds_every_link_once(store):
         for link, child in node.links:
             yield link
             yield from walk(child)
+
     seen = [(link.newer, link.older) for root in roots for link in walk(root)]
     assert sorted(seen) == sorted((x.newer, x.older) for x in links(store)) and len(links(store)) == 9
 
@@ -47,6 +51,7 @@ def walk_links(roots):
         for link, child in node.links:
             yield link
             yield from walk(child)
+
     return [link for root in roots for link in walk(root)]
 
 
@@ -73,8 +78,9 @@ def test_a_locked_scope_is_counted_as_unread(fixture_root):
 def test_confirming_a_file_only_link_records_it_in_the_index(store, fixture_root):
     link = next(x for x in walk_links(forest(store, listed_links(store))) if x.decided_by == FILE_ONLY)
     confirm_supersede(store, link.newer, link.older)
-    row = SupersedesChain.get((SupersedesChain.newer_memory_id == link.newer)
-                              & (SupersedesChain.older_memory_id == link.older))
+    row = SupersedesChain.get(
+        (SupersedesChain.newer_memory_id == link.newer) & (SupersedesChain.older_memory_id == link.older)
+    )
     assert row.decided_by == "user" and row.confidence == 1.0
     assert link.older in frontmatter_supersedes(store, link.newer)
     assert events(fixture_root)[-1]["event_type"] == "supersede_confirmed"
@@ -93,8 +99,9 @@ def test_a_cycle_is_shown_not_followed(store):
 def test_confirm_makes_it_a_persons_decision_and_lists_it(store, fixture_root):
     link = proposed(store)
     confirm_supersede(store, link.newer, link.older)
-    row = SupersedesChain.get((SupersedesChain.newer_memory_id == link.newer)
-                              & (SupersedesChain.older_memory_id == link.older))
+    row = SupersedesChain.get(
+        (SupersedesChain.newer_memory_id == link.newer) & (SupersedesChain.older_memory_id == link.older)
+    )
     assert row.decided_by == "user" and link.older in frontmatter_supersedes(store, link.newer)
     assert events(fixture_root)[-1]["event_type"] == "supersede_confirmed"
     with pytest.raises(Conflict):
@@ -105,14 +112,17 @@ def test_reject_only_proposals_and_undo_any(store, fixture_root):
     link = proposed(store)
     add_supersede(store, link.newer, link.older)  # the frontmatter lists it too, as a confirmed one would
     SupersedesChain.update(decided_by="digest").where(
-        (SupersedesChain.newer_memory_id == link.newer) & (SupersedesChain.older_memory_id == link.older)).execute()
+        (SupersedesChain.newer_memory_id == link.newer) & (SupersedesChain.older_memory_id == link.older)
+    ).execute()
     reject_supersede(store, link.newer, link.older, "not the same tool")
     assert link.older not in frontmatter_supersedes(store, link.newer)
-    assert not SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == link.newer)
-                                           & (SupersedesChain.older_memory_id == link.older))
+    assert not SupersedesChain.get_or_none(
+        (SupersedesChain.newer_memory_id == link.newer) & (SupersedesChain.older_memory_id == link.older)
+    )
     assert events(fixture_root)[-1]["event_type"] == "supersede_rejected"
-    auto = next(x for x in links(store)
-                if x.decided_by == "auto" and not store.memory(x.newer).body_path.endswith(".enc"))
+    auto = next(
+        x for x in links(store) if x.decided_by == "auto" and not store.memory(x.newer).body_path.endswith(".enc")
+    )
     with pytest.raises(Conflict, match="undo it instead"):
         reject_supersede(store, auto.newer, auto.older)
     undo_supersede(store, auto.newer, auto.older)

@@ -27,14 +27,20 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 def plant(root) -> None:
     """A memory title, a pending promotion and an audit line, each carrying escape sequences."""
     con = sqlite3.connect(root / "index.db")
-    con.execute("UPDATE memories SET title = ? WHERE slug = (SELECT slug FROM memories ORDER BY slug LIMIT 1)",
-                (f"innocent{OSC52}{CLEAR}",))
-    con.execute("UPDATE promotions SET proposed_title = ? WHERE id = (SELECT MIN(id) FROM promotions "
-                "WHERE status = 'pending')", (f"approve me{CSI8}\u202e",))
+    con.execute(
+        "UPDATE memories SET title = ? WHERE slug = (SELECT slug FROM memories ORDER BY slug LIMIT 1)",
+        (f"innocent{OSC52}{CLEAR}",),
+    )
+    con.execute(
+        "UPDATE promotions SET proposed_title = ? WHERE id = (SELECT MIN(id) FROM promotions WHERE status = 'pending')",
+        (f"approve me{CSI8}\u202e",),
+    )
     con.commit()
     con.close()
-    memoryd_append(root / "audit" / "audit.jsonl", {"actor": "memoryd", "event_type": f"tool{OSC52}",
-                                                    "scope_hash": None, "target_id": CLEAR, "details": "{}"})
+    memoryd_append(
+        root / "audit" / "audit.jsonl",
+        {"actor": "memoryd", "event_type": f"tool{OSC52}", "scope_hash": None, "target_id": CLEAR, "details": "{}"},
+    )
 
 
 def test_listings_show_escapes_instead_of_sending_them(capsys, fixture_root):

@@ -148,8 +148,19 @@ async def test_merge_into_a_memory_picked_by_search(console, fixture_root):
 async def test_locked_scope_asks_for_the_passphrase(fixture_root, unlocked_keys):
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         session = Memory.get((Memory.scope_hash == "35998c22af79") & (Memory.type == "session"))
-        pid = propose(store, Proposal(session.slug, MemoryType.FACT, "CANARY locked fact", "body", ["x"],
-                                      {"D": 1.0, "U": 1.0, "R": 1.0, "A": 1.0}, "test", "35998c22af79"))
+        pid = propose(
+            store,
+            Proposal(
+                session.slug,
+                MemoryType.FACT,
+                "CANARY locked fact",
+                "body",
+                ["x"],
+                {"D": 1.0, "U": 1.0, "R": 1.0, "A": 1.0},
+                "test",
+                "35998c22af79",
+            ),
+        )
     with Store.open(fixture_root, keys=KeyRing()) as store:
         app = EngramApp(store)
         async with app.run_test(size=SIZE) as pilot:
@@ -279,7 +290,7 @@ async def test_search_highlights_the_typed_words(console):
         await pilot.pause()
         line = console.query_one(HitList).row_text(0)
         start = next(span.start for span in line.spans if span.style == MATCH)
-        assert line.plain[start:start + 5].lower() == "kafka"
+        assert line.plain[start : start + 5].lower() == "kafka"
 
 
 async def test_no_color_still_says_every_state(fixture_root, monkeypatch):
@@ -304,8 +315,9 @@ async def test_scopes_pane_runs_the_drift_check_when_shown(console):
         assert "198 memories" in str(console.query_one("#summary", Static).render())
 
 
-@pytest.mark.parametrize("damage, shown", [("line", "audit: TAMPERED at line 4"),
-                                           ("checkpoint", "audit: TAMPERED (checkpoint)")])
+@pytest.mark.parametrize(
+    "damage, shown", [("line", "audit: TAMPERED at line 4"), ("checkpoint", "audit: TAMPERED (checkpoint)")]
+)
 async def test_status_line_names_what_failed_verification(store, fixture_root, damage, shown):
     log = fixture_root / "audit" / "audit.jsonl"
     if damage == "line":

@@ -96,11 +96,11 @@ async def test_a_read_only_file_system_fails_the_approval_not_the_console(fixtur
 
 def test_the_cli_says_one_line_for_a_scope_climbing_out(fixture_root, capsys):
     with Store.open(fixture_root):
-        pid = Promotion.select().where(Promotion.status == "pending", Promotion.scope_hash == "710d5aaf7a15"
-                                       ).first().id
+        pid = Promotion.select().where(Promotion.status == "pending", Promotion.scope_hash == "710d5aaf7a15").first().id
     set_column(fixture_root, pid, "scope_hash = '../../evil'")
     code = main(["promotions", "approve", str(pid), "--root", str(fixture_root)])
     said = capsys.readouterr()
     assert code == 1 and (said.out + said.err).strip() == (
         f"engram: #{pid}: promotion #{pid} cannot become a memory: field scope_hash: "
-        "Value error, scope_hash '../../evil' is not a directory name; nothing changed")
+        "Value error, scope_hash '../../evil' is not a directory name; nothing changed"
+    )

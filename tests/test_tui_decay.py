@@ -33,8 +33,12 @@ async def test_distribution_and_lists(store):
     async with app.run_test(size=SIZE) as pilot:
         table = await open_pane(app, pilot)
         dist = app.query_one("#decay-dist", DataTable)
-        assert sum(int(str(dist.get_row_at(r)[1])) for r in range(dist.row_count)) == Memory.select().where(
-            (Memory.decay_state == "alive") & ~Memory.body_path.contains("/forgotten/")).count()
+        assert (
+            sum(int(str(dist.get_row_at(r)[1])) for r in range(dist.row_count))
+            == Memory.select()
+            .where((Memory.decay_state == "alive") & ~Memory.body_path.contains("/forgotten/"))
+            .count()
+        )
         await pilot.press("t")
         assert dist.columns[next(iter(dist.columns))].label.plain == "type"
         await pilot.press("l")  # dim
@@ -76,7 +80,8 @@ async def test_sweep_is_a_dry_run_until_confirmed(store, fixture_root):
         await open_pane(app, pilot)
         await pilot.press("s")
         assert isinstance(app.screen, Confirm) and f"{len(planned)} memories would change" in str(
-            app.screen.query_one("Label").render())
+            app.screen.query_one("Label").render()
+        )
         await pilot.press("n")
         await settle(app, pilot)
         assert plan_sweep(store) == planned  # nothing changed

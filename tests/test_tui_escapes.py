@@ -26,11 +26,28 @@ PLAIN = "710d5aaf7a15"
 
 def plant(store) -> int:
     session = Memory.get((Memory.scope_hash == PLAIN) & (Memory.type == "session"))
-    pid = propose(store, Proposal(session.slug, MemoryType.FACT, "AAA " + HOSTILE, "body " + HOSTILE, ["x"],
-                                  {"D": 1.0, "U": 1.0, "R": 1.0, "A": 1.0}, HOSTILE, PLAIN))
+    pid = propose(
+        store,
+        Proposal(
+            session.slug,
+            MemoryType.FACT,
+            "AAA " + HOSTILE,
+            "body " + HOSTILE,
+            ["x"],
+            {"D": 1.0, "U": 1.0, "R": 1.0, "A": 1.0},
+            HOSTILE,
+            PLAIN,
+        ),
+    )
     Entity.update(name="AAA " + HOSTILE).where(Entity.id == Entity.select().first().id).execute()
-    append_event(store.layout.audit_path, actor="memoryd", event_type="access_granted", scope_hash=PLAIN,
-                 target_id=HOSTILE, details={"tool": HOSTILE})
+    append_event(
+        store.layout.audit_path,
+        actor="memoryd",
+        event_type="access_granted",
+        scope_hash=PLAIN,
+        target_id=HOSTILE,
+        details={"tool": HOSTILE},
+    )
     return pid
 
 

@@ -50,8 +50,10 @@ async def test_memoryds_audit_lines_and_rebuild_show_up(store, fixture_root):
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await look(app, pilot)
-        memoryd_append(fixture_root / "audit" / "audit.jsonl",
-                       {"scope_hash": "91c2073b561e", "event_type": "access_granted", "tool": "search_memory"})
+        memoryd_append(
+            fixture_root / "audit" / "audit.jsonl",
+            {"scope_hash": "91c2073b561e", "event_type": "access_granted", "tool": "search_memory"},
+        )
         await look(app, pilot)
         lines = sum(1 for _ in (fixture_root / "audit" / "audit.jsonl").open())
         assert f"{lines:,} lines" in app.audit_state

@@ -61,8 +61,13 @@ async def test_graph_caps_a_popular_entity_and_renames_it(demo_store):
         assert more, "the relations past the cap are counted"
         shown = sum(len([n for n in g.children if n.data is not None]) for g in tree.root.children)
         counted = sum(int(label.split()[2]) for label in more)
-        all_rel = Relation.select().where(((Relation.object_id == top.id) | (Relation.subject_id == top.id))
-                                          & Relation.superseded_at.is_null()).count()
+        all_rel = (
+            Relation.select()
+            .where(
+                ((Relation.object_id == top.id) | (Relation.subject_id == top.id)) & Relation.superseded_at.is_null()
+            )
+            .count()
+        )
         assert shown + counted == all_rel
         await pilot.press("plus", "plus")
         await settle(app, pilot)

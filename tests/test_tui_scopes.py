@@ -201,9 +201,20 @@ async def test_a_tampered_file_is_an_error_for_that_memory_only(store, fixture_r
 def fresh_store(root, keys: KeyRing) -> Store:
     """A new root with one plaintext memory and no encrypted file: nothing to check a passphrase against."""
     store = Store.open(root, create=True, keys=keys, actor="engram-test")
-    create_memory(store, MemoryDoc(frontmatter=Frontmatter(
-        title="A client's rate", slug="client-rate", type=MemoryType.FACT, scope_hash=WEB, source="manual",
-        created_at=store.now()), body="120/h\n"))
+    create_memory(
+        store,
+        MemoryDoc(
+            frontmatter=Frontmatter(
+                title="A client's rate",
+                slug="client-rate",
+                type=MemoryType.FACT,
+                scope_hash=WEB,
+                source="manual",
+                created_at=store.now(),
+            ),
+            body="120/h\n",
+        ),
+    )
     return store
 
 

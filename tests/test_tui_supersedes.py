@@ -15,8 +15,9 @@ SIZE = (140, 45)
 
 
 def row(newer: str, older: str):
-    return SupersedesChain.get_or_none((SupersedesChain.newer_memory_id == newer)
-                                       & (SupersedesChain.older_memory_id == older))
+    return SupersedesChain.get_or_none(
+        (SupersedesChain.newer_memory_id == newer) & (SupersedesChain.older_memory_id == older)
+    )
 
 
 async def to_link(app, pilot, decided_by: str):
@@ -79,8 +80,9 @@ async def test_add_a_link_by_search(store, fixture_root):
         newer = tree.root.children[1].data[1].slug
         await pilot.press("a", *"quickbooks", "enter", "enter")
         await settle(app, pilot)
-    added = SupersedesChain.select().where((SupersedesChain.newer_memory_id == newer)
-                                           & (SupersedesChain.decided_by == "user"))
+    added = SupersedesChain.select().where(
+        (SupersedesChain.newer_memory_id == newer) & (SupersedesChain.decided_by == "user")
+    )
     assert added.count() >= 1 and events(fixture_root)[-1]["event_type"] == "supersede_added"
 
 

@@ -30,12 +30,14 @@ def memoryd_chain_ok(lines) -> bool:
     from engram.store.audit.chain import GENESIS, memoryd_link
 
     return lines[0]["prev_hash"] == GENESIS and all(
-        b["prev_hash"] == memoryd_link(a) for a, b in itertools.pairwise(lines))
+        b["prev_hash"] == memoryd_link(a) for a, b in itertools.pairwise(lines)
+    )
 
 
 def a_plain_memory():
-    return Memory.get(Memory.body_path.endswith(".md") & (Memory.decay_state == "alive")
-                      & ~Memory.body_path.contains("imported"))
+    return Memory.get(
+        Memory.body_path.endswith(".md") & (Memory.decay_state == "alive") & ~Memory.body_path.contains("imported")
+    )
 
 
 def pending_id() -> int:
@@ -55,49 +57,110 @@ def torn_log(store) -> None:
 MUTATIONS = {
     "promotions.approve": ("promotion_approved", lambda s: promotions.approve(s, pending_id())),
     "promotions.reject": ("promotion_rejected", lambda s: promotions.reject(s, pending_id(), "dup")),
-    "memories.edit_memory": ("memory_edited",
-                             lambda s: memories.edit_memory(s, a_plain_memory().slug, title="New title")),
-    "memories.set_decay": ("decay_changed",
-                           lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM)),
-    "memories.add_supersede": ("supersede_added", lambda s: memories.add_supersede(
-        s, a_plain_memory().slug, Memory.select().where(Memory.slug != a_plain_memory().slug).first().slug,
-        reason="newer")),
-    "memories.create_memory": ("memory_created", lambda s: memories.create_memory(s, MemoryDoc(
-        frontmatter=Frontmatter(title="t", slug="engram-new-1", type=MemoryType.FACT, scope_hash="710d5aaf7a15",
-                                source="manual", created_at=s.now()), body="b\n"))),
-    "promotions.propose": ("promotion_proposed", lambda s: promotions.propose(s, promotions.Proposal(
-        Memory.get(Memory.type == "session").slug, MemoryType.FACT, "t", "b", ["x"],
-        {"D": 1, "U": 1, "R": 1, "A": 1}, None, "710d5aaf7a15"))),
+    "memories.edit_memory": (
+        "memory_edited",
+        lambda s: memories.edit_memory(s, a_plain_memory().slug, title="New title"),
+    ),
+    "memories.set_decay": ("decay_changed", lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM)),
+    "memories.add_supersede": (
+        "supersede_added",
+        lambda s: memories.add_supersede(
+            s,
+            a_plain_memory().slug,
+            Memory.select().where(Memory.slug != a_plain_memory().slug).first().slug,
+            reason="newer",
+        ),
+    ),
+    "memories.create_memory": (
+        "memory_created",
+        lambda s: memories.create_memory(
+            s,
+            MemoryDoc(
+                frontmatter=Frontmatter(
+                    title="t",
+                    slug="engram-new-1",
+                    type=MemoryType.FACT,
+                    scope_hash="710d5aaf7a15",
+                    source="manual",
+                    created_at=s.now(),
+                ),
+                body="b\n",
+            ),
+        ),
+    ),
+    "promotions.propose": (
+        "promotion_proposed",
+        lambda s: promotions.propose(
+            s,
+            promotions.Proposal(
+                Memory.get(Memory.type == "session").slug,
+                MemoryType.FACT,
+                "t",
+                "b",
+                ["x"],
+                {"D": 1, "U": 1, "R": 1, "A": 1},
+                None,
+                "710d5aaf7a15",
+            ),
+        ),
+    ),
     "memories.view_memory": ("sensitive_viewed", lambda s: memories.view_memory(s, sensitive_slug())),
     "promotions.defer": ("promotion_deferred", lambda s: promotions.defer(s, pending_id(), "later")),
-    "promotions.merge": ("memories_merged", lambda s: promotions.merge(s, pending_id(), Memory.get(
-        (Memory.scope_hash == Promotion.get_by_id(pending_id()).scope_hash) & Memory.body_path.endswith(".md")
-        & (Memory.type != "session")).slug)),
-    "promotions.undo": ("undo_applied", lambda s: promotions.undo(s, promotions.Rejected(
-        Promotion.get(Promotion.status == "rejected").id))),
+    "promotions.merge": (
+        "memories_merged",
+        lambda s: promotions.merge(
+            s,
+            pending_id(),
+            Memory.get(
+                (Memory.scope_hash == Promotion.get_by_id(pending_id()).scope_hash)
+                & Memory.body_path.endswith(".md")
+                & (Memory.type != "session")
+            ).slug,
+        ),
+    ),
+    "promotions.undo": (
+        "undo_applied",
+        lambda s: promotions.undo(s, promotions.Rejected(Promotion.get(Promotion.status == "rejected").id)),
+    ),
     "drift.rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
     "audit.ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
     "audit.ops.restart_checkpoint": ("audit_checkpoint_reset", lambda s: audit_ops.restart_checkpoint(s)),
     "sensitive.grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
     "sensitive.grants.revoke_grant": ("grant_revoked", lambda s: revoke_grant(s, "91c2073b561e")),
-    "supersedes.undo_supersede": ("supersede_undone", lambda s: undo_supersede(
-        s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "auto"][0])),
-    "supersedes.confirm_supersede": ("supersede_confirmed", lambda s: confirm_supersede(
-        s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0])),
-    "supersedes.reject_supersede": ("supersede_rejected", lambda s: reject_supersede(
-        s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0])),
+    "supersedes.undo_supersede": (
+        "supersede_undone",
+        lambda s: undo_supersede(s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "auto"][0]),
+    ),
+    "supersedes.confirm_supersede": (
+        "supersede_confirmed",
+        lambda s: confirm_supersede(s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0]),
+    ),
+    "supersedes.reject_supersede": (
+        "supersede_rejected",
+        lambda s: reject_supersede(s, *[(x.newer, x.older) for x in links(s) if x.decided_by == "digest"][0]),
+    ),
     "decay.revive": ("memory_revived", lambda s: decay.revive(s, a_plain_memory().slug)),
     "decay.record_recall": ("memory_recalled", lambda s: decay.record_recall(s, a_plain_memory().slug)),
     "decay.set_ttl": ("ttl_set", lambda s: decay.set_ttl(s, a_plain_memory().slug, 30)),
     "decay.forget_now": ("memory_forgotten", lambda s: decay.forget_now(s, a_plain_memory().slug)),
     "graph.rename_entity": ("entity_renamed", lambda s: graph.rename_entity(s, "entity:tool:pnpm", "pnpm 9")),
-    "graph.merge_entities": ("entities_merged", lambda s: graph.merge_entities(
-        s, "entity:tool:pnpm", "entity:library:zod")),
+    "graph.merge_entities": (
+        "entities_merged",
+        lambda s: graph.merge_entities(s, "entity:tool:pnpm", "entity:library:zod"),
+    ),
     "graph.supersede_relation": ("relation_superseded", lambda s: graph.supersede_relation(s, 1)),
     "scopes.set_label": ("scope_labeled", lambda s: set_label(s, "710d5aaf7a15", "Acme web shop")),
-    "sensitive.binding.bind_files": ("files_bound", lambda s: bind_files(s, "35998c22af79", [
-        (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
-        for rel in [Memory.get(Memory.scope_hash == "35998c22af79").body_path]])),
+    "sensitive.binding.bind_files": (
+        "files_bound",
+        lambda s: bind_files(
+            s,
+            "35998c22af79",
+            [
+                (rel, s.read_doc(rel), s.layout.resolve(rel).read_bytes(), s.read_bytes(rel))
+                for rel in [Memory.get(Memory.scope_hash == "35998c22af79").body_path]
+            ],
+        ),
+    ),
 }
 # Store functions that are not one mutation, and why.
 NOT_ONE_EVENT = {
@@ -124,10 +187,10 @@ NOT_ONE_EVENT = {
     "scopes.resolve_scope": "reads only",
     "scopes.project_dir": "reads only",
     "sensitive.convert.lock": "forgets keys held in memory; nothing on disk changes",
-    "sensitive.convert.check_key":
-        "decrypts one file in memory; keeps the passphrase verifier (engram.db) when missing",
-    "sensitive.keyproof.prove":
-        "decrypts in memory; keeps the passphrase verifier (engram's own state, not the root's data)",
+    "sensitive.convert.check_key": "decrypts one file in memory; keeps the passphrase verifier (engram.db) when "
+    "missing",
+    "sensitive.keyproof.prove": "decrypts in memory; keeps the passphrase verifier (engram's own state, not the "
+    "root's data)",
     "sensitive.keyproof.opens_own_files": "decrypts in memory; keeps the passphrase verifier when missing",
     "promotions.target_scopes": "reads only",
     "promotions.prove_keys": "keyproof.prove for each scope, before any decision",
@@ -146,11 +209,10 @@ NOT_ONE_EVENT = {
     "supersedes.listed_links": "reads only",
     "importers.run.preview": "reads only: what an import would write",
     "importers.run.apply_import": "one import_item event per item written, then one import_run event",
-    "sensitive.rekey.rekey_passphrase":
-        "one rekey_started for every scope, one memory_rekeyed per batch, a scope_rekeyed per scope "
-        "(tests/test_rekey.py)",
-    "sensitive.rekey.rekey_random":
-        "rekey_started, one memory_rekeyed per batch, then scope_rekeyed (tests/test_rekey.py)",
+    "sensitive.rekey.rekey_passphrase": "one rekey_started for every scope, one memory_rekeyed per batch, a "
+    "scope_rekeyed per scope (tests/test_rekey.py)",
+    "sensitive.rekey.rekey_random": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed "
+    "(tests/test_rekey.py)",
     "sensitive.rekey.plan_passphrase_rekey": "reads only",
     "sensitive.binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "sensitive.binding.verify": "reads only",
@@ -159,9 +221,8 @@ NOT_ONE_EVENT = {
     "scopes.scopes": "reads only",
     "scopes.scope_hashes": "reads only",
     "queue.pending_ids": "reads only",
-    "sensitive.convert.mark_sensitive":
-        "one scope_marked_sensitive event, then one memory_encrypted per batch of files "
-        "(tests/test_sensitive.py counts them)",
+    "sensitive.convert.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch "
+    "of files (tests/test_sensitive.py counts them)",
     "sensitive.convert.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",
 }
 
@@ -218,9 +279,19 @@ def test_approve_writes_file_then_flips_status(store, fixture_root):
 
 def test_approve_in_sensitive_scope_writes_only_ciphertext(store, fixture_root):
     session = Memory.get((Memory.scope_hash == "35998c22af79") & (Memory.type == "session"))
-    pid = promotions.propose(store, promotions.Proposal(
-        session.slug, MemoryType.FACT, "CANARY-títle-4711", "canary body", ["canary"],
-        {"D": 0.9, "U": 0.9, "R": 0.9, "A": 0.9}, "test", "35998c22af79"))
+    pid = promotions.propose(
+        store,
+        promotions.Proposal(
+            session.slug,
+            MemoryType.FACT,
+            "CANARY-títle-4711",
+            "canary body",
+            ["canary"],
+            {"D": 0.9, "U": 0.9, "R": 0.9, "A": 0.9},
+            "test",
+            "35998c22af79",
+        ),
+    )
     slug = promotions.approve(store, pid).slug
     row = Memory.get(Memory.slug == slug)
     assert row.body_path.endswith(".md.enc") and row.scope_sensitive == 1
@@ -254,8 +325,9 @@ def test_decay_is_written_through_to_frontmatter(store, fixture_root):
 
 def test_unsafe_slugs_and_paths_are_refused(store, fixture_root):
     with pytest.raises(ValueError):
-        Frontmatter(title="t", slug="../../escape", type=MemoryType.FACT, scope_hash="abc", source="m",
-                    created_at=store.now())
+        Frontmatter(
+            title="t", slug="../../escape", type=MemoryType.FACT, scope_hash="abc", source="m", created_at=store.now()
+        )
     with pytest.raises(UnsafePath):
         store.layout.resolve("../outside.md")
     with pytest.raises(UnsafePath):
@@ -285,8 +357,15 @@ def test_index_constraint_violation_is_a_conflict_and_commits_nothing(store, fix
     clash = MemoryDoc(frontmatter=doc.frontmatter.replace(slug="another-slug"), body=doc.body)
     before = audit_lines(fixture_root)
     with pytest.raises(Conflict, match="UNIQUE"):
-        store.apply(Change("memory_edited", "another-slug", None, {},
-                           index_update=lambda: store.upsert_memory_row(clash, row.body_path)))
+        store.apply(
+            Change(
+                "memory_edited",
+                "another-slug",
+                None,
+                {},
+                index_update=lambda: store.upsert_memory_row(clash, row.body_path),
+            )
+        )
     assert Memory.get_or_none(Memory.slug == "another-slug") is None
     assert audit_lines(fixture_root) == before
 
@@ -321,13 +400,28 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     real_fsync = os.fsync
     monkeypatch.setattr(os, "sync", no_global_sync)
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
-    docs = [MemoryDoc(frontmatter=Frontmatter(title=f"t{i}", slug=f"engram-batch-{i}", type=MemoryType.FACT,
-                                              scope_hash="710d5aaf7a15", source="manual", created_at=store.now()),
-                      body="b\n") for i in range(3)]
+    docs = [
+        MemoryDoc(
+            frontmatter=Frontmatter(
+                title=f"t{i}",
+                slug=f"engram-batch-{i}",
+                type=MemoryType.FACT,
+                scope_hash="710d5aaf7a15",
+                source="manual",
+                created_at=store.now(),
+            ),
+            body="b\n",
+        )
+        for i in range(3)
+    ]
     writes = [store.memory_write(doc) for doc in docs]
-    store.apply_many([Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
-                      for d, w in zip(docs, writes, strict=True)], durable=False,
-                     index_update=lambda: store.upsert_memory_rows(
-                         [(d, w.relpath) for d, w in zip(docs, writes, strict=True)]))
+    store.apply_many(
+        [
+            Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
+            for d, w in zip(docs, writes, strict=True)
+        ],
+        durable=False,
+        index_update=lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)]),
+    )
     written = {str(fixture_root / w.relpath) for w in writes}
     assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced

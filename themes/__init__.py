@@ -9,8 +9,19 @@ import tomllib
 from importlib import resources
 from typing import Any
 
-COLOUR_KEYS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background",
-               "surface", "panel", "boost")
+COLOUR_KEYS = (
+    "primary",
+    "secondary",
+    "accent",
+    "warning",
+    "error",
+    "success",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+)
 
 
 def theme_specs() -> list[dict[str, Any]]:
@@ -19,6 +30,11 @@ def theme_specs() -> list[dict[str, Any]]:
     for item in resources.files(__name__).iterdir():
         if item.name.endswith(".toml"):
             data = tomllib.loads(item.read_text(encoding="utf-8"))
-            specs.append({"name": str(data["name"]), "dark": bool(data.get("dark", True)),
-                          **{k: str(data[k]) for k in COLOUR_KEYS if k in data}})
+            specs.append(
+                {
+                    "name": str(data["name"]),
+                    "dark": bool(data.get("dark", True)),
+                    **{k: str(data[k]) for k in COLOUR_KEYS if k in data},
+                }
+            )
     return sorted(specs, key=lambda s: s["name"])

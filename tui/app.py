@@ -42,8 +42,15 @@ from engram.tui.threads import ReleasingExecutor, background
 from engram.tui.widgets.safe import ControlFilter
 
 # the owners of pane actions, for the command palette
-PANE_CLASSES = {"queue": QueuePane, "search": SearchPane, "supersedes": SupersedesPane, "decay": DecayPane,
-                "graph": GraphPane, "audit": AuditPane, "scopes": ScopesPane}
+PANE_CLASSES = {
+    "queue": QueuePane,
+    "search": SearchPane,
+    "supersedes": SupersedesPane,
+    "decay": DecayPane,
+    "graph": GraphPane,
+    "audit": AuditPane,
+    "scopes": ScopesPane,
+}
 CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"
 WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
@@ -69,8 +76,15 @@ class EngramApp(App[None]):
     def get_line_filters(self) -> Sequence[LineFilter]:
         return [*super().get_line_filters(), CONTROL_FILTER]  # see tui.widgets.safe
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         """Every notification as plain text, whatever the caller asked (widgets pass ``markup=True`` on): messages
         carry data (titles, paths, errors quoting a file), which must neither be read as markup nor drive the
         terminal."""
@@ -103,8 +117,7 @@ class EngramApp(App[None]):
 
     def on_mount(self) -> None:
         if self.store.read_only:
-            self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning",
-                        timeout=15)
+            self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning", timeout=15)
         for bad in unknown_ids(self.settings.keys):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
@@ -115,8 +128,11 @@ class EngramApp(App[None]):
     def refresh_status(self) -> None:
         pending = pending_count(self.store)
         locked = [s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s)]
-        parts = [f"{pending} pending", f"{len(locked)} locked scope{'s' if len(locked) != 1 else ''}"
-                 + (" (ctrl+u unlocks)" if locked else ""), self.audit_state]
+        parts = [
+            f"{pending} pending",
+            f"{len(locked)} locked scope{'s' if len(locked) != 1 else ''}" + (" (ctrl+u unlocks)" if locked else ""),
+            self.audit_state,
+        ]
         if self.store.read_only:
             parts.append("READ-ONLY")
         self.query_one("#status", Static).update("  ·  ".join(parts))
@@ -129,12 +145,12 @@ class EngramApp(App[None]):
             state = f"audit: unreadable ({exc})"
         else:
             where = f"at line {verdict.bad_line}" if verdict.bad_line else "(checkpoint)"
-            state = {"valid": f"audit: valid, {verdict.lines:,} lines",
-                     "torn_tail": "audit: TORN TAIL (engram audit repair)"}.get(
-                verdict.status, f"audit: {verdict.status.upper()} {where}")
+            state = {
+                "valid": f"audit: valid, {verdict.lines:,} lines",
+                "torn_tail": "audit: TORN TAIL (engram audit repair)",
+            }.get(verdict.status, f"audit: {verdict.status.upper()} {where}")
             if verdict.status == "tampered":
-                self.call_from_thread(self.notify, verdict.summary(), title="Audit log", severity="error",
-                                      timeout=30)
+                self.call_from_thread(self.notify, verdict.summary(), title="Audit log", severity="error", timeout=30)
         self.audit_state = state
         self.call_from_thread(self.refresh_status)
 
@@ -162,8 +178,13 @@ class EngramApp(App[None]):
         """Bring what the person sees up to date: the queue (keeping the cursor on its promotion), the status
         line and the audit state; a rebuilt index.db is said plainly."""
         if changes.index_replaced:
-            self.notify("index.db was rebuilt or replaced (memoryd's rebuild-index?): `engram check` lists what it "
-                        "lost, `engram repair` gives it back", title="Index rebuilt", severity="warning", timeout=20)
+            self.notify(
+                "index.db was rebuilt or replaced (memoryd's rebuild-index?): `engram check` lists what it "
+                "lost, `engram repair` gives it back",
+                title="Index rebuilt",
+                severity="warning",
+                timeout=20,
+            )
         if changes.kinds & {"promotions", "index"}:
             self.query_one(QueuePane).reload()
         if "audit" in changes.kinds:
@@ -174,9 +195,15 @@ class EngramApp(App[None]):
 
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
-        target = {"queue": "#queue-table", "search": "#search-query", "scopes": "#scope-list",
-                  "audit": "#audit-lines", "supersedes": "#chains", "decay": "#decay-list",
-                  "graph": "#entities"}.get(name)
+        target = {
+            "queue": "#queue-table",
+            "search": "#search-query",
+            "scopes": "#scope-list",
+            "audit": "#audit-lines",
+            "supersedes": "#chains",
+            "decay": "#decay-list",
+            "graph": "#entities",
+        }.get(name)
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
         self.set_focus(self.query_one(target) if target is not None else None)
 
@@ -193,6 +220,7 @@ class EngramApp(App[None]):
         """Unlock the sensitive scopes (memoryd's passphrase, masked; or the OS keyring in random-key mode), then
         run ``then``. A wrong passphrase or a missing keyring is a notification; nothing else happens. A
         passphrase no encrypted file can check is asked for a second time."""
+
         def attempt(passphrase: str | None) -> None:
             try:
                 opened = unlock(self.store, passphrase)
@@ -209,8 +237,10 @@ class EngramApp(App[None]):
         if self.store.keys.key_source != "passphrase":
             attempt(None)
             return
-        self.push_screen(TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase",
-                                    password=True), lambda text: attempt(text) if text else None)
+        self.push_screen(
+            TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase", password=True),
+            lambda text: attempt(text) if text else None,
+        )
 
     def ask_new_passphrase(self, then: Callable[[], None]) -> None:
         """The passphrase the first sensitive scope will be encrypted with, typed twice."""
@@ -220,6 +250,7 @@ class EngramApp(App[None]):
     def confirm_passphrase(self, first: str, then: Callable[[], None]) -> None:
         """Nothing encrypted can check ``first`` (a typo would lock memories away for good): typed again, the
         same, it is taken as confirmed; different, nothing changes."""
+
         def compare(again: str | None) -> None:
             if again != first:
                 self.notify("the two passphrases differ: nothing changed", severity="error")
@@ -232,8 +263,11 @@ class EngramApp(App[None]):
             self.notify("passphrase confirmed", timeout=3)
             self.keys_changed()
             then()
-        self.push_screen(TextPrompt("Nothing is encrypted yet to check it against: the same passphrase again",
-                                    password=True), compare)
+
+        self.push_screen(
+            TextPrompt("Nothing is encrypted yet to check it against: the same passphrase again", password=True),
+            compare,
+        )
 
     def action_unlock(self) -> None:
         self.ask_unlock(lambda: None, sorted(self.store.sensitive_scopes()))
@@ -252,10 +286,15 @@ class EngramApp(App[None]):
 
     def action_import(self) -> None:
         """Preview, then import, another system's memories; the queue shows the new promotions."""
+
         def done(result: ImportResult | None) -> None:
             if result is not None:
-                self.notify(f"imported {result.sessions:,} sessions, {result.promotions:,} pending promotions, "
-                            f"{result.supersedes:,} proposed supersedes", title="Import", timeout=8)
+                self.notify(
+                    f"imported {result.sessions:,} sessions, {result.promotions:,} pending promotions, "
+                    f"{result.supersedes:,} proposed supersedes",
+                    title="Import",
+                    timeout=8,
+                )
                 self.query_one(QueuePane).reload()
                 self.query_one(SearchPane).rebuild()
                 self.refresh_status()
@@ -274,5 +313,8 @@ class EngramApp(App[None]):
                 yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
             elif owner in PANE_CLASSES:
                 pane = PANE_CLASSES[owner]
-                yield SystemCommand(f"{owner.capitalize()}: {action.description}", action.id,
-                                    lambda a=action, p=pane: self.query_one(p).run_action(a.action))
+                yield SystemCommand(
+                    f"{owner.capitalize()}: {action.description}",
+                    action.id,
+                    lambda a=action, p=pane: self.query_one(p).run_action(a.action),
+                )

@@ -80,19 +80,28 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("open", parents=[common], help="open the console (the default)")
     demo = sub.add_parser("demo", parents=[common], help="write a synthetic demo root and open it")
-    demo.add_argument("--memories", type=int, default=3000, metavar="N",
-                      help="how many memories (default 3000: every pane with something to show)")
+    demo.add_argument(
+        "--memories",
+        type=int,
+        default=3000,
+        metavar="N",
+        help="how many memories (default 3000: every pane with something to show)",
+    )
     demo.add_argument("--seed", type=int, default=7, help="random seed (same seed, same root)")
     demo.add_argument("--no-open", action="store_true", help="write the root but do not open the console")
     sub.add_parser("check", parents=[common, report], help="report drift between files and index")
     sub.add_parser("repair", parents=[common, report], help="fix what check finds, without loss")
-    sub.add_parser("rebuild-index", parents=[common, report],
-                   help="rebuild index rows from the files, keeping promotions, graph, decay and sensitivity")
+    sub.add_parser(
+        "rebuild-index",
+        parents=[common, report],
+        help="rebuild index rows from the files, keeping promotions, graph, decay and sensitivity",
+    )
     sub.add_parser("ls", parents=[common, report], help="list every memory with its type, scope and state")
     sub.add_parser("stats", parents=[common, report], help="counts of memories, promotions and the graph")
 
     promos = sub.add_parser("promotions", parents=[common], help="the review queue from scripts").add_subparsers(
-        dest="promotions_command", required=True)
+        dest="promotions_command", required=True
+    )
     listing = promos.add_parser("list", parents=[common, report], help="pending promotions, best first")
     listing.add_argument("--sort", default="dura_avg", help="dura_avg, dura_min, D, U, R, A, created, scope, type")
     listing.add_argument("--filter", default="", help="search syntax, as in the console")
@@ -103,62 +112,108 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--reason", help="why (kept in engram's notes and the audit event)")
 
     scope = sub.add_parser("scope", parents=[common], help="sensitive scopes").add_subparsers(
-        dest="scope_command", required=True)
-    for verb, what in (("mark", "mark sensitive and encrypt every memory (resumable)"),
-                       ("unmark", "decrypt every memory and unmark (needs the key; resumable)"),
-                       ("unlock-check", "check that the key opens the scope's files (0 opens, 1 wrong key)")):
+        dest="scope_command", required=True
+    )
+    for verb, what in (
+        ("mark", "mark sensitive and encrypt every memory (resumable)"),
+        ("unmark", "decrypt every memory and unmark (needs the key; resumable)"),
+        ("unlock-check", "check that the key opens the scope's files (0 opens, 1 wrong key)"),
+    ):
         p = scope.add_parser(verb, parents=[common, report], help=what)
         _completed(p.add_argument("scope", metavar="SCOPE", help=SCOPE_HELP), complete_scopes)
-    p = scope.add_parser("rekey", parents=[common, report],
-                         help="re-encrypt under a new key: every sensitive scope to a new passphrase (passphrase "
-                              "mode), or one scope to a new random key (keyring mode); resumable")
-    _completed(p.add_argument("scope", metavar="SCOPE", nargs="?",
-                              help="scope hash, or the project's path (needed in keyring mode only)"), complete_scopes)
-    p.add_argument("--to", choices=["passphrase", "random"], default=None,
-                   help="the key source memoryd's config uses (the default); the other one is refused")
+    p = scope.add_parser(
+        "rekey",
+        parents=[common, report],
+        help="re-encrypt under a new key: every sensitive scope to a new passphrase (passphrase "
+        "mode), or one scope to a new random key (keyring mode); resumable",
+    )
+    _completed(
+        p.add_argument(
+            "scope", metavar="SCOPE", nargs="?", help="scope hash, or the project's path (needed in keyring mode only)"
+        ),
+        complete_scopes,
+    )
+    p.add_argument(
+        "--to",
+        choices=["passphrase", "random"],
+        default=None,
+        help="the key source memoryd's config uses (the default); the other one is refused",
+    )
     completion = sub.add_parser("completion", help="print the shell hook for completion: eval it in your shell's rc")
     completion.add_argument("shell", choices=SHELLS)
-    scopes_cmd = sub.add_parser("scopes", parents=[common, report],
-                                help="every scope: label, memories, sensitive and lock state, grant, findings")
-    scopes_cmd.add_argument("--discover", action="append", type=Path, metavar="DIR", default=None,
-                            help="look for project directories here to label scopes (default: ~ and ~/code, ~/src …)")
+    scopes_cmd = sub.add_parser(
+        "scopes",
+        parents=[common, report],
+        help="every scope: label, memories, sensitive and lock state, grant, findings",
+    )
+    scopes_cmd.add_argument(
+        "--discover",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        default=None,
+        help="look for project directories here to label scopes (default: ~ and ~/code, ~/src …)",
+    )
     grant = sub.add_parser("grant", parents=[common, report], help="let agents read a sensitive scope for a while")
     _completed(grant.add_argument("scope", metavar="SCOPE", help=SCOPE_HELP), complete_scopes)
-    grant.add_argument("--duration", required=True, choices=["once", "session", "task"],
-                       help="once: 90 s; session: 8 h; task: until revoked")
+    grant.add_argument(
+        "--duration",
+        required=True,
+        choices=["once", "session", "task"],
+        help="once: 90 s; session: 8 h; task: until revoked",
+    )
     grant.add_argument("--task", metavar="ID", help="the task a 'task' grant is for")
     revoke = sub.add_parser("revoke", parents=[common, report], help="remove a scope's read grant")
     _completed(revoke.add_argument("scope", metavar="SCOPE", help=SCOPE_HELP), complete_scopes)
 
-    imp = sub.add_parser("import", parents=[common, report],
-                         help="bring another system's memories in as sessions and pending promotions")
+    imp = sub.add_parser(
+        "import", parents=[common, report], help="bring another system's memories in as sessions and pending promotions"
+    )
     imp.add_argument("system", choices=sorted(IMPORTERS))
     imp.add_argument("path", type=Path, help="the system's state directory (or one file)")
     imp.add_argument("--dry-run", action="store_true", help="show what would be imported; write nothing")
     imp.add_argument("--scope", metavar="HASH|DIR", help="put everything in this scope")
-    imp.add_argument("--everything", action="store_true",
-                     help="also read what the system keeps aside (OpenRelix `never` rows, archived capsules)")
+    imp.add_argument(
+        "--everything",
+        action="store_true",
+        help="also read what the system keeps aside (OpenRelix `never` rows, archived capsules)",
+    )
     imp.add_argument("--redact", action="store_true", help="replace secret-looking strings before writing")
     audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
-        dest="audit_command", required=True)
-    audit.add_parser("verify", parents=[common, report],
-                     help="verify the chain and the signed checkpoint (0 valid, 1 tampered or torn, 2 unreadable)")
+        dest="audit_command", required=True
+    )
+    audit.add_parser(
+        "verify",
+        parents=[common, report],
+        help="verify the chain and the signed checkpoint (0 valid, 1 tampered or torn, 2 unreadable)",
+    )
     log = audit.add_parser("log", parents=[common, report], help="list audit events")
     log.add_argument("--scope", help="only this scope hash")
     log.add_argument("--since", type=_timestamp, help="only events at or after this ISO-8601 time or date")
     log.add_argument("--type", dest="event_type", help="only this event type")
     log.add_argument("--target", help="only this target id")
-    audit.add_parser("repair", parents=[common, report],
-                     help="move a torn last line aside (valid lines are never rewritten)")
-    checkpoint = audit.add_parser("checkpoint", parents=[common, report],
-                                  help="print a signed checkpoint to keep elsewhere, or check the log against one")
+    audit.add_parser(
+        "repair", parents=[common, report], help="move a torn last line aside (valid lines are never rewritten)"
+    )
+    checkpoint = audit.add_parser(
+        "checkpoint",
+        parents=[common, report],
+        help="print a signed checkpoint to keep elsewhere, or check the log against one",
+    )
     way = checkpoint.add_mutually_exclusive_group(required=True)
     way.add_argument("--print", action="store_true", dest="print_", help="verify, then print the checkpoint")
     way.add_argument("--check", metavar="FILE", type=Path, help="check the log against a kept checkpoint")
-    way.add_argument("--restore", metavar="FILE", type=Path,
-                      help="after a 'checkpoint missing': check the log against a kept checkpoint, then sign it anew")
-    way.add_argument("--reset", action="store_true",
-                      help="after a 'checkpoint missing': trust the log as it is and sign it anew (recorded)")
+    way.add_argument(
+        "--restore",
+        metavar="FILE",
+        type=Path,
+        help="after a 'checkpoint missing': check the log against a kept checkpoint, then sign it anew",
+    )
+    way.add_argument(
+        "--reset",
+        action="store_true",
+        help="after a 'checkpoint missing': trust the log as it is and sign it anew (recorded)",
+    )
     return parser
 
 
@@ -281,10 +336,14 @@ def _repair(args: argparse.Namespace) -> int:
         result = repair(store)
     remaining = result.remaining.to_json() if result.remaining else {}
     left = {k: v for k, v in remaining.get("findings", {}).items() if k != "locked_file"}
-    text = "\n".join([*(f"fixed: {m}" for m in result.fixed), *(f"failed: {m}" for m in result.failed),
-                      *(f"left: {v['count']} {k} ({KINDS[k][0]})" for k, v in left.items()),
-                      f"{len(result.fixed)} fixed, {len(result.failed)} failed, "
-                      f"{sum(v['count'] for v in left.values())} left"])
+    text = "\n".join(
+        [
+            *(f"fixed: {m}" for m in result.fixed),
+            *(f"failed: {m}" for m in result.failed),
+            *(f"left: {v['count']} {k} ({KINDS[k][0]})" for k, v in left.items()),
+            f"{len(result.fixed)} fixed, {len(result.failed)} failed, {sum(v['count'] for v in left.values())} left",
+        ]
+    )
     _emit(args, {"fixed": result.fixed, "failed": result.failed, "remaining": remaining}, text)
     return EXIT_FINDING if left or result.failed else EXIT_OK
 
@@ -294,10 +353,18 @@ def _rebuild(args: argparse.Namespace) -> int:
     with store:
         with cli_progress("reading files") as advance:
             result = rebuild_index(store, advance)
-    data = {"indexed": result.indexed, "removed": result.removed, "kept_locked": result.kept_locked,
-            "kept_for_promotions": result.kept_for_promotions, "skipped": result.skipped, "moved_aside": aside}
-    lines = [f"indexed {result.indexed} files, removed {result.removed} rows without files, "
-             f"kept {result.kept_locked} rows of locked encrypted files"]
+    data = {
+        "indexed": result.indexed,
+        "removed": result.removed,
+        "kept_locked": result.kept_locked,
+        "kept_for_promotions": result.kept_for_promotions,
+        "skipped": result.skipped,
+        "moved_aside": aside,
+    }
+    lines = [
+        f"indexed {result.indexed} files, removed {result.removed} rows without files, "
+        f"kept {result.kept_locked} rows of locked encrypted files"
+    ]
     if aside:
         lines.insert(0, f"index.db was not a database: moved aside to {aside}")
     lines += [f"kept (promotions refer to it): {s}" for s in result.kept_for_promotions]
@@ -309,8 +376,9 @@ def _rebuild(args: argparse.Namespace) -> int:
 def _ls(args: argparse.Namespace) -> int:
     with _store(args) as store:
         items = list_memories(store)
-    text = "\n".join(f"{i.type:<10} {i.scope_hash:<13} {i.decay_state:<14} {i.state:<22} {i.slug}  {i.title}"
-                     for i in items)
+    text = "\n".join(
+        f"{i.type:<10} {i.scope_hash:<13} {i.decay_state:<14} {i.state:<22} {i.slug}  {i.title}" for i in items
+    )
     _emit(args, [vars(i) for i in items], text)
     return EXIT_OK
 
@@ -318,14 +386,16 @@ def _ls(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     with _store(args) as store:
         c = counts(store)
-    text = "\n".join([
-        f"memories {c.memories} ({c.encrypted} encrypted)",
-        "by type: " + ", ".join(f"{k} {v}" for k, v in c.by_type.items()),
-        "by decay: " + ", ".join(f"{k} {v}" for k, v in c.by_decay.items()),
-        "promotions: " + ", ".join(f"{k} {v}" for k, v in sorted(c.promotions.items())),
-        f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes",
-        "sensitive scopes: " + (", ".join(c.sensitive_scopes) or "none"),
-    ])
+    text = "\n".join(
+        [
+            f"memories {c.memories} ({c.encrypted} encrypted)",
+            "by type: " + ", ".join(f"{k} {v}" for k, v in c.by_type.items()),
+            "by decay: " + ", ".join(f"{k} {v}" for k, v in c.by_decay.items()),
+            "promotions: " + ", ".join(f"{k} {v}" for k, v in sorted(c.promotions.items())),
+            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes",
+            "sensitive scopes: " + (", ".join(c.sensitive_scopes) or "none"),
+        ]
+    )
     _emit(args, c.to_json(), text)
     return EXIT_OK
 
@@ -337,8 +407,11 @@ def _audit_verify(args: argparse.Namespace) -> int:
     listed = [f"  line {p.line}: {p.reason}" if p.line else f"  {p.reason}" for p in verdict.problems[:50]]
     if verdict.problem_count > len(listed):
         listed.append(f"  ... {verdict.problem_count - len(listed)} more (--json lists {len(verdict.problems)})")
-    _emit(args, verdict.to_json(), "\n".join([verdict.summary(), *listed]) if verdict.problem_count > 1
-          else verdict.summary())
+    _emit(
+        args,
+        verdict.to_json(),
+        "\n".join([verdict.summary(), *listed]) if verdict.problem_count > 1 else verdict.summary(),
+    )
     return {VALID: EXIT_OK, UNREADABLE: EXIT_ERROR}.get(verdict.status, EXIT_FINDING)
 
 
@@ -350,8 +423,10 @@ def _audit_log(args: argparse.Namespace) -> int:
             print(json.dumps(list(found), ensure_ascii=False, indent=2))
             return EXIT_OK
         for e in found:
-            print(f"{e['line']:>7} {e.get('ts', '')[:19]:<19} {e.get('event_type', '?'):<22} "
-                  f"{e.get('scope_hash') or '-':<13} {e.get('target_id') or e.get('tool') or ''}")
+            print(
+                f"{e['line']:>7} {e.get('ts', '')[:19]:<19} {e.get('event_type', '?'):<22} "
+                f"{e.get('scope_hash') or '-':<13} {e.get('target_id') or e.get('tool') or ''}"
+            )
     return EXIT_OK
 
 
@@ -386,8 +461,13 @@ def _promotions_list(args: argparse.Namespace) -> int:
     with _store(args) as store:
         items = pending_queue(store, args.sort, parse_query(args.filter))
     data = [{**vars(i), "dura_avg": round(i.dura_avg, 3), "triggers": list(i.triggers)} for i in items]
-    text = "\n".join(f"{i.id:>6} {i.dura_avg:.2f} {i.type:<10} {i.scope_hash:<13} "
-                     f"{'deferred ' if i.deferred else ''}{i.title}" for i in items) or "no pending promotions"
+    text = (
+        "\n".join(
+            f"{i.id:>6} {i.dura_avg:.2f} {i.type:<10} {i.scope_hash:<13} {'deferred ' if i.deferred else ''}{i.title}"
+            for i in items
+        )
+        or "no pending promotions"
+    )
     _emit(args, data, text)
     return EXIT_OK
 
@@ -395,8 +475,11 @@ def _promotions_list(args: argparse.Namespace) -> int:
 def _promotions_decide(args: argparse.Namespace) -> int:
     verb = args.promotions_command
     done, failed = [], []
-    needs_key = (lambda store: bool(promotions.target_scopes(store, args.ids) & store.sensitive_scopes())) \
-        if verb == "approve" else (lambda store: False)
+    needs_key = (
+        (lambda store: bool(promotions.target_scopes(store, args.ids) & store.sensitive_scopes()))
+        if verb == "approve"
+        else (lambda store: False)
+    )
     with _open_with_key(args, needs_key) as store:
         if verb == "approve":
             promotions.prove_keys(store, args.ids)  # a wrong key refuses them all, before the first
@@ -413,8 +496,12 @@ def _promotions_decide(args: argparse.Namespace) -> int:
             except StoreError as exc:
                 failed.append({"id": pid, "error": str(exc)})
     past = {"approve": "approved", "reject": "rejected", "defer": "deferred"}[verb]
-    text = "\n".join([*(f"{past} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
-                      *(f"engram: #{f['id']}: {f['error']}" for f in failed)])
+    text = "\n".join(
+        [
+            *(f"{past} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
+            *(f"engram: #{f['id']}: {f['error']}" for f in failed),
+        ]
+    )
     _emit(args, {"done": done, "failed": failed}, text)
     return EXIT_FINDING if failed else EXIT_OK
 
@@ -429,7 +516,8 @@ def _open_with_key(args: argparse.Namespace, needs_key: Callable[[Store], bool] 
         return store
     if keys.passphrase is None and sys.stdin.isatty() and needs_key(store):
         args.typed_passphrase = getattr(args, "typed_passphrase", None) or getpass.getpass(
-            f"memoryd passphrase (or set {PASSPHRASE_ENV}): ")
+            f"memoryd passphrase (or set {PASSPHRASE_ENV}): "
+        )
         keys.set_passphrase(args.typed_passphrase)
     again = getattr(args, "passphrase_again", None)
     if again is not None and keys.passphrase is not None:
@@ -447,8 +535,7 @@ def _confirming(command: Callable[[argparse.Namespace], int], args: argparse.Nam
     except PassphraseUnconfirmed:
         if not sys.stdin.isatty() or getattr(args, "passphrase_again", None) is not None:
             raise
-    args.passphrase_again = getpass.getpass("nothing is encrypted yet to check it against: the same passphrase "
-                                            "again: ")
+    args.passphrase_again = getpass.getpass("nothing is encrypted yet to check it against: the same passphrase again: ")
     return command(args)
 
 
@@ -475,18 +562,32 @@ def _rekey(args: argparse.Namespace) -> int:
             if args.scope:
                 resolve_scope(store, args.scope)  # a typo is still an error, though every scope changes
             plan = plan_passphrase_rekey(store)
-            print(f"memoryd keeps one passphrase for every sensitive scope: this re-encrypts all {len(plan)} of them "
-                  f"({sum(plan.values()):,} memories) under the new passphrase", file=sys.stderr)
+            print(
+                f"memoryd keeps one passphrase for every sensitive scope: this re-encrypts all {len(plan)} of them "
+                f"({sum(plan.values()):,} memories) under the new passphrase",
+                file=sys.stderr,
+            )
             new = _new_passphrase()
             with cli_progress("re-encrypting") as advance:
-                result = rekey_passphrase(store, new, None if advance is None else
-                                          lambda scope, n, total: advance(n, total))
-            text = ("every memory is already under the new passphrase: nothing changed" if result.already else
-                    f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; memoryd needs it "
-                    "from now on: " + ("the OS keyring holds it" if result.keyring_updated
-                                       else f"set {PASSPHRASE_ENV} to it, or run `memoryd set-passphrase`"))
-    _emit(args, {"scopes": [vars(p) for p in result.scopes], "done": result.done,
-                 "keyring_updated": result.keyring_updated}, text)
+                result = rekey_passphrase(
+                    store, new, None if advance is None else lambda scope, n, total: advance(n, total)
+                )
+            text = (
+                "every memory is already under the new passphrase: nothing changed"
+                if result.already
+                else f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; "
+                "memoryd needs it from now on: "
+                + (
+                    "the OS keyring holds it"
+                    if result.keyring_updated
+                    else f"set {PASSPHRASE_ENV} to it, or run `memoryd set-passphrase`"
+                )
+            )
+    _emit(
+        args,
+        {"scopes": [vars(p) for p in result.scopes], "done": result.done, "keyring_updated": result.keyring_updated},
+        text,
+    )
     return EXIT_OK
 
 
@@ -511,8 +612,11 @@ def _unlock_check(args: argparse.Namespace) -> int:
         except WrongKey as exc:  # no key at all is "could not run" (2), like every other StoreError
             _emit(args, {"scope_hash": scope, "opens": False, "error": str(exc)}, f"scope {scope}: {exc}")
             return EXIT_FINDING
-    text = (f"scope {scope}: the key opens its files" if tried
-            else f"scope {scope}: the key is at hand, but the scope has no encrypted file to try it on")
+    text = (
+        f"scope {scope}: the key opens its files"
+        if tried
+        else f"scope {scope}: the key is at hand, but the scope has no encrypted file to try it on"
+    )
     _emit(args, {"scope_hash": scope, "opens": True, "checked_against_a_file": tried}, text)
     return EXIT_OK
 
@@ -526,9 +630,11 @@ def _scopes(args: argparse.Namespace) -> int:
     for info in infos:
         state = ("sensitive, locked" if info.locked else "sensitive, unlocked") if info.sensitive else "-"
         grant = "" if info.grant is None else info.grant if isinstance(info.grant, str) else info.grant.describe(now)
-        lines.append(f"{info.scope_hash:<14} {info.memories:>7,}  {state:<19} {info.name}"
-                     + (f"\n{'':<24}grant: {grant}" if grant else "")
-                     + "".join(f"\n{'':<24}! {f}" for f in info.findings()))
+        lines.append(
+            f"{info.scope_hash:<14} {info.memories:>7,}  {state:<19} {info.name}"
+            + (f"\n{'':<24}grant: {grant}" if grant else "")
+            + "".join(f"\n{'':<24}! {f}" for f in info.findings())
+        )
     _emit(args, data, "\n".join(lines) or "no scopes")
     return EXIT_FINDING if any(i.findings() for i in infos) else EXIT_OK
 
@@ -551,8 +657,12 @@ def _revoke(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     with _store(args, actor="engram-import") as store:
-        plan = preview(store, importer(args.system), args.path,
-                       Options(scope=args.scope, everything=args.everything, redact=args.redact))
+        plan = preview(
+            store,
+            importer(args.system),
+            args.path,
+            Options(scope=args.scope, everything=args.everything, redact=args.redact),
+        )
         data = plan.to_json()
         if not args.dry_run and plan.items:
             with cli_progress("importing") as advance:
@@ -564,8 +674,10 @@ def _import(args: argparse.Namespace) -> int:
 
 def _preview_text(plan: Preview, dry_run: bool) -> str:
     verb = "would import" if dry_run else "imported"
-    lines = [f"{plan.system}: {verb} {len(plan.sessions):,} sessions, {len(plan.promotions):,} pending promotions, "
-             f"{len(plan.supersedes):,} proposed supersedes; {plan.already:,} already imported"]
+    lines = [
+        f"{plan.system}: {verb} {len(plan.sessions):,} sessions, {len(plan.promotions):,} pending promotions, "
+        f"{len(plan.supersedes):,} proposed supersedes; {plan.already:,} already imported"
+    ]
     lines += [f"  {n:>6,}  {kind:<11} scope {scope}" for (kind, scope), n in plan.counts().items()]
     lines += [f"  first: [{kind}] {title}  ({origin})" for kind, title, origin in plan.first()]
     lines += [f"  secret? {hit.kind} {hit.masked} in {origin}" for origin, _, hit in plan.secrets]
@@ -576,15 +688,30 @@ def _preview_text(plan: Preview, dry_run: bool) -> str:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "open": _open, "demo": _demo, "completion": _completion, "check": _check, "repair": _repair,
+    "open": _open,
+    "demo": _demo,
+    "completion": _completion,
+    "check": _check,
+    "repair": _repair,
     "rebuild-index": _rebuild,
-    "ls": _ls, "stats": _stats, "audit verify": _audit_verify, "audit log": _audit_log,
-    "audit repair": _audit_repair, "audit checkpoint": _audit_checkpoint,
-    "promotions list": _promotions_list, "promotions approve": _promotions_decide,
-    "promotions reject": _promotions_decide, "promotions defer": _promotions_decide,
-    "scope mark": _scope_convert, "scope unmark": _scope_convert, "scope unlock-check": _unlock_check,
+    "ls": _ls,
+    "stats": _stats,
+    "audit verify": _audit_verify,
+    "audit log": _audit_log,
+    "audit repair": _audit_repair,
+    "audit checkpoint": _audit_checkpoint,
+    "promotions list": _promotions_list,
+    "promotions approve": _promotions_decide,
+    "promotions reject": _promotions_decide,
+    "promotions defer": _promotions_decide,
+    "scope mark": _scope_convert,
+    "scope unmark": _scope_convert,
+    "scope unlock-check": _unlock_check,
     "scope rekey": _rekey,
-    "scopes": _scopes, "grant": _grant, "revoke": _revoke, "import": _import,
+    "scopes": _scopes,
+    "grant": _grant,
+    "revoke": _revoke,
+    "import": _import,
 }
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ def _from_root(listing: Callable[[Store], list]) -> Completer:
                 return [str(item) for item in listing(store) if str(item).startswith(prefix)]
         except (StoreError, *ENVIRONMENT_ERRORS):
             return []
+
     return complete
 
 

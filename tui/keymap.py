@@ -26,10 +26,12 @@ class Action:
 
 def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
     """j k g G on a pane whose list is a LineList (the pane's ``move`` action forwards to it)."""
-    return (Action(f"{owner}.down", "j", "move(1)", "Down", show=False),
-            Action(f"{owner}.up", "k", "move(-1)", "Up", show=False),
-            Action(f"{owner}.top", "g", "move('-all')", top, show=False),
-            Action(f"{owner}.bottom", "G", "move('all')", bottom, show=False))
+    return (
+        Action(f"{owner}.down", "j", "move(1)", "Down", show=False),
+        Action(f"{owner}.up", "k", "move(-1)", "Up", show=False),
+        Action(f"{owner}.top", "g", "move('-all')", top, show=False),
+        Action(f"{owner}.bottom", "G", "move('all')", bottom, show=False),
+    )
 
 
 PANES = ("queue", "search", "supersedes", "decay", "graph", "audit", "scopes")
@@ -41,8 +43,10 @@ APP_ACTIONS = (
     Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False),
     Action("app.lock", "ctrl+l", "lock", "Lock", show=False),
     Action("app.import", "I", "import", "Import from another system", show=False),
-    *(Action(f"app.pane.{pane}", str(n), f"show_pane('{pane}')", pane.capitalize(), show=False)
-      for n, pane in enumerate(PANES, 1)),
+    *(
+        Action(f"app.pane.{pane}", str(n), f"show_pane('{pane}')", pane.capitalize(), show=False)
+        for n, pane in enumerate(PANES, 1)
+    ),
 )
 
 QUEUE_ACTIONS = (
@@ -119,8 +123,16 @@ AUDIT_ACTIONS = (
     *list_moves("audit", "Newest", "Oldest"),
 )
 
-ALL_ACTIONS = (APP_ACTIONS + QUEUE_ACTIONS + SEARCH_ACTIONS + SUPERSEDES_ACTIONS + DECAY_ACTIONS + GRAPH_ACTIONS
-               + SCOPES_ACTIONS + AUDIT_ACTIONS)
+ALL_ACTIONS = (
+    APP_ACTIONS
+    + QUEUE_ACTIONS
+    + SEARCH_ACTIONS
+    + SUPERSEDES_ACTIONS
+    + DECAY_ACTIONS
+    + GRAPH_ACTIONS
+    + SCOPES_ACTIONS
+    + AUDIT_ACTIONS
+)
 
 
 def bindings(actions: tuple[Action, ...]) -> list[BindingType]:

@@ -15,12 +15,14 @@ from engram.tui.widgets.safe import plain
 class PlainTable(DataTable[object]):
     """A DataTable whose text cells are data, never markup: each str cell is shown as :func:`plain` text."""
 
-    def add_row(self, *cells: object, height: int | None = 1, key: str | None = None,
-                label: TextType | None = None) -> RowKey:
+    def add_row(
+        self, *cells: object, height: int | None = 1, key: str | None = None, label: TextType | None = None
+    ) -> RowKey:
         return super().add_row(*(_plain(cell) for cell in cells), height=height, key=key, label=label)
 
-    def update_cell(self, row_key: RowKey | str, column_key: ColumnKey | str, value: object, *,
-                    update_width: bool = False) -> None:
+    def update_cell(
+        self, row_key: RowKey | str, column_key: ColumnKey | str, value: object, *, update_width: bool = False
+    ) -> None:
         super().update_cell(row_key, column_key, _plain(value), update_width=update_width)
 
 

@@ -36,6 +36,7 @@ class ReleasingExecutor(ThreadPoolExecutor):
                 return fn(*args, **kwargs)
             finally:
                 self.after()
+
         return super().submit(task)
 
 
@@ -43,6 +44,7 @@ def background(group: str, *, exclusive: bool = True) -> Callable[[Callable[...,
     """``@work(thread=True)`` for a widget's method, whose failure is a notification instead of the end of the
     console: a read-only file system, a full disk, a damaged index page or data no code path expected stops that
     one piece of work, never the session (and never with a traceback over the screen)."""
+
     def wrap(method: Callable[..., Any]) -> Any:
         @functools.wraps(method)
         def run(widget: Widget, *args: Any, **kwargs: Any) -> Any:
@@ -51,14 +53,15 @@ def background(group: str, *, exclusive: bool = True) -> Callable[[Callable[...,
             except Exception as exc:  # noqa: BLE001 - the console outlives any one failure; it is shown, not hidden
                 _tell(widget, exc)
                 return None
+
         return work(thread=True, exclusive=exclusive, group=group, exit_on_error=False)(run)
+
     return wrap
 
 
 def _tell(widget: Widget, exc: Exception) -> None:
     message = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
     try:
-        widget.app.call_from_thread(widget.app.notify, message, title="That did not work", severity="error",
-                                    timeout=10)
+        widget.app.call_from_thread(widget.app.notify, message, title="That did not work", severity="error", timeout=10)
     except RuntimeError:  # the console has closed meanwhile: nobody to tell
         pass

@@ -68,13 +68,56 @@ def accumulate(acc: str, raw: bytes) -> str:
 # scope. Every other string there (a title, a reason, an entity's name, a project path, a source file's name) is
 # replaced by its sha256, because audit.jsonl is read by every tool of the root and kept for good, while the
 # scope's text is meant to exist only encrypted. An unknown key is hashed: a new event cannot leak by default.
-IDENTIFIER_KEYS = frozenset({
-    "op_id", "promotion_id", "slug", "slugs", "older", "newer", "supersedes", "dimmed", "kept", "old_slug",
-    "source_session_slug", "merged", "subject", "object", "removed", "restored", "path", "encrypted", "moved_to",
-    "was", "undid", "from", "to", "decay_state", "steps", "ttl_days", "type", "kind", "system", "source", "fix",
-    "fields", "count", "files", "bytes", "lines", "waiting", "relations", "confidence", "scopes", "new_source",
-    "bound_again", "duration", "expires_at", "task_id", "head",
-})
+IDENTIFIER_KEYS = frozenset(
+    {
+        "op_id",
+        "promotion_id",
+        "slug",
+        "slugs",
+        "older",
+        "newer",
+        "supersedes",
+        "dimmed",
+        "kept",
+        "old_slug",
+        "source_session_slug",
+        "merged",
+        "subject",
+        "object",
+        "removed",
+        "restored",
+        "path",
+        "encrypted",
+        "moved_to",
+        "was",
+        "undid",
+        "from",
+        "to",
+        "decay_state",
+        "steps",
+        "ttl_days",
+        "type",
+        "kind",
+        "system",
+        "source",
+        "fix",
+        "fields",
+        "count",
+        "files",
+        "bytes",
+        "lines",
+        "waiting",
+        "relations",
+        "confidence",
+        "scopes",
+        "new_source",
+        "bound_again",
+        "duration",
+        "expires_at",
+        "task_id",
+        "head",
+    }
+)
 
 
 def private_details(details: dict[str, Any]) -> dict[str, Any]:
@@ -92,12 +135,25 @@ def _hashed(value: Any) -> Any:
     return value  # numbers, booleans, None: no text
 
 
-def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | None, target_id: str | None,
-                 details: dict[str, Any], ts: datetime | None = None) -> dict[str, Any]:
+def append_event(
+    path: Path,
+    *,
+    actor: str,
+    event_type: str,
+    scope_hash: str | None,
+    target_id: str | None,
+    details: dict[str, Any],
+    ts: datetime | None = None,
+) -> dict[str, Any]:
     """Append one event line (see :func:`append_events`); returns the line written, or the line already there
     when a crashed writer appended this ``op_id`` before."""
-    event = {"actor": actor, "event_type": event_type, "scope_hash": scope_hash, "target_id": target_id,
-             "details": details}
+    event = {
+        "actor": actor,
+        "event_type": event_type,
+        "scope_hash": scope_hash,
+        "target_id": target_id,
+        "details": details,
+    }
     written, last = append_events(path, [event], ts=ts)
     if written:
         return written[0]
@@ -105,9 +161,12 @@ def append_event(path: Path, *, actor: str, event_type: str, scope_hash: str | N
     return last
 
 
-def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None = None,
-                  position_hint: tuple[int, int] | None = None,
-                  ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def append_events(
+    path: Path,
+    events: list[dict[str, Any]],
+    ts: datetime | None = None,
+    position_hint: tuple[int, int] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Append events (dicts of actor, event_type, scope_hash, target_id, details) under one exclusive lock with
     one write and one fsync; returns the lines written and the log's last line before them.
 
@@ -126,14 +185,18 @@ def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None 
             done = _op_id(last) if last is not None else None
             ids = [e["details"].get("op_id") for e in events]
             if done is not None and done in ids:
-                events = events[ids.index(done) + 1:]
+                events = events[ids.index(done) + 1 :]
             stamp = (ts or datetime.now(UTC)).isoformat()
             written, raw = [], []
             for event in events:
                 seq += 1
                 line: dict[str, Any] = {
-                    "seq": seq, "ts": stamp, "actor": event["actor"], "event_type": event["event_type"],
-                    "scope_hash": event["scope_hash"], "target_id": event["target_id"],
+                    "seq": seq,
+                    "ts": stamp,
+                    "actor": event["actor"],
+                    "event_type": event["event_type"],
+                    "scope_hash": event["scope_hash"],
+                    "target_id": event["target_id"],
                     "details": canonical_json(event["details"]),
                     "prev_hash": memoryd_link(last) if last is not None else GENESIS,
                 }
@@ -144,7 +207,7 @@ def append_events(path: Path, events: list[dict[str, Any]], ts: datetime | None 
             if raw:
                 data = memoryview(b"".join(raw))
                 while data:  # an unbuffered write may take less than all of a large batch
-                    data = data[fh.write(data):]
+                    data = data[fh.write(data) :]
                 os.fsync(fh.fileno())
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
@@ -276,8 +339,10 @@ def set_aside(path: Path, bad: set[int], covered: int, now: datetime) -> tuple[P
         if cut:
             fh.truncate(found[last][0])
             os.fsync(fh.fileno())
-    return aside, [{"line": line, "sha256": line_hash(raw), "bytes": len(raw), "cut": cut and line == last}
-                   for line, (_, raw) in found.items()]
+    return aside, [
+        {"line": line, "sha256": line_hash(raw), "bytes": len(raw), "cut": cut and line == last}
+        for line, (_, raw) in found.items()
+    ]
 
 
 def _last_newline_end(fh, size: int) -> int:
@@ -328,7 +393,7 @@ def _last_object(fh, size: int) -> dict[str, Any] | None:
         buf = fh.read(step) + buf
         if pos > 0 and b"\n" not in buf:
             continue
-        complete = buf if pos == 0 else buf[buf.find(b"\n") + 1:]  # drop a line begun before this chunk
+        complete = buf if pos == 0 else buf[buf.find(b"\n") + 1 :]  # drop a line begun before this chunk
         for raw in reversed(complete.split(b"\n")):
             if raw.strip():
                 return _parse(raw)

@@ -70,12 +70,22 @@ class Checkpoint:
         try:
             data = json.loads(text)
             if data.get("format") != FORMAT:
-                raise CheckpointRejected(f"checkpoint rejected: {source} is of format {data.get('format')!r}, not "
-                                         f"{FORMAT!r} (another engram version, or forged); if you trust the log, "
-                                         "delete that file and run `engram audit verify` to start a new one")
-            return cls(root=str(data["root"]), log_id=str(data["log_id"]), size=int(data["size"]),
-                       head=str(data["head"]), offset=int(data["offset"]), ts=str(data["ts"]),
-                       public_key=str(data["public_key"]), sig=str(data["sig"]), format=FORMAT)
+                raise CheckpointRejected(
+                    f"checkpoint rejected: {source} is of format {data.get('format')!r}, not "
+                    f"{FORMAT!r} (another engram version, or forged); if you trust the log, "
+                    "delete that file and run `engram audit verify` to start a new one"
+                )
+            return cls(
+                root=str(data["root"]),
+                log_id=str(data["log_id"]),
+                size=int(data["size"]),
+                head=str(data["head"]),
+                offset=int(data["offset"]),
+                ts=str(data["ts"]),
+                public_key=str(data["public_key"]),
+                sig=str(data["sig"]),
+                format=FORMAT,
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise CheckpointRejected(f"{source}: not a checkpoint ({exc})") from None
 
@@ -113,8 +123,9 @@ class CheckpointBook:
             else:
                 ensure_dir(self.key_path.parent, mode=0o700)
                 self._key = Ed25519PrivateKey.generate()
-                pem = self._key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                              serialization.NoEncryption())
+                pem = self._key.private_bytes(
+                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+                )
                 write_atomic(self.key_path, pem, mode=0o600)
         return self._key
 
@@ -148,10 +159,11 @@ class CheckpointBook:
         ``besides``: op_ids of engram events being appended right now, which do not count as a write engram had
         finished (and checkpointed) before: a first write that crashed before its checkpoint is no alarm.
         """
-        gone = (f"checkpoint missing: {self.path} is gone (deleted, engram's state directory cleared, or the root "
-                "moved)")
-        fix = ("; compare with a checkpoint you kept (`engram audit checkpoint --restore FILE`), or, if you trust "
-               "the log as it is, `engram audit checkpoint --reset`")
+        gone = f"checkpoint missing: {self.path} is gone (deleted, engram's state directory cleared, or the root moved)"
+        fix = (
+            "; compare with a checkpoint you kept (`engram audit checkpoint --restore FILE`), or, if you trust "
+            "the log as it is, `engram audit checkpoint --reset`"
+        )
         copy = self.kept_copy()
         if copy is not None:
             return f"{gone}; the copy of {copy.ts} ({copy.size} lines) is still at {self.copy_path}{fix}"
@@ -176,8 +188,9 @@ class CheckpointBook:
         sig = base64.b64encode(self.key().sign(unsigned.payload())).decode("ascii")
         return Checkpoint(**{**asdict(unsigned), "sig": sig})
 
-    def advance(self, log: Path, now: datetime, verified: tuple[int, str, int] | None = None,
-                besides: set[str] | None = None) -> Checkpoint | None:
+    def advance(
+        self, log: Path, now: datetime, verified: tuple[int, str, int] | None = None, besides: set[str] | None = None
+    ) -> Checkpoint | None:
         """Move the stored checkpoint to the log's last complete line, and return it.
 
         From a stored checkpoint only the lines after its offset are read and folded into its digest, so what

@@ -65,8 +65,10 @@ def repair_log(store: Store) -> str:
         aside, records = kept
         store.apply(Change(SET_ASIDE, None, None, {"moved_to": aside.name, "lines": records}))
         cut = sum(r["cut"] for r in records)
-        done.append(f"set {len(records)} unreadable lines aside in {aside.name}"
-                    + (f" ({cut} cut off the end)" if cut else " (left in place, named by the repair event)"))
+        done.append(
+            f"set {len(records)} unreadable lines aside in {aside.name}"
+            + (f" ({cut} cut off the end)" if cut else " (left in place, named by the repair event)")
+        )
     if waiting:  # the repair's own events went out with them, if the log takes appends again
         left = store.flush_audit_outbox()
         done.append(f"appended {waiting} queued events" if not left else f"{left} events still queued")
@@ -130,8 +132,18 @@ def restart_checkpoint(store: Store, kept: Path | None = None) -> str:
     checkpoint = store.checkpoints.start(log, utcnow())
     if checkpoint is None:
         raise StoreError("the audit log is empty: nothing to checkpoint")
-    store.apply(Change("audit_checkpoint_reset", None, None, {
-        "lines": checkpoint.size, "head": checkpoint.head, "checked_against": against,
-        "replaced": None if old is None else {"ts": old.ts, "lines": old.size}}))
+    store.apply(
+        Change(
+            "audit_checkpoint_reset",
+            None,
+            None,
+            {
+                "lines": checkpoint.size,
+                "head": checkpoint.head,
+                "checked_against": against,
+                "replaced": None if old is None else {"ts": old.ts, "lines": old.size},
+            },
+        )
+    )
     how = f"checked against {against}" if against else "on your word (--reset)"
     return f"new checkpoint at line {checkpoint.size}, {how}"

@@ -84,18 +84,21 @@ class Verdict:
     def summary(self) -> str:
         if self.status == VALID:
             aside = f", {self.set_aside} set aside by repair" if self.set_aside else ""
-            return (f"valid: {self.lines} lines ({self.memoryd_lines} memoryd, {self.engram_lines} engram{aside}), "
-                    f"head {self.head}; checkpoint {self.checkpoint}")
+            return (
+                f"valid: {self.lines} lines ({self.memoryd_lines} memoryd, {self.engram_lines} engram{aside}), "
+                f"head {self.head}; checkpoint {self.checkpoint}"
+            )
         if self.status == TORN:
-            return (f"torn tail after line {self.lines}: {self.reason} (recoverable, not tampering: "
-                    "run `engram audit repair`)")
+            return (
+                f"torn tail after line {self.lines}: {self.reason} (recoverable, not tampering: "
+                "run `engram audit repair`)"
+            )
         where = f"line {self.bad_line}: " if self.bad_line else ""
         more = f" (and {self.problem_count - 1} more problems)" if self.problem_count > 1 else ""
         return f"{self.status}: {where}{self.reason}{more}"
 
 
-def verify(path: Path, *checkpoints: Checkpoint | None,
-           progress: Callable[[int], None] | None = None) -> Verdict:
+def verify(path: Path, *checkpoints: Checkpoint | None, progress: Callable[[int], None] | None = None) -> Verdict:
     """Verify the whole log against every checkpoint given (engram's own and its kept copy; None ones are
     skipped), collecting every problem. ``progress(bytes_read)`` is called every 10k lines."""
     pins = list({(c.log_id, c.size, c.head): c for c in checkpoints if c is not None}.values())  # a copy: once
@@ -216,14 +219,19 @@ class _Chain:
         if self.unknown:
             return None  # the line before could not be parsed: that line is the problem reported
         if self.prev is None:
-            return None if obj.get("prev_hash") == GENESIS else \
-                "link mismatch: the first line's prev_hash is not the genesis value"
+            return (
+                None
+                if obj.get("prev_hash") == GENESIS
+                else "link mismatch: the first line's prev_hash is not the genesis value"
+            )
         if obj.get("prev_hash") == memoryd_link(self.prev):
             return None
         if self.prev_bad:
             return None  # the line before is already reported; this link breaks because of it
-        return (f"link mismatch: prev_hash does not match line {self.prev_line} (line {self.prev_line} was "
-                "edited, or this one inserted or moved, or a line between them removed)")
+        return (
+            f"link mismatch: prev_hash does not match line {self.prev_line} (line {self.prev_line} was "
+            "edited, or this one inserted or moved, or a line between them removed)"
+        )
 
 
 def _named_lines(obj: dict[str, Any]) -> set[tuple[int, str]]:
@@ -238,8 +246,11 @@ def _check_pin(verdict: Verdict, n: int, raw: bytes, checkpoint: Checkpoint) -> 
     if n == 1 and line_hash(raw) != checkpoint.log_id:
         verdict.add(n, "checkpoint log_id mismatch: the log was replaced since the checkpoint")
     elif n == checkpoint.size and verdict.head != checkpoint.head:
-        verdict.add(n, f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts} "
-                       "(history rewritten with recomputed hashes)")
+        verdict.add(
+            n,
+            f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts} "
+            "(history rewritten with recomputed hashes)",
+        )
 
 
 def _against_checkpoints(verdict: Verdict, pins: list[Checkpoint]) -> Verdict:
@@ -247,8 +258,9 @@ def _against_checkpoints(verdict: Verdict, pins: list[Checkpoint]) -> Verdict:
         return verdict
     for pin in pins:
         if verdict.lines < pin.size:
-            verdict.add(None, f"truncated: the checkpoint of {pin.ts} records {pin.size} lines, "
-                              f"the log has {verdict.lines}")
+            verdict.add(
+                None, f"truncated: the checkpoint of {pin.ts} records {pin.size} lines, the log has {verdict.lines}"
+            )
             verdict.checkpoint = "larger than log"
     if verdict.checkpoint == "pending":
         verdict.checkpoint = "matched"

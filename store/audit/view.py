@@ -36,8 +36,9 @@ class AuditFilter(EventFilter):
 
     @property
     def empty(self) -> bool:
-        return not (self.scope or self.since or self.event_type or self.target or self.actor or self.until
-                    or self.words)
+        return not (
+            self.scope or self.since or self.event_type or self.target or self.actor or self.until or self.words
+        )
 
     def matches_line(self, raw: bytes, obj: dict[str, Any]) -> bool:
         if self.actor and obj.get("actor") != self.actor:
@@ -53,8 +54,14 @@ def parse_filter(text: str) -> AuditFilter:
     """``type:promotion_approved scope:5727cb99a38b since:2026-11-01 kafka`` -> an :class:`AuditFilter`."""
     values: dict[str, Any] = {}
     words: list[str] = []
-    names = {"type": "event_type", "scope": "scope", "target": "target", "actor": "actor", "since": "since",
-             "until": "until"}
+    names = {
+        "type": "event_type",
+        "scope": "scope",
+        "target": "target",
+        "actor": "actor",
+        "since": "since",
+        "until": "until",
+    }
     for token in text.split():
         name, colon, value = token.partition(":")
         if not colon or name not in names:
@@ -108,7 +115,7 @@ class AuditLog:
         return len(self.starts) - 1
 
     def raw(self, n: int) -> bytes:
-        return bytes(self._map[self.starts[n - 1]:self.starts[n]])
+        return bytes(self._map[self.starts[n - 1] : self.starts[n]])
 
     def event(self, n: int) -> dict[str, Any]:
         """Line ``n`` parsed, with ``line`` (and ``seq`` where the line has none) filled in; an unparsable line
@@ -151,9 +158,11 @@ CHUNK = 1 << 24  # 16 MB: the comparison's scratch array stays in cache (ten tim
 
 def _newlines(data: mmap.mmap) -> np.ndarray:
     """Offsets of every newline in ``data``."""
-    found = [np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=min(CHUNK, len(data) - start),
-                                          offset=start) == 10) + start
-             for start in range(0, len(data), CHUNK)]
+    found = [
+        np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=min(CHUNK, len(data) - start), offset=start) == 10)
+        + start
+        for start in range(0, len(data), CHUNK)
+    ]
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 

@@ -32,10 +32,16 @@ KINDS: dict[str, tuple[str, bool]] = {
     "wrong_key": ("sensitive scope whose key opens none of its files: wrong passphrase?", False),
     "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
     "plaintext_in_sensitive_scope": ("plaintext memory file inside a sensitive scope", True),
-    "change_unfinished": ("file a change retires (a move's old location, plaintext just encrypted) that a crash "
-                          "left behind: repair finishes the change", True),
-    "scrub_unfinished": ("plaintext file an interrupted encryption was overwriting with zeros, beside its "
-                         "encrypted copy: repair finishes it once the copy decrypts", True),
+    "change_unfinished": (
+        "file a change retires (a move's old location, plaintext just encrypted) that a crash "
+        "left behind: repair finishes the change",
+        True,
+    ),
+    "scrub_unfinished": (
+        "plaintext file an interrupted encryption was overwriting with zeros, beside its "
+        "encrypted copy: repair finishes it once the copy decrypts",
+        True,
+    ),
     "file_without_row": ("memory file with no index row", True),
     "enc_without_row": ("encrypted memory file with no index row", True),
     "row_without_file": ("index row whose file is missing", True),
@@ -49,13 +55,22 @@ KINDS: dict[str, tuple[str, bool]] = {
     "audit_pending": ("audit event committed but not yet appended to the log", True),
     "binding_mismatch": ("encrypted file swapped with another or rolled back to an older version", False),
     "rekey_interrupted": ("rekey under way: files under two keys; run `engram scope rekey` again", False),
-    "sensitive_unregistered": ("sensitive scope (known to engram, or holding encrypted files) missing from "
-                               "index.db's sensitive_scopes: memoryd would save plaintext there", True),
+    "sensitive_unregistered": (
+        "sensitive scope (known to engram, or holding encrypted files) missing from "
+        "index.db's sensitive_scopes: memoryd would save plaintext there",
+        True,
+    ),
     "promotion_lost": ("promotion memoryd's rebuild-index removed from index.db (engram kept a copy)", True),
-    "decision_overwritten": ("promotion engram decided that another writer decided otherwise afterwards (memoryd "
-                             "approves and rejects without checking status): decide again", False),
-    "supersedes_removed": ("supersedes link engram confirmed that the newer memory's frontmatter no longer lists "
-                           "(another writer re-saved it): confirm it again or undo it", False),
+    "decision_overwritten": (
+        "promotion engram decided that another writer decided otherwise afterwards (memoryd "
+        "approves and rejects without checking status): decide again",
+        False,
+    ),
+    "supersedes_removed": (
+        "supersedes link engram confirmed that the newer memory's frontmatter no longer lists "
+        "(another writer re-saved it): confirm it again or undo it",
+        False,
+    ),
     "index_rebuilt": ("index.db was rebuilt or replaced since engram last wrote (memoryd's rebuild-index?)", True),
 }
 
@@ -102,12 +117,20 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "files": self.files, "rows": self.rows, "drift": self.drift, "counts": self.counts(),
+            "files": self.files,
+            "rows": self.rows,
+            "drift": self.drift,
+            "counts": self.counts(),
             "unbound": {scope: len(paths) for scope, paths in self.unbound.items()},
             "findings": {
-                kind: {"meaning": KINDS[kind][0], "fixable": KINDS[kind][1], "count": len(items),
-                       "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]]}
-                for kind in KINDS if (items := self.of(kind))
+                kind: {
+                    "meaning": KINDS[kind][0],
+                    "fixable": KINDS[kind][1],
+                    "count": len(items),
+                    "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]],
+                }
+                for kind in KINDS
+                if (items := self.of(kind))
             },
         }
 
@@ -129,8 +152,12 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
     files = [e for e in files if e.relpath not in present]
     for entry in files:
         if entry.scope_hash in sensitive and not entry.encrypted:
-            report.add("plaintext_in_sensitive_scope", entry.relpath, f"scope {entry.scope_hash} is sensitive",
-                       scope_hash=entry.scope_hash)
+            report.add(
+                "plaintext_in_sensitive_scope",
+                entry.relpath,
+                f"scope {entry.scope_hash} is sensitive",
+                scope_hash=entry.scope_hash,
+            )
     for done, entry in enumerate(files, 1):
         present.add(entry.relpath)
         _check_file(store, entry, by_path.get(entry.relpath), rows, report)
@@ -147,9 +174,12 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
     _wrong_keys(files, report)
     _check_promotions(rows, report)
     for rekey in Rekey.select() if store.index.has(Rekey) else []:
-        report.add("rekey_interrupted", f"scopes/{rekey.scope_hash}",
-                   f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
-                   scope_hash=rekey.scope_hash)
+        report.add(
+            "rekey_interrupted",
+            f"scopes/{rekey.scope_hash}",
+            f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
+            scope_hash=rekey.scope_hash,
+        )
     _check_rebuild(store, files, report)
     _check_engram_decisions(store, report)
     for op_id, _ in queued:
@@ -182,11 +212,17 @@ def _check_engram_decisions(store: Store, report: Report) -> None:
                     confirmed[(target, older)] = event["line"]
     ids = list(decided)
     for batch in range(0, len(ids), 500):
-        for row in Promotion.select(Promotion.id, Promotion.status).where(Promotion.id.in_(ids[batch:batch + 500])):
+        for row in Promotion.select(Promotion.id, Promotion.status).where(Promotion.id.in_(ids[batch : batch + 500])):
             status, line = decided[row.id]
             if row.status != status:
-                report.add("decision_overwritten", None, f"#{row.id}: {status} by engram (audit line {line}), "
-                           f"{row.status} now", promotion_id=row.id, engram=status, now=row.status)
+                report.add(
+                    "decision_overwritten",
+                    None,
+                    f"#{row.id}: {status} by engram (audit line {line}), {row.status} now",
+                    promotion_id=row.id,
+                    engram=status,
+                    now=row.status,
+                )
     _check_confirmed_links(store, confirmed, report)
 
 
@@ -211,13 +247,20 @@ def _check_confirmed_links(store: Store, confirmed: dict[tuple[str, str], int], 
     if not newer:
         return
     listed = listed_links(store, slugs=newer)  # a locked scope's files are not read: nothing said about them
-    readable = {n for n in newer if store.keys.can_open(store.memory(n).scope_hash)
-                or not store.memory(n).body_path.endswith(".md.enc")}
+    readable = {
+        n
+        for n in newer
+        if store.keys.can_open(store.memory(n).scope_hash) or not store.memory(n).body_path.endswith(".md.enc")
+    }
     for (new, old), line in sorted(confirmed.items()):
         if new in readable and (new, old) not in listed.pairs:
-            report.add("supersedes_removed", store.memory(new).body_path,
-                       f"{new} → {old}: confirmed by engram (audit line {line}), no longer in the frontmatter",
-                       newer=new, older=old)
+            report.add(
+                "supersedes_removed",
+                store.memory(new).body_path,
+                f"{new} → {old}: confirmed by engram (audit line {line}), no longer in the frontmatter",
+                newer=new,
+                older=old,
+            )
 
 
 def _details(event: dict[str, Any]) -> dict[str, Any]:
@@ -233,17 +276,25 @@ def _details(event: dict[str, Any]) -> dict[str, Any]:
 
 def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None:
     for scope in coexist.unregistered_scopes(store, files):
-        report.add("sensitive_unregistered", f"scopes/{scope.scope_hash}", scope.why, scope_hash=scope.scope_hash,
-                   scope_root=scope.scope_root)
+        report.add(
+            "sensitive_unregistered",
+            f"scopes/{scope.scope_hash}",
+            scope.why,
+            scope_hash=scope.scope_hash,
+            scope_root=scope.scope_root,
+        )
     for row in coexist.lost_promotions(store):
         report.add("promotion_lost", None, f"#{row['id']} ({row['proposed_title']})", promotion_id=row["id"])
     if store.index.rebuilt:
-        report.add("index_rebuilt", "index.db", "engram's identity is missing from it: what memoryd's rebuild "
-                   "removed is listed above, and `engram repair` restores it")
+        report.add(
+            "index_rebuilt",
+            "index.db",
+            "engram's identity is missing from it: what memoryd's rebuild "
+            "removed is listed above, and `engram repair` restores it",
+        )
 
 
-def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory],
-                report: Report) -> None:
+def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory], report: Report) -> None:
     try:
         data, plaintext = store.read_file(entry.relpath)
         doc = parse(plaintext, entry.relpath)
@@ -267,28 +318,45 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
         kind = "enc_without_row" if entry.encrypted else "file_without_row"
         report.add(kind, entry.relpath, detail, slug=fm.slug, taken_by=owner.body_path if owner else None)
         return
-    differences = [name for name, file_value, row_value in (
-        ("slug", fm.slug, row.slug), ("type", fm.type.value, row.type), ("scope_hash", fm.scope_hash, row.scope_hash),
-        ("title", fm.title, row.title), ("source", fm.source, row.source),
-        ("created_at", index_datetime(fm.created_at), row.created_at), ("ttl_days", fm.ttl_days, row.ttl_days),
-        ("fingerprint", doc.fingerprint, row.fingerprint),
-        ("scope_sensitive", int(entry.encrypted), row.scope_sensitive),
-    ) if file_value != row_value]
+    differences = [
+        name
+        for name, file_value, row_value in (
+            ("slug", fm.slug, row.slug),
+            ("type", fm.type.value, row.type),
+            ("scope_hash", fm.scope_hash, row.scope_hash),
+            ("title", fm.title, row.title),
+            ("source", fm.source, row.source),
+            ("created_at", index_datetime(fm.created_at), row.created_at),
+            ("ttl_days", fm.ttl_days, row.ttl_days),
+            ("fingerprint", doc.fingerprint, row.fingerprint),
+            ("scope_sensitive", int(entry.encrypted), row.scope_sensitive),
+        )
+        if file_value != row_value
+    ]
     if differences:
         report.add("stale_row", entry.relpath, "differs in " + ", ".join(differences), slug=row.slug)
     if row.decay_state != fm.decay_state.value:
-        report.add("decay_index_only", entry.relpath,
-                   f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}", slug=row.slug)
+        report.add(
+            "decay_index_only",
+            entry.relpath,
+            f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}",
+            slug=row.slug,
+        )
 
 
-def _check_binding(store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, plaintext: bytes,
-                   report: Report) -> None:
+def _check_binding(
+    store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, plaintext: bytes, report: Report
+) -> None:
     state = binding.verify(store, entry.relpath, data, doc, plaintext)
     if state.state in (binding.UNBOUND, binding.CHANGED):
         report.unbound.setdefault(entry.scope_hash, []).append(entry.relpath)
     elif state.state in (binding.SWAPPED, binding.ROLLED_BACK) and not _rekeying(store, entry.scope_hash):
-        report.add("binding_mismatch", entry.relpath, f"{state.state.replace('_', ' ')}: {state.detail}",
-                   scope_hash=entry.scope_hash)
+        report.add(
+            "binding_mismatch",
+            entry.relpath,
+            f"{state.state.replace('_', ' ')}: {state.detail}",
+            scope_hash=entry.scope_hash,
+        )
 
 
 def _leftovers(store: Store, files: list[FileEntry], queued: list[tuple[str, str]], report: Report) -> set[str]:
@@ -299,11 +367,20 @@ def _leftovers(store: Store, files: list[FileEntry], queued: list[tuple[str, str
     found = set()
     for entry in files:
         if entry.relpath in retiring:
-            report.add("change_unfinished", entry.relpath, "the old copy of a change a crash cut short (moved, "
-                       "encrypted or replaced): repair retires it", scope_hash=entry.scope_hash)
+            report.add(
+                "change_unfinished",
+                entry.relpath,
+                "the old copy of a change a crash cut short (moved, encrypted or replaced): repair retires it",
+                scope_hash=entry.scope_hash,
+            )
         elif entry.relpath + ".enc" in encrypted and half_scrubbed(store.layout, entry):
-            report.add("scrub_unfinished", entry.relpath, f"its encrypted copy is {entry.relpath}.enc",
-                       scope_hash=entry.scope_hash, slug=entry.slug)
+            report.add(
+                "scrub_unfinished",
+                entry.relpath,
+                f"its encrypted copy is {entry.relpath}.enc",
+                scope_hash=entry.scope_hash,
+                slug=entry.slug,
+            )
         else:
             continue
         found.add(entry.relpath)
@@ -328,19 +405,27 @@ def _wrong_keys(files: list[FileEntry], report: Report) -> None:
     dropped = {id(f) for found in wrong.values() for f in found}
     report.findings = [f for f in report.findings if id(f) not in dropped]
     for scope, found in wrong.items():
-        report.add("wrong_key", f"scopes/{scope}", f"the key does not open any of its {len(found)} files",
-                   scope_hash=scope)
+        report.add(
+            "wrong_key", f"scopes/{scope}", f"the key does not open any of its {len(found)} files", scope_hash=scope
+        )
 
 
 def _check_promotions(rows: dict[str, Memory], report: Report) -> None:
     for promotion in Promotion.select():
         slug = promoted_slug(promotion)
         if promotion.source_session_slug not in rows:
-            report.add("orphaned_promotion", None, f"#{promotion.id} from {promotion.source_session_slug}",
-                       promotion_id=promotion.id)
+            report.add(
+                "orphaned_promotion",
+                None,
+                f"#{promotion.id} from {promotion.source_session_slug}",
+                promotion_id=promotion.id,
+            )
         if promotion.status == "approved" and slug not in rows:
-            report.add("approved_without_memory", None, f"#{promotion.id} ({promotion.proposed_title})",
-                       promotion_id=promotion.id)
+            report.add(
+                "approved_without_memory",
+                None,
+                f"#{promotion.id} ({promotion.proposed_title})",
+                promotion_id=promotion.id,
+            )
         elif promotion.status == "pending" and slug in rows:
-            report.add("pending_already_written", rows[slug].body_path, f"#{promotion.id}",
-                       promotion_id=promotion.id)
+            report.add("pending_already_written", rows[slug].body_path, f"#{promotion.id}", promotion_id=promotion.id)

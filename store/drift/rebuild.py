@@ -107,8 +107,7 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
             upserts.append((doc, relpath))
         store.upsert_memory_rows(upserts, keep_runtime=True)
         result.indexed = len(upserts)
-        stale = [m.slug for m in Memory.select(Memory.slug)
-                 if m.slug not in docs and m.slug not in keep]
+        stale = [m.slug for m in Memory.select(Memory.slug) if m.slug not in docs and m.slug not in keep]
         for slug in stale:
             if slug in referenced:
                 result.kept_for_promotions.append(slug)
@@ -117,7 +116,13 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
             Memory.delete().where(Memory.slug == slug).execute()
             result.removed += 1
 
-    store.apply(Change("index_rebuilt", None, None,
-                       {"files": len(files), "skipped": len(result.skipped), "locked": len(locked)},
-                       index_update=index_update))
+    store.apply(
+        Change(
+            "index_rebuilt",
+            None,
+            None,
+            {"files": len(files), "skipped": len(result.skipped), "locked": len(locked)},
+            index_update=index_update,
+        )
+    )
     return result

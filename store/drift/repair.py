@@ -91,8 +91,15 @@ def _finish_scrub(store: Store, finding: Finding) -> str:
     memory (it decrypts and parses with the scope's key): then the zeros carry nothing left to keep."""
     rel = finding.path or ""
     twin = store.read_doc(rel + ".enc")  # no key: KeyUnavailable, left for a run with the key
-    store.apply(Change("repair_applied", twin.frontmatter.slug, finding.data["scope_hash"],
-                       {"fix": "finished_scrub", "path": rel, "encrypted": rel + ".enc"}, scrubs=[rel]))
+    store.apply(
+        Change(
+            "repair_applied",
+            twin.frontmatter.slug,
+            finding.data["scope_hash"],
+            {"fix": "finished_scrub", "path": rel, "encrypted": rel + ".enc"},
+            scrubs=[rel],
+        )
+    )
     return f"finished scrubbing {rel} (its encrypted copy decrypts)"
 
 
@@ -127,23 +134,46 @@ def adopt_file(store: Store, rel: str) -> str:
     doc = store.read_doc(rel)  # an encrypted file without its key raises KeyUnavailable: left for later
     owner = Memory.get_or_none(Memory.slug == doc.frontmatter.slug)
     if owner is None:
-        store.apply(Change("repair_applied", doc.frontmatter.slug, doc.frontmatter.scope_hash,
-                           {"fix": "indexed_file", "path": rel},
-                           index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True)))
+        store.apply(
+            Change(
+                "repair_applied",
+                doc.frontmatter.slug,
+                doc.frontmatter.scope_hash,
+                {"fix": "indexed_file", "path": rel},
+                index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True),
+            )
+        )
         return f"indexed {rel}"
     if _same_memory(store, owner.body_path, doc):
-        store.apply(Change("repair_applied", owner.slug, doc.frontmatter.scope_hash,
-                           {"fix": "removed_duplicate_copy", "path": rel, "kept": owner.body_path},
-                           scrubs=[rel]))
+        store.apply(
+            Change(
+                "repair_applied",
+                owner.slug,
+                doc.frontmatter.scope_hash,
+                {"fix": "removed_duplicate_copy", "path": rel, "kept": owner.body_path},
+                scrubs=[rel],
+            )
+        )
         return f"removed {rel}: an exact copy of {owner.body_path}"
     new_slug = _free_slug(f"{doc.frontmatter.slug}-{doc.frontmatter.scope_hash}")
     new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(slug=new_slug), body=doc.body)
     write = store.rewrite(rel, new_doc)
-    store.apply(Change("repair_applied", new_slug, doc.frontmatter.scope_hash,
-                       {"fix": "reslugged_collision", "path": rel, "old_slug": doc.frontmatter.slug,
-                        "slug_owner": owner.body_path},
-                       writes=[write], index_update=lambda: store.upsert_memory_row(new_doc, write.relpath),
-                       removals=[rel]))
+    store.apply(
+        Change(
+            "repair_applied",
+            new_slug,
+            doc.frontmatter.scope_hash,
+            {
+                "fix": "reslugged_collision",
+                "path": rel,
+                "old_slug": doc.frontmatter.slug,
+                "slug_owner": owner.body_path,
+            },
+            writes=[write],
+            index_update=lambda: store.upsert_memory_row(new_doc, write.relpath),
+            removals=[rel],
+        )
+    )
     return f"{rel}: slug {doc.frontmatter.slug} belongs to {owner.body_path}; renamed to {new_slug}"
 
 
@@ -173,8 +203,11 @@ def _drop_row(store: Store, finding: Finding) -> str | None:
         Trigger.delete().where(Trigger.slug == slug).execute()
         Memory.delete().where(Memory.slug == slug).execute()
 
-    store.apply(Change("repair_applied", slug, None, {"fix": "dropped_row", "body_path": finding.path},
-                       index_update=index_update))
+    store.apply(
+        Change(
+            "repair_applied", slug, None, {"fix": "dropped_row", "body_path": finding.path}, index_update=index_update
+        )
+    )
     return f"dropped index row {slug} ({finding.path})"
 
 
@@ -196,9 +229,15 @@ def _reindex_row(store: Store, finding: Finding) -> str:
             Memory.delete().where(Memory.slug == old_slug).execute()
         store.upsert_memory_row(doc, rel, keep_runtime=new_slug == old_slug)
 
-    store.apply(Change("repair_applied", new_slug, doc.frontmatter.scope_hash,
-                       {"fix": "reindexed", "path": rel, "why": finding.detail, "old_slug": old_slug},
-                       index_update=index_update))
+    store.apply(
+        Change(
+            "repair_applied",
+            new_slug,
+            doc.frontmatter.scope_hash,
+            {"fix": "reindexed", "path": rel, "why": finding.detail, "old_slug": old_slug},
+            index_update=index_update,
+        )
+    )
     return f"re-indexed {rel} ({finding.detail})"
 
 
@@ -207,14 +246,19 @@ def _write_decay_through(store: Store, finding: Finding) -> str:
     rel = finding.path or ""
     doc = store.read_doc(rel)
     row = store.memory(finding.data["slug"])
-    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=row.decay_state),
-                        body=doc.body)
+    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=row.decay_state), body=doc.body)
     write = store.rewrite(rel, new_doc)
-    store.apply(Change("repair_applied", row.slug, doc.frontmatter.scope_hash,
-                       {"fix": "decay_written_through", "path": rel, "decay_state": row.decay_state},
-                       writes=[write],
-                       index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
-                       removals=[rel]))
+    store.apply(
+        Change(
+            "repair_applied",
+            row.slug,
+            doc.frontmatter.scope_hash,
+            {"fix": "decay_written_through", "path": rel, "decay_state": row.decay_state},
+            writes=[write],
+            index_update=lambda: store.upsert_memory_row(new_doc, write.relpath, keep_runtime=True),
+            removals=[rel],
+        )
+    )
     return f"wrote decay state {row.decay_state} into {rel}"
 
 
@@ -233,8 +277,9 @@ def _finish_approval(store: Store, finding: Finding) -> str:
 
 
 def _register_again(store: Store, finding: Finding) -> str:
-    return coexist.register_again(store, coexist.Unregistered(finding.data["scope_hash"],
-                                                              finding.data.get("scope_root"), finding.detail))
+    return coexist.register_again(
+        store, coexist.Unregistered(finding.data["scope_hash"], finding.data.get("scope_root"), finding.detail)
+    )
 
 
 FIXES: dict[str, Callable[[Store, Finding], str | None]] = {

@@ -10,8 +10,9 @@ from engram.store.importers.cognirelay import CogniRelayImporter
 from engram.store.importers.eternego import EternegoImporter
 from engram.store.importers.openrelix import OpenRelixImporter
 
-IMPORTERS: dict[str, Importer] = {i.name: i for i in (OpenRelixImporter(), CogniRelayImporter(), CodexImporter(),
-                                                       EternegoImporter())}
+IMPORTERS: dict[str, Importer] = {
+    i.name: i for i in (OpenRelixImporter(), CogniRelayImporter(), CodexImporter(), EternegoImporter())
+}
 
 
 def importer(name: str) -> Importer:

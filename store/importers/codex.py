@@ -62,8 +62,11 @@ class CodexImporter:
         sessions an engram import wrote are known from its records and not read)."""
         known = {}
         ours = Imported.select(Imported.memory_slug).where(Imported.memory_slug.is_null(False))
-        for slug, body_path, scope in tuples(Memory.select(Memory.slug, Memory.body_path, Memory.scope_hash).where(
-                (Memory.source == SOURCE) & Memory.slug.not_in(ours))):
+        for slug, body_path, scope in tuples(
+            Memory.select(Memory.slug, Memory.body_path, Memory.scope_hash).where(
+                (Memory.source == SOURCE) & Memory.slug.not_in(ours)
+            )
+        ):
             if body_path.endswith(".md.enc") and not store.keys.can_open(scope):
                 continue
             try:
@@ -118,17 +121,34 @@ def _rollout(file: Path, root: Path) -> Iterator[Item]:
     cwd = text_of(meta.get("cwd"))
     git = mapping(meta.get("git"))
     title = _title(next(text for role, text in turns if role == "user"))
-    header = "\n".join(f"{k}: {v}" for k, v in (
-        ("thread_id", thread), ("updated_at", (last or started).strftime("%Y-%m-%dT%H:%M:%SZ")),
-        ("rollout_path", str(file.resolve())), ("cwd", cwd), ("git_branch", text_of(git.get("branch")))) if v)
+    header = "\n".join(
+        f"{k}: {v}"
+        for k, v in (
+            ("thread_id", thread),
+            ("updated_at", (last or started).strftime("%Y-%m-%dT%H:%M:%SZ")),
+            ("rollout_path", str(file.resolve())),
+            ("cwd", cwd),
+            ("git_branch", text_of(git.get("branch"))),
+        )
+        if v
+    )
     conversation = "\n\n".join(f"**{'You' if role == 'user' else 'Codex'}:** {_cut(text)}" for role, text in turns)
-    body = (f"```codex-rollout-header\n{header}\n```\n\n# {title}\n\n{conversation}\n\n"
-            f"_Imported from Codex rollout `{name}`._\n")
+    body = (
+        f"```codex-rollout-header\n{header}\n```\n\n# {title}\n\n{conversation}\n\n"
+        f"_Imported from Codex rollout `{name}`._\n"
+    )
     stem = file.stem.removeprefix("rollout-")
     yield SessionItem(
-        key=f"codex:{thread}", slug=f"{started:%Y-%m-%d}-{slug_part(stem, 100)}", title=title, body=body,
-        scope_hash=scope_hash_for(cwd) if cwd else UNSCOPED, created_at=started, origin=Origin(name, key=thread),
-        source=SOURCE, tags=["codex"])
+        key=f"codex:{thread}",
+        slug=f"{started:%Y-%m-%d}-{slug_part(stem, 100)}",
+        title=title,
+        body=body,
+        scope_hash=scope_hash_for(cwd) if cwd else UNSCOPED,
+        created_at=started,
+        origin=Origin(name, key=thread),
+        source=SOURCE,
+        tags=["codex"],
+    )
 
 
 def _summary(file: Path, root: Path) -> Item:
@@ -147,11 +167,17 @@ def _summary(file: Path, root: Path) -> Item:
     cwd = fields.get("cwd", "")
     title = fields.get("title") or _title(body.strip().lstrip("# "))
     return SessionItem(
-        key=f"codex:summary:{thread}", slug=f"{when:%Y-%m-%d}-summary-{slug_part(file.stem, 100)}", title=title,
+        key=f"codex:summary:{thread}",
+        slug=f"{when:%Y-%m-%d}-summary-{slug_part(file.stem, 100)}",
+        title=title,
         body=f"```codex-rollout-header\n{head.strip()}\n```\n\n{body.strip()}\n\n"
-             f"_Imported from Codex rollout summary `{name}`._\n",
-        scope_hash=scope_hash_for(cwd) if cwd else UNSCOPED, created_at=when, origin=Origin(name, key=thread),
-        source=SOURCE, tags=["codex", "rollout-summary"])
+        f"_Imported from Codex rollout summary `{name}`._\n",
+        scope_hash=scope_hash_for(cwd) if cwd else UNSCOPED,
+        created_at=when,
+        origin=Origin(name, key=thread),
+        source=SOURCE,
+        tags=["codex", "rollout-summary"],
+    )
 
 
 def _message_text(payload: dict[str, Any]) -> str:

@@ -45,13 +45,27 @@ from engram.store.importers.base import (
 SOURCE = "importer-cognirelay"
 KINDS = ("user", "peer", "thread", "task")
 FRESHNESS_D = {"persistent": 0.9, "durable": 0.8, "situational": 0.5, "ephemeral": 0.2}
-VERIFIED_A = {"user_confirmed": 0.9, "peer_confirmed": 0.85, "system_confirmed": 0.85, "externally_supported": 0.8,
-              "self_attested": 0.5, "unverified": 0.4, "conflicted": 0.2}
-SECTIONS = (("top_priorities", "Top priorities"), ("active_concerns", "Active concerns"),
-            ("active_constraints", "Active constraints"), ("open_loops", "Open loops"),
-            ("drift_signals", "Drift signals"), ("working_hypotheses", "Working hypotheses"),
-            ("long_horizon_commitments", "Long-horizon commitments"), ("session_trajectory", "Session trajectory"),
-            ("curiosity_queue", "Curiosity queue"), ("trailing_notes", "Trailing notes"))
+VERIFIED_A = {
+    "user_confirmed": 0.9,
+    "peer_confirmed": 0.85,
+    "system_confirmed": 0.85,
+    "externally_supported": 0.8,
+    "self_attested": 0.5,
+    "unverified": 0.4,
+    "conflicted": 0.2,
+}
+SECTIONS = (
+    ("top_priorities", "Top priorities"),
+    ("active_concerns", "Active concerns"),
+    ("active_constraints", "Active constraints"),
+    ("open_loops", "Open loops"),
+    ("drift_signals", "Drift signals"),
+    ("working_hypotheses", "Working hypotheses"),
+    ("long_horizon_commitments", "Long-horizon commitments"),
+    ("session_trajectory", "Session trajectory"),
+    ("curiosity_queue", "Curiosity queue"),
+    ("trailing_notes", "Trailing notes"),
+)
 
 
 class CogniRelayImporter:
@@ -62,15 +76,18 @@ class CogniRelayImporter:
         folder = path / "memory" / "continuity" if (path / "memory" / "continuity").is_dir() else path
         for file in sorted(folder.rglob("*.json")):
             if file.parent != folder and not options.everything:
-                yield Skipped(Origin(relative(file, path)), "archived, fallback or cold capsule (read only when "
-                                                            "asked for everything)")
+                yield Skipped(
+                    Origin(relative(file, path)),
+                    "archived, fallback or cold capsule (read only when asked for everything)",
+                )
                 continue
             data = read_json(file, path)
             if isinstance(data, Malformed):
                 yield data
                 continue
-            yield from _capsule(data.get("capsule", data) if isinstance(data, dict) else data,
-                                Origin(relative(file, path)))
+            yield from _capsule(
+                data.get("capsule", data) if isinstance(data, dict) else data, Origin(relative(file, path))
+            )
 
 
 def _capsule(capsule: Any, origin: Origin) -> Iterator[Item]:
@@ -88,48 +105,89 @@ def _capsule(capsule: Any, origin: Origin) -> Iterator[Item]:
     descriptor = mapping(capsule.get("thread_descriptor"))
     title = text_of(descriptor.get("label")) or f"{kind.capitalize()} {subject}: continuity"
     scope = GLOBAL if kind in ("user", "peer") else UNSCOPED
-    yield SessionItem(key=key, slug=f"{updated:%Y-%m-%d}-cognirelay-{slug_part(kind)}-{slug_part(subject)}-"
-                      f"{short_hash(key)}", title=title, body=_render(capsule, state, descriptor, origin),
-                      scope_hash=scope, created_at=updated, origin=origin, source=SOURCE,
-                      tags=["cognirelay", kind, *strings(descriptor.get("keywords"))][:8])
+    yield SessionItem(
+        key=key,
+        slug=f"{updated:%Y-%m-%d}-cognirelay-{slug_part(kind)}-{slug_part(subject)}-{short_hash(key)}",
+        title=title,
+        body=_render(capsule, state, descriptor, origin),
+        scope_hash=scope,
+        created_at=updated,
+        origin=origin,
+        source=SOURCE,
+        tags=["cognirelay", kind, *strings(descriptor.get("keywords"))][:8],
+    )
     scores = _dura(capsule)
 
-    def promotion(item_key: str, mtype: MemoryType, item_title: str, body: str, why: str,
-                  supersedes: tuple[str, ...] = ()) -> PromotionItem:
-        return PromotionItem(key=f"{key}:{item_key}", session_key=key, type=mtype, title=item_title[:120],
-                             body=body, scope_hash=scope, origin=Origin(origin.file, key=f"{kind}:{subject} "
-                                                                                         f"{item_key}"),
-                             dura=scores, reasoning=f"CogniRelay {kind} capsule {subject}: {why}. Imported from "
-                                                    f"{origin.file}.", supersedes_keys=supersedes)
+    def promotion(
+        item_key: str, mtype: MemoryType, item_title: str, body: str, why: str, supersedes: tuple[str, ...] = ()
+    ) -> PromotionItem:
+        return PromotionItem(
+            key=f"{key}:{item_key}",
+            session_key=key,
+            type=mtype,
+            title=item_title[:120],
+            body=body,
+            scope_hash=scope,
+            origin=Origin(origin.file, key=f"{kind}:{subject} {item_key}"),
+            dura=scores,
+            reasoning=f"CogniRelay {kind} capsule {subject}: {why}. Imported from {origin.file}.",
+            supersedes_keys=supersedes,
+        )
 
     for pref in capsule.get("stable_preferences") or []:
         if isinstance(pref, dict) and text_of(pref.get("tag")) and text_of(pref.get("content")):
-            yield promotion(f"pref:{pref['tag'].strip()}", MemoryType.PREFERENCE, pref["content"].strip(),
-                            pref["content"].strip(), f"stable preference `{pref['tag'].strip()}`")
+            yield promotion(
+                f"pref:{pref['tag'].strip()}",
+                MemoryType.PREFERENCE,
+                pref["content"].strip(),
+                pref["content"].strip(),
+                f"stable preference `{pref['tag'].strip()}`",
+            )
     for decision in state.get("negative_decisions") or []:
         if isinstance(decision, dict) and text_of(decision.get("decision")):
             text = decision["decision"].strip()
-            yield promotion(f"no:{short_hash(text)}", MemoryType.DECISION, f"Decided not to: {text}",
-                            f"Decided not to: {text}\n\nWhy: {text_of(decision.get('rationale')) or '-'}",
-                            "negative decision")
+            yield promotion(
+                f"no:{short_hash(text)}",
+                MemoryType.DECISION,
+                f"Decided not to: {text}",
+                f"Decided not to: {text}\n\nWhy: {text_of(decision.get('rationale')) or '-'}",
+                "negative decision",
+            )
     for entry in state.get("rationale_entries") or []:
         if not isinstance(entry, dict) or text_of(entry.get("status")) != "active" or not text_of(entry.get("tag")):
             continue
         tag, old = entry["tag"].strip(), text_of(entry.get("supersedes"))
-        body = "\n\n".join(x for x in (text_of(entry.get("summary")), _prefixed("Reasoning: ", entry.get("reasoning")),
-                                       _listed("Alternatives considered", entry.get("alternatives_considered")),
-                                       _listed("Depends on", entry.get("depends_on"))) if x)
-        yield promotion(f"rationale:{tag}", MemoryType.DECISION, text_of(entry.get("summary")) or tag, body,
-                        f"active {text_of(entry.get('kind')) or 'decision'} rationale `{tag}`"
-                        + (f", superseding `{old}`" if old else ""),
-                        (f"{key}:rationale:{old}",) if old else ())
+        body = "\n\n".join(
+            x
+            for x in (
+                text_of(entry.get("summary")),
+                _prefixed("Reasoning: ", entry.get("reasoning")),
+                _listed("Alternatives considered", entry.get("alternatives_considered")),
+                _listed("Depends on", entry.get("depends_on")),
+            )
+            if x
+        )
+        yield promotion(
+            f"rationale:{tag}",
+            MemoryType.DECISION,
+            text_of(entry.get("summary")) or tag,
+            body,
+            f"active {text_of(entry.get('kind')) or 'decision'} rationale `{tag}`"
+            + (f", superseding `{old}`" if old else ""),
+            (f"{key}:rationale:{old}",) if old else (),
+        )
     for constraint in strings(state.get("active_constraints")):
-        yield promotion(f"constraint:{short_hash(constraint)}", MemoryType.WARNING, constraint, constraint,
-                        "active constraint")
+        yield promotion(
+            f"constraint:{short_hash(constraint)}", MemoryType.WARNING, constraint, constraint, "active constraint"
+        )
     if text_of(descriptor.get("lifecycle")) == "superseded" and text_of(descriptor.get("superseded_by")):
         successor = descriptor["superseded_by"].strip()
-        yield SupersedeItem(newer_key=f"cognirelay:{kind}:{successor}", older_key=key, origin=origin,
-                            reason=f"CogniRelay: thread {subject} superseded by {successor}")
+        yield SupersedeItem(
+            newer_key=f"cognirelay:{kind}:{successor}",
+            older_key=key,
+            origin=origin,
+            reason=f"CogniRelay: thread {subject} superseded by {successor}",
+        )
 
 
 def _dura(capsule: dict[str, Any]) -> dict[str, float]:
@@ -139,32 +197,48 @@ def _dura(capsule: dict[str, Any]) -> dict[str, float]:
     confidence = mapping(capsule.get("confidence"))
     verified = mapping(capsule.get("verification_state"))
     continuity = confidence.get("continuity")
-    return {"D": FRESHNESS_D.get(text_of(fresh.get("freshness_class")), 0.6), "U": 0.7,
-            "R": clamp(continuity) if isinstance(continuity, int | float) else 0.5,
-            "A": VERIFIED_A.get(text_of(verified.get("status")), 0.5)}
+    return {
+        "D": FRESHNESS_D.get(text_of(fresh.get("freshness_class")), 0.6),
+        "U": 0.7,
+        "R": clamp(continuity) if isinstance(continuity, int | float) else 0.5,
+        "A": VERIFIED_A.get(text_of(verified.get("status")), 0.5),
+    }
 
 
 def _render(capsule: dict[str, Any], state: dict[str, Any], descriptor: dict[str, Any], origin: Origin) -> str:
     kind, subject = capsule["subject_kind"], capsule["subject_id"]
-    lines = [f"# {text_of(descriptor.get('label')) or subject}", "",
-             f"CogniRelay {kind} capsule `{subject}`, updated {text_of(capsule.get('updated_at'))}"
-             + (f", lifecycle {descriptor['lifecycle']}" if text_of(descriptor.get("lifecycle")) else "") + "."]
+    lines = [
+        f"# {text_of(descriptor.get('label')) or subject}",
+        "",
+        f"CogniRelay {kind} capsule `{subject}`, updated {text_of(capsule.get('updated_at'))}"
+        + (f", lifecycle {descriptor['lifecycle']}" if text_of(descriptor.get("lifecycle")) else "")
+        + ".",
+    ]
     if text_of(state.get("stance_summary")):
         lines += ["", f"**Stance:** {state['stance_summary'].strip()}"]
     for field, heading in SECTIONS:
         listed = _listed(heading, state.get(field))
         if listed:
             lines += ["", listed]
-    decisions = [f"- not {d['decision'].strip()}: {text_of(d.get('rationale'))}"
-                 for d in state.get("negative_decisions") or [] if isinstance(d, dict) and text_of(d.get("decision"))]
+    decisions = [
+        f"- not {d['decision'].strip()}: {text_of(d.get('rationale'))}"
+        for d in state.get("negative_decisions") or []
+        if isinstance(d, dict) and text_of(d.get("decision"))
+    ]
     if decisions:
         lines += ["", "## Negative decisions", "", *decisions]
-    rationale = [f"- `{e.get('tag')}` ({text_of(e.get('kind'))}, {text_of(e.get('status'))}): "
-                 f"{text_of(e.get('summary'))}" for e in state.get("rationale_entries") or [] if isinstance(e, dict)]
+    rationale = [
+        f"- `{e.get('tag')}` ({text_of(e.get('kind'))}, {text_of(e.get('status'))}): {text_of(e.get('summary'))}"
+        for e in state.get("rationale_entries") or []
+        if isinstance(e, dict)
+    ]
     if rationale:
         lines += ["", "## Rationale", "", *rationale]
-    prefs = [f"- `{p.get('tag')}`: {text_of(p.get('content'))}"
-             for p in capsule.get("stable_preferences") or [] if isinstance(p, dict)]
+    prefs = [
+        f"- `{p.get('tag')}`: {text_of(p.get('content'))}"
+        for p in capsule.get("stable_preferences") or []
+        if isinstance(p, dict)
+    ]
     if prefs:
         lines += ["", "## Stable preferences", "", *prefs]
     lines += ["", f"_Imported from CogniRelay `{origin.file}`._"]
@@ -178,4 +252,3 @@ def _prefixed(prefix: str, value: Any) -> str:
 def _listed(heading: str, values: Any) -> str:
     items = strings(values)
     return f"## {heading}\n\n" + "\n".join(f"- {v}" for v in items) if items else ""
-

@@ -56,12 +56,17 @@ class EternegoImporter:
 
 def _day_session(persona: str, day: str, turns: list[str], origin: Origin) -> SessionItem:
     key = f"eternego:{persona}:day:{day}"
-    return SessionItem(key=key, slug=f"{day}-eternego-{persona}-conversation",
-                       title=f"{persona}: conversation of {day}",
-                       body=f"# Conversation of {day}\n\n" + "\n\n".join(turns)
-                       + f"\n\n_Imported from eternego `{origin.file}`._\n",
-                       scope_hash=UNSCOPED, created_at=datetime.fromisoformat(f"{day}T00:00:00+00:00"),
-                       origin=origin, source=SOURCE, tags=["eternego", persona])
+    return SessionItem(
+        key=key,
+        slug=f"{day}-eternego-{persona}-conversation",
+        title=f"{persona}: conversation of {day}",
+        body=f"# Conversation of {day}\n\n" + "\n\n".join(turns) + f"\n\n_Imported from eternego `{origin.file}`._\n",
+        scope_hash=UNSCOPED,
+        created_at=datetime.fromisoformat(f"{day}T00:00:00+00:00"),
+        origin=origin,
+        source=SOURCE,
+        tags=["eternego", persona],
+    )
 
 
 def _archived_day(file: Path, home: Path, persona: str) -> Item:
@@ -75,8 +80,10 @@ def _archived_day(file: Path, home: Path, persona: str) -> Item:
     text = read_text(file, home)
     if isinstance(text, Malformed):
         return text
-    turns = [_TURN.sub(lambda m: f"**{SPEAKERS[m.group(2)]}** ({m.group(1)[11:16]}): ", block.strip())
-             for block in re.split(r"\n(?=\[)", text.strip())]
+    turns = [
+        _TURN.sub(lambda m: f"**{SPEAKERS[m.group(2)]}** ({m.group(1)[11:16]}): ", block.strip())
+        for block in re.split(r"\n(?=\[)", text.strip())
+    ]
     return _day_session(persona, day, turns, Origin(name, key=day))
 
 
@@ -120,20 +127,36 @@ def _memory(file: Path, home: Path, persona: str) -> Iterator[Item]:
     archived = listing(mind.get("archive"))
     key = f"eternego:{persona}:mind:{short_hash(context + ''.join(lines))}"
     now = datetime.now(UTC)
-    body = (f"# {persona}'s working memory\n\n{len(messages)} live messages, {len(archived)} archived stretches."
-            + (f"\n\n## Hand-off note\n\n{context}" if context else "")
-            + ("\n\n## Live messages\n\n" + "\n\n".join(lines) if lines else "")
-            + f"\n\n_Imported from eternego `{name}`._\n")
-    yield SessionItem(key=key, slug=f"{now:%Y-%m-%d}-eternego-{persona}-mind-{key[-8:]}",
-                      title=f"{persona}: working memory", body=body, scope_hash=UNSCOPED, created_at=now,
-                      origin=Origin(name), source=SOURCE, tags=["eternego", persona])
+    body = (
+        f"# {persona}'s working memory\n\n{len(messages)} live messages, {len(archived)} archived stretches."
+        + (f"\n\n## Hand-off note\n\n{context}" if context else "")
+        + ("\n\n## Live messages\n\n" + "\n\n".join(lines) if lines else "")
+        + f"\n\n_Imported from eternego `{name}`._\n"
+    )
+    yield SessionItem(
+        key=key,
+        slug=f"{now:%Y-%m-%d}-eternego-{persona}-mind-{key[-8:]}",
+        title=f"{persona}: working memory",
+        body=body,
+        scope_hash=UNSCOPED,
+        created_at=now,
+        origin=Origin(name),
+        source=SOURCE,
+        tags=["eternego", persona],
+    )
     if context:
         yield PromotionItem(
-            key=f"eternego:{persona}:context:{short_hash(context)}", session_key=key, type=MemoryType.FACT,
-            title=f"{persona}'s hand-off: {context.splitlines()[0][:90]}", body=context, scope_hash=UNSCOPED,
-            origin=Origin(name, key="context"), dura={"D": 0.4, "U": 0.8, "R": 0.5, "A": 0.6},
+            key=f"eternego:{persona}:context:{short_hash(context)}",
+            session_key=key,
+            type=MemoryType.FACT,
+            title=f"{persona}'s hand-off: {context.splitlines()[0][:90]}",
+            body=context,
+            scope_hash=UNSCOPED,
+            origin=Origin(name, key="context"),
+            dura={"D": 0.4, "U": 0.8, "R": 0.5, "A": 0.6},
             reasoning=f"eternego hand-off note (memory.json `context`), rewritten at each consolidation: what was "
-                      f"in motion and the next step. Imported from {name}.")
+            f"in motion and the next step. Imported from {name}.",
+        )
 
 
 def _message(message: dict[str, Any]) -> str:

@@ -39,9 +39,15 @@ from engram.store.importers.base import (
 from engram.store.paths import scope_hash_for
 
 SOURCE = "importer-openrelix"
-TYPES = {"preference": MemoryType.PREFERENCE, "procedural": MemoryType.PLAYBOOK, "workflow": MemoryType.PLAYBOOK,
-         "semantic": MemoryType.FACT, "episodic": MemoryType.FACT, "rule": MemoryType.DECISION,
-         "task": MemoryType.DECISION}
+TYPES = {
+    "preference": MemoryType.PREFERENCE,
+    "procedural": MemoryType.PLAYBOOK,
+    "workflow": MemoryType.PLAYBOOK,
+    "semantic": MemoryType.FACT,
+    "episodic": MemoryType.FACT,
+    "rule": MemoryType.DECISION,
+    "task": MemoryType.DECISION,
+}
 POLICY_D = {"global_context": 0.9, "project_context": 0.8, "on_demand": 0.6, "local_only": 0.4, "never": 0.2}
 PRIORITY_U = {"high": 0.9, "medium": 0.6, "low": 0.3}
 
@@ -92,20 +98,33 @@ def _window(data: Any, origin: Origin, seen: set[str]) -> Iterator[Item]:
     if wid in seen:  # the same window in raw/windows and in the daily file
         return
     seen.add(wid)
-    prompts = [(text_of(p.get("ts") or p.get("local_time")), text_of(p.get("text")))
-               for p in data.get("prompts") or [] if isinstance(p, dict)]
-    conclusions = [(text_of(c.get("completed_at")), text_of(c.get("text")))
-                   for c in data.get("conclusions") or [] if isinstance(c, dict)]
+    prompts = [
+        (text_of(p.get("ts") or p.get("local_time")), text_of(p.get("text")))
+        for p in data.get("prompts") or []
+        if isinstance(p, dict)
+    ]
+    conclusions = [
+        (text_of(c.get("completed_at")), text_of(c.get("text")))
+        for c in data.get("conclusions") or []
+        if isinstance(c, dict)
+    ]
     prompts, conclusions = [p for p in prompts if p[1]], [c for c in conclusions if c[1]]
     if not prompts and not conclusions:
         yield Malformed(Origin(origin.file, key=wid), "window with no prompts and no conclusions")
         return
     when = parse_time(data.get("started_at")) or parse_time(data.get("date")) or datetime.now(UTC)
-    title = (text_of(data.get("thread_title")) or text_of(data.get("window_summary"))
-             or (prompts[0][1] if prompts else conclusions[0][1])).splitlines()[0][:80]
+    title = (
+        text_of(data.get("thread_title"))
+        or text_of(data.get("window_summary"))
+        or (prompts[0][1] if prompts else conclusions[0][1])
+    ).splitlines()[0][:80]
     cwd = text_of(data.get("cwd"))
-    parts = [f"# {title}", "", f"OpenRelix window `{wid}` ({text_of(data.get('ai_host')) or 'codex'}"
-             f"{', ' + cwd if cwd else ''}), {when:%Y-%m-%d}."]
+    parts = [
+        f"# {title}",
+        "",
+        f"OpenRelix window `{wid}` ({text_of(data.get('ai_host')) or 'codex'}"
+        f"{', ' + cwd if cwd else ''}), {when:%Y-%m-%d}.",
+    ]
     if text_of(data.get("window_summary")):
         parts += ["", data["window_summary"].strip()]
     if prompts:
@@ -113,10 +132,17 @@ def _window(data: Any, origin: Origin, seen: set[str]) -> Iterator[Item]:
     if conclusions:
         parts += ["", "## Conclusions", ""] + [f"- {t[:19] + ' ' if t else ''}{text}" for t, text in conclusions]
     parts += ["", f"_Imported from OpenRelix `{origin.file}`._"]
-    yield SessionItem(key=f"openrelix:window:{wid}", slug=f"{when:%Y-%m-%d}-openrelix-{slug_part(wid)}-"
-                      f"{short_hash(wid)}", title=title, body="\n".join(parts) + "\n",
-                      scope_hash=scope_hash_for(cwd) if cwd else UNSCOPED, created_at=when,
-                      origin=Origin(origin.file, key=wid), source=SOURCE, tags=["openrelix"])
+    yield SessionItem(
+        key=f"openrelix:window:{wid}",
+        slug=f"{when:%Y-%m-%d}-openrelix-{slug_part(wid)}-{short_hash(wid)}",
+        title=title,
+        body="\n".join(parts) + "\n",
+        scope_hash=scope_hash_for(cwd) if cwd else UNSCOPED,
+        created_at=when,
+        origin=Origin(origin.file, key=wid),
+        source=SOURCE,
+        tags=["openrelix"],
+    )
 
 
 def _registry(file: Path, root: Path, scopes: dict[str, str], options: Options) -> Iterator[Item]:
@@ -145,23 +171,33 @@ def _registry(file: Path, root: Path, scopes: dict[str, str], options: Options) 
             yield _batch_session(batch_key, name)
         scope = GLOBAL if text_of(row.get("scope")) == "global" else scopes[windows[0]] if windows else UNSCOPED
         yield PromotionItem(
-            key=f"openrelix:memory:{mid}", session_key=session_key,
-            type=TYPES.get(text_of(row.get("memory_type")), MemoryType.FACT), title=row["title"].strip()[:120],
-            body=_body(row), scope_hash=scope, origin=origin, dura=dura(row),
-            reasoning=(f"OpenRelix registry row {mid}: priority {text_of(row.get('priority')) or '-'}, "
-                       f"injection_policy {policy or '-'}, seen {row.get('occurrence_count') or 1} time(s). "
-                       f"Imported from {origin.file}:{origin.line}."),
-            triggers=strings(row.get("keywords"))[:6])
+            key=f"openrelix:memory:{mid}",
+            session_key=session_key,
+            type=TYPES.get(text_of(row.get("memory_type")), MemoryType.FACT),
+            title=row["title"].strip()[:120],
+            body=_body(row),
+            scope_hash=scope,
+            origin=origin,
+            dura=dura(row),
+            reasoning=(
+                f"OpenRelix registry row {mid}: priority {text_of(row.get('priority')) or '-'}, "
+                f"injection_policy {policy or '-'}, seen {row.get('occurrence_count') or 1} time(s). "
+                f"Imported from {origin.file}:{origin.line}."
+            ),
+            triggers=strings(row.get("keywords"))[:6],
+        )
 
 
 def dura(row: dict[str, Any]) -> dict[str, float]:
     """D from ``injection_policy`` (how widely OpenRelix would inject it), U from ``priority``, R from
     ``occurrence_count`` (0.3 for one sighting, +0.15 each more), A from how many ``evidence_contexts`` back it."""
     count = seen if isinstance(seen := row.get("occurrence_count"), int) else 1
-    return {"D": POLICY_D.get(text_of(row.get("injection_policy")), 0.5),
-            "U": PRIORITY_U.get(text_of(row.get("priority")), 0.5),
-            "R": clamp(0.3 + 0.15 * (max(1, count) - 1)),
-            "A": clamp(0.4 + 0.15 * len(strings(row.get("evidence_contexts"))))}
+    return {
+        "D": POLICY_D.get(text_of(row.get("injection_policy")), 0.5),
+        "U": PRIORITY_U.get(text_of(row.get("priority")), 0.5),
+        "R": clamp(0.3 + 0.15 * (max(1, count) - 1)),
+        "A": clamp(0.4 + 0.15 * len(strings(row.get("evidence_contexts")))),
+    }
 
 
 def _body(row: dict[str, Any]) -> str:
@@ -177,8 +213,15 @@ def _body(row: dict[str, Any]) -> str:
 
 def _batch_session(key: str, name: str) -> SessionItem:
     now = datetime.now(UTC)
-    return SessionItem(key=key, slug=f"openrelix-registry-{slug_part(name)}-{short_hash(key)}",
-                       title=f"OpenRelix registry ({name})",
-                       body=f"Registry rows imported from OpenRelix `{name}` that cite no imported window; each "
-                            "is a pending promotion proposed from this session.\n",
-                       scope_hash=UNSCOPED, created_at=now, origin=Origin(name), source=SOURCE, tags=["openrelix"])
+    return SessionItem(
+        key=key,
+        slug=f"openrelix-registry-{slug_part(name)}-{short_hash(key)}",
+        title=f"OpenRelix registry ({name})",
+        body=f"Registry rows imported from OpenRelix `{name}` that cite no imported window; each "
+        "is a pending promotion proposed from this session.\n",
+        scope_hash=UNSCOPED,
+        created_at=now,
+        origin=Origin(name),
+        source=SOURCE,
+        tags=["openrelix"],
+    )

@@ -67,13 +67,18 @@ class Preview:
 
     def first(self) -> list[tuple[str, str, str]]:
         """The first sessions and promotions as (kind, title, origin), secret-looking strings masked."""
-        return ([("session", redact(s.title), str(s.origin)) for s in self.sessions[:FIRST]]
-                + [(p.type.value, redact(p.title), str(p.origin)) for p in self.promotions[:FIRST]])
+        return [("session", redact(s.title), str(s.origin)) for s in self.sessions[:FIRST]] + [
+            (p.type.value, redact(p.title), str(p.origin)) for p in self.promotions[:FIRST]
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "system": self.system, "path": self.path, "sessions": len(self.sessions),
-            "promotions": len(self.promotions), "supersedes": len(self.supersedes), "already_imported": self.already,
+            "system": self.system,
+            "path": self.path,
+            "sessions": len(self.sessions),
+            "promotions": len(self.promotions),
+            "supersedes": len(self.supersedes),
+            "already_imported": self.already,
             "per_type_and_scope": [{"type": t, "scope": s, "count": n} for (t, s), n in self.counts().items()],
             "first": [{"kind": kind, "title": title, "origin": origin} for kind, title, origin in self.first()],
             "malformed": [{"origin": str(m.origin), "reason": m.reason} for m in self.malformed],
@@ -104,8 +109,13 @@ def resolve_scope(scope: str | None) -> str | None:
     return scope_hash_for(directory)
 
 
-def preview(store: Store, importer: Importer, path: str | Path, options: Options = Options(),
-            progress: Callable[[int], None] | None = None) -> Preview:
+def preview(
+    store: Store,
+    importer: Importer,
+    path: str | Path,
+    options: Options = Options(),
+    progress: Callable[[int], None] | None = None,
+) -> Preview:
     """Read ``path`` with ``importer`` and work out what an import would add. ``progress`` gets the number of
     items read so far (the total is not known before the end)."""
     source = Path(path).expanduser()
@@ -147,15 +157,24 @@ def preview(store: Store, importer: Importer, path: str | Path, options: Options
             item.title, item.body = redact(item.title), redact(item.body)
         if isinstance(item, SessionItem):
             if item.scope_hash in sensitive and not store.keys.can_open(item.scope_hash):
-                result.refused.append((item.origin, f"scope {item.scope_hash} is sensitive and locked: unlock it to "
-                                                    "import sessions into it (they are written encrypted)"))
+                result.refused.append(
+                    (
+                        item.origin,
+                        f"scope {item.scope_hash} is sensitive and locked: unlock it to "
+                        "import sessions into it (they are written encrypted)",
+                    )
+                )
                 refused.add(item.key)
                 continue
             result.sessions.append(item)
             result.slugs[item.key] = item.slug
         elif item.scope_hash in sensitive:
-            result.refused.append((item.origin, f"scope {item.scope_hash} is sensitive: a pending promotion's text "
-                                                "would sit in index.db in clear"))
+            result.refused.append(
+                (
+                    item.origin,
+                    f"scope {item.scope_hash} is sensitive: a pending promotion's text would sit in index.db in clear",
+                )
+            )
         elif item.session_key in refused:
             result.refused.append((item.origin, "its session was refused"))
         elif item.session_key not in result.slugs:
@@ -200,60 +219,130 @@ def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], Non
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
-    store.apply(Change("import_run", None, None, {
-        "system": plan.system, "path": plan.path, "sessions": len(plan.sessions),
-        "promotions": len(plan.promotions), "supersedes": len(plan.supersedes), "already_imported": plan.already,
-        "malformed": len(plan.malformed), "refused": len(plan.refused), "skipped": len(plan.skipped),
-        "secrets_flagged": len(plan.secrets)}))
+    store.apply(
+        Change(
+            "import_run",
+            None,
+            None,
+            {
+                "system": plan.system,
+                "path": plan.path,
+                "sessions": len(plan.sessions),
+                "promotions": len(plan.promotions),
+                "supersedes": len(plan.supersedes),
+                "already_imported": plan.already,
+                "malformed": len(plan.malformed),
+                "refused": len(plan.refused),
+                "skipped": len(plan.skipped),
+                "secrets_flagged": len(plan.secrets),
+            },
+        )
+    )
     return ImportResult(len(plan.sessions), len(plan.promotions), len(plan.supersedes))
 
 
-def _change(store: Store, plan: Preview, item: SessionItem | PromotionItem | SupersedeItem,
-            docs: list[tuple[MemoryDoc, str]], records: list[dict[str, Any]]) -> Change:
+def _change(
+    store: Store,
+    plan: Preview,
+    item: SessionItem | PromotionItem | SupersedeItem,
+    docs: list[tuple[MemoryDoc, str]],
+    records: list[dict[str, Any]],
+) -> Change:
     """The audited change for one item. Session rows and their import records go to ``docs`` and ``records``,
     written for the whole batch at once before the changes run; a promotion's row is inserted by its change,
     which records the new id."""
     now = store.now().isoformat()
     if isinstance(item, SessionItem):
-        doc = MemoryDoc(frontmatter=Frontmatter(
-            title=item.title, slug=item.slug, type=MemoryType.SESSION, scope_hash=item.scope_hash,
-            tags=item.tags, source=item.source, created_at=item.created_at), body=item.body)
+        doc = MemoryDoc(
+            frontmatter=Frontmatter(
+                title=item.title,
+                slug=item.slug,
+                type=MemoryType.SESSION,
+                scope_hash=item.scope_hash,
+                tags=item.tags,
+                source=item.source,
+                created_at=item.created_at,
+            ),
+            body=item.body,
+        )
         write = store.memory_write(doc)
         docs.append((doc, write.relpath))
         records.append(_record(plan.system, item.key, "session", str(item.origin), now, memory_slug=item.slug))
         return Change("import_item", item.slug, item.scope_hash, _details(plan, item, "session"), writes=[write])
     if isinstance(item, PromotionItem):
         session = plan.slugs[item.session_key]
-        proposal = Proposal(session, item.type, item.title, item.body, item.triggers, item.dura, item.reasoning,
-                            item.scope_hash, _approved_slugs(item.supersedes_keys))
+        proposal = Proposal(
+            session,
+            item.type,
+            item.title,
+            item.body,
+            item.triggers,
+            item.dura,
+            item.reasoning,
+            item.scope_hash,
+            _approved_slugs(item.supersedes_keys),
+        )
 
         def promotion_row() -> None:
             promotion_id = Promotion.insert(**promotion_values(proposal, now)).execute()
-            Imported.insert(_record(plan.system, item.key, "promotion", str(item.origin), now,
-                                    promotion_id=promotion_id)).on_conflict_replace().execute()
+            Imported.insert(
+                _record(plan.system, item.key, "promotion", str(item.origin), now, promotion_id=promotion_id)
+            ).on_conflict_replace().execute()
 
-        return Change("import_item", session, item.scope_hash, {**_details(plan, item, "promotion"),
-                                                                 "title": item.title}, index_update=promotion_row)
+        return Change(
+            "import_item",
+            session,
+            item.scope_hash,
+            {**_details(plan, item, "promotion"), "title": item.title},
+            index_update=promotion_row,
+        )
     newer, older = plan.slugs[item.newer_key], plan.slugs[item.older_key]
 
     def supersede_row() -> None:
-        SupersedesChain.insert(newer_memory_id=newer, older_memory_id=older, confidence=0.5, decided_at=now,
-                               decided_by="digest", reason=item.reason).on_conflict_ignore().execute()
-        Imported.insert(_record(plan.system, item.key, "supersede", str(item.origin), now,
-                                memory_slug=newer)).on_conflict_replace().execute()
+        SupersedesChain.insert(
+            newer_memory_id=newer,
+            older_memory_id=older,
+            confidence=0.5,
+            decided_at=now,
+            decided_by="digest",
+            reason=item.reason,
+        ).on_conflict_ignore().execute()
+        Imported.insert(
+            _record(plan.system, item.key, "supersede", str(item.origin), now, memory_slug=newer)
+        ).on_conflict_replace().execute()
 
-    return Change("import_item", newer, None, {"system": plan.system, "kind": "supersede", "older": older,
-                                               "origin": str(item.origin)}, index_update=supersede_row)
+    return Change(
+        "import_item",
+        newer,
+        None,
+        {"system": plan.system, "kind": "supersede", "older": older, "origin": str(item.origin)},
+        index_update=supersede_row,
+    )
 
 
 def _details(plan: Preview, item: SessionItem | PromotionItem, kind: str) -> dict[str, Any]:
     return {"system": plan.system, "kind": kind, "key": item.key, "origin": str(item.origin)}
 
 
-def _record(system: str, key: str, kind: str, origin: str, now: str, *, memory_slug: str | None = None,
-            promotion_id: int | None = None) -> dict[str, Any]:
-    return {"source_key": key, "system": system, "kind": kind, "origin": origin, "imported_at": now,
-            "memory_slug": memory_slug, "promotion_id": promotion_id}
+def _record(
+    system: str,
+    key: str,
+    kind: str,
+    origin: str,
+    now: str,
+    *,
+    memory_slug: str | None = None,
+    promotion_id: int | None = None,
+) -> dict[str, Any]:
+    return {
+        "source_key": key,
+        "system": system,
+        "kind": kind,
+        "origin": origin,
+        "imported_at": now,
+        "memory_slug": memory_slug,
+        "promotion_id": promotion_id,
+    }
 
 
 def _approved_slugs(keys: tuple[str, ...]) -> tuple[str, ...]:
@@ -263,4 +352,3 @@ def _approved_slugs(keys: tuple[str, ...]) -> tuple[str, ...]:
     ids = [pid for (pid,) in tuples(Imported.select(Imported.promotion_id).where(Imported.source_key.in_(keys)))]
     approved = Promotion.select().where(Promotion.id.in_(ids) & (Promotion.status == PromotionStatus.APPROVED.value))
     return tuple(promoted_slug(p) for p in approved)
-

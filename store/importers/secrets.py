@@ -18,7 +18,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "bearer token": re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{20,}"),
     "cookie": re.compile(r"(?i)\b(?:set-)?cookie:\s*[^;\s]+=[^;\s]{16,}"),
     "password assignment": re.compile(
-        r"(?i)\b(?:password|passwd|secret|api[_-]?key|token)\s*[:=]\s*['\"]?[^\s'\"]{8,}"),
+        r"(?i)\b(?:password|passwd|secret|api[_-]?key|token)\s*[:=]\s*['\"]?[^\s'\"]{8,}"
+    ),
 }
 
 

@@ -57,10 +57,15 @@ def record(store: Store, doc: MemoryDoc, data: bytes, plaintext: bytes) -> None:
     key = binding_key(store.keys.key_for(fm.scope_hash))
     old = Binding.get_or_none(Binding.slug == fm.slug)
     version = old.version + 1 if old else 1
-    Binding.insert(slug=fm.slug, scope_hash=fm.scope_hash, version=version,
-                   updated_at=index_datetime(fm.updated_at or fm.created_at),
-                   file_mac=file_mac(key, fm.slug, version, data), content_mac=content_mac(key, plaintext),
-                   bound_at=store.now().isoformat()).on_conflict_replace().execute()
+    Binding.insert(
+        slug=fm.slug,
+        scope_hash=fm.scope_hash,
+        version=version,
+        updated_at=index_datetime(fm.updated_at or fm.created_at),
+        file_mac=file_mac(key, fm.slug, version, data),
+        content_mac=content_mac(key, plaintext),
+        bound_at=store.now().isoformat(),
+    ).on_conflict_replace().execute()
 
 
 def forget(slug: str) -> None:
@@ -92,8 +97,11 @@ def verify(store: Store, relpath: str, data: bytes, doc: MemoryDoc, plaintext: b
         return BindingState(CHANGED, "the same text, encrypted again outside engram")
     updated = index_datetime(fm.updated_at or fm.created_at) or ""
     if updated <= (entry.updated_at or ""):
-        return BindingState(ROLLED_BACK, f"an older version: updated_at {updated}, bound at version "
-                                         f"{entry.version} with updated_at {entry.updated_at}")
+        return BindingState(
+            ROLLED_BACK,
+            f"an older version: updated_at {updated}, bound at version "
+            f"{entry.version} with updated_at {entry.updated_at}",
+        )
     return BindingState(CHANGED, f"a newer version written outside engram (updated_at {updated})")
 
 
@@ -109,9 +117,15 @@ def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, 
         for _, doc, data, plaintext in items:
             record(store, doc, data, plaintext)
 
-    store.apply(Change("files_bound", scope_hash, scope_hash,
-                       {"count": len(items), "slugs": [doc.frontmatter.slug for _, doc, _, _ in items]},
-                       index_update=update))
+    store.apply(
+        Change(
+            "files_bound",
+            scope_hash,
+            scope_hash,
+            {"count": len(items), "slugs": [doc.frontmatter.slug for _, doc, _, _ in items]},
+            index_update=update,
+        )
+    )
     return len(items)
 
 

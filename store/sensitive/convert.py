@@ -68,8 +68,12 @@ class Progress:
     batches: int = 0
 
 
-def mark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None] | None = None,
-                   discover_in: Iterable[Path] | None = None) -> Progress:
+def mark_sensitive(
+    store: Store,
+    scope: str,
+    progress: Callable[[int, int], None] | None = None,
+    discover_in: Iterable[Path] | None = None,
+) -> Progress:
     """Register the scope as sensitive and encrypt every memory in it, crash-safe and resumable.
 
     Registration first (the index row; the ``.memoryd-sensitive`` marker where the project exists), so a crash
@@ -86,13 +90,22 @@ def mark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None
     keyproof.prove(store, scope_hash)  # no proven key, no start: nothing is registered that could not be encrypted
     lost = [row for row in lost_promotions(store) if row["scope_hash"] == scope_hash]
     if lost:  # marking drops engram's copy of a sensitive scope's promotion text: here the copy is all there is
-        raise Conflict(f"memoryd's rebuild-index removed {len(lost)} promotions of scope {scope_hash} that only "
-                       "engram.db still holds: run `engram repair` first, then mark it")
+        raise Conflict(
+            f"memoryd's rebuild-index removed {len(lost)} promotions of scope {scope_hash} that only "
+            "engram.db still holds: run `engram repair` first, then mark it"
+        )
     if scope_hash not in store.sensitive_scopes():
         scope_root = scope_root or project_dir(store, scope_hash, discover_in)
         write_marker(scope_root)
-        store.apply(Change("scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root},
-                           index_update=lambda: register(store, scope_hash, scope_root)))
+        store.apply(
+            Change(
+                "scope_marked_sensitive",
+                scope_hash,
+                scope_hash,
+                {"scope_root": scope_root},
+                index_update=lambda: register(store, scope_hash, scope_root),
+            )
+        )
     for folder in _scope_dirs(store, scope_hash):
         folder.chmod(0o700)
     _adopt_unindexed(store, scope_hash)
@@ -109,20 +122,28 @@ def unmark_sensitive(store: Store, scope: str, progress: Callable[[int, int], No
     _adopt_unindexed(store, scope_hash)
     result = _convert(store, scope_hash, encrypt=False, progress=progress)
     row = next((r for r in store.index.sensitive_scope_rows() if r["scope_hash"] == scope_hash), {})
-    store.apply(Change("scope_unmarked_sensitive", scope_hash, scope_hash, {"files": result.files},
-                       index_update=lambda: SensitiveScope.delete().where(
-                           SensitiveScope.scope_hash == scope_hash).execute()))
+    store.apply(
+        Change(
+            "scope_unmarked_sensitive",
+            scope_hash,
+            scope_hash,
+            {"files": result.files},
+            index_update=lambda: SensitiveScope.delete().where(SensitiveScope.scope_hash == scope_hash).execute(),
+        )
+    )
     _remove_marker(row.get("scope_root"))
     return result
 
 
-def _convert(store: Store, scope_hash: str, encrypt: bool,
-             progress: Callable[[int, int], None] | None) -> Progress:
-    rows = [m for m in Memory.select().where(Memory.scope_hash == scope_hash).order_by(Memory.slug)
-            if m.body_path.endswith(".md.enc") != encrypt]  # the ones still to do: a rerun resumes
+def _convert(store: Store, scope_hash: str, encrypt: bool, progress: Callable[[int, int], None] | None) -> Progress:
+    rows = [
+        m
+        for m in Memory.select().where(Memory.scope_hash == scope_hash).order_by(Memory.slug)
+        if m.body_path.endswith(".md.enc") != encrypt
+    ]  # the ones still to do: a rerun resumes
     result = Progress(scope_hash, files=len(rows))
     for start in range(0, len(rows), BATCH):
-        batch = rows[start:start + BATCH]
+        batch = rows[start : start + BATCH]
         items = []
         for row in batch:
             rel = store.safe_relpath(row.body_path)
@@ -132,11 +153,18 @@ def _convert(store: Store, scope_hash: str, encrypt: bool,
         event = "memory_encrypted" if encrypt else "memory_decrypted"
         retired = [rel for rel, _ in items]
         rows_after = [(w.doc, w.relpath) for _, w in items]
-        store.apply(Change(
-            event, scope_hash, scope_hash, {"count": len(items), "slugs": [w.doc.frontmatter.slug for _, w in items]},
-            writes=[w for _, w in items],
-            index_update=functools.partial(store.upsert_memory_rows, rows_after, keep_runtime=True),
-            scrubs=retired if encrypt else [], removals=[] if encrypt else retired))
+        store.apply(
+            Change(
+                event,
+                scope_hash,
+                scope_hash,
+                {"count": len(items), "slugs": [w.doc.frontmatter.slug for _, w in items]},
+                writes=[w for _, w in items],
+                index_update=functools.partial(store.upsert_memory_rows, rows_after, keep_runtime=True),
+                scrubs=retired if encrypt else [],
+                removals=[] if encrypt else retired,
+            )
+        )
         result.done += len(items)
         result.batches += 1
         if progress is not None:
@@ -170,8 +198,16 @@ def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:
                 store.read_doc(rel)  # DecryptionFailed: stop here, the plaintext is all there is
             twins.append(twin)
     if twins:
-        store.apply(Change("stale_copies_removed", scope_hash, scope_hash, {"files": twins},
-                           scrubs=twins if encrypt else [], removals=[] if encrypt else twins))
+        store.apply(
+            Change(
+                "stale_copies_removed",
+                scope_hash,
+                scope_hash,
+                {"files": twins},
+                scrubs=twins if encrypt else [],
+                removals=[] if encrypt else twins,
+            )
+        )
 
 
 def check_key(store: Store, scope_hash: str) -> bool:
@@ -193,8 +229,10 @@ def register(store: Store, scope_hash: str, scope_root: str | None) -> None:
     if "key_source" in columns:
         values["key_source"] = store.keys.key_source
     names = ", ".join(values)
-    store.index.db.execute_sql(f"INSERT OR REPLACE INTO sensitive_scopes ({names}) VALUES "
-                               f"({', '.join('?' for _ in values)})", list(values.values()))
+    store.index.db.execute_sql(
+        f"INSERT OR REPLACE INTO sensitive_scopes ({names}) VALUES ({', '.join('?' for _ in values)})",
+        list(values.values()),
+    )
 
 
 def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:

@@ -53,7 +53,8 @@ def decrypt(data: bytes, key: bytes, scope_hash: str, path: str = "") -> bytes:
         return AESGCM(key).decrypt(raw[:NONCE_LEN], raw[NONCE_LEN:], scope_hash.encode("utf-8"))
     except InvalidTag:
         raise DecryptionFailed(
-            f"{where}does not authenticate: wrong key, altered, or moved from another scope") from None
+            f"{where}does not authenticate: wrong key, altered, or moved from another scope"
+        ) from None
 
 
 @dataclass
@@ -134,8 +135,11 @@ class KeyRing:
         except DecryptionFailed:
             self._keys.pop(scope_hash, None)
             self._proven.discard(scope_hash)
-            raise WrongKey(f"wrong passphrase for scope {scope_hash}" if self.key_source == "passphrase"
-                           else f"the OS keyring's key for scope {scope_hash} does not open its files") from None
+            raise WrongKey(
+                f"wrong passphrase for scope {scope_hash}"
+                if self.key_source == "passphrase"
+                else f"the OS keyring's key for scope {scope_hash} does not open its files"
+            ) from None
         self._proven.add(scope_hash)
 
     def _stored_passphrase(self, scope_hash: str) -> str:
@@ -172,15 +176,18 @@ def seal_verifier(passphrase: str, iterations: int) -> tuple[str, str]:
 
 def opens_verifier(passphrase: str, salt: str, iterations: int, sealed: str) -> bool:
     try:
-        return decrypt(sealed.encode("ascii"), derive_passphrase_key(passphrase, salt, iterations), salt) == \
-            VERIFIER_TEXT
+        return (
+            decrypt(sealed.encode("ascii"), derive_passphrase_key(passphrase, salt, iterations), salt) == VERIFIER_TEXT
+        )
     except (DecryptionFailed, UnicodeEncodeError):
         return False
 
 
-KEYRING_HELP = ("options: install and unlock an OS keyring (GNOME Keyring / KWallet via Secret Service, macOS "
-                "Keychain, Windows Credential Locker), set PYTHON_KEYRING_BACKEND to a keyring backend you use, or, "
-                "for the passphrase mode, set " + PASSPHRASE_ENV)
+KEYRING_HELP = (
+    "options: install and unlock an OS keyring (GNOME Keyring / KWallet via Secret Service, macOS "
+    "Keychain, Windows Credential Locker), set PYTHON_KEYRING_BACKEND to a keyring backend you use, or, "
+    "for the passphrase mode, set " + PASSPHRASE_ENV
+)
 
 
 def keyring_password(service: str, user: str) -> str | None:

@@ -36,8 +36,11 @@ class Grant:
 
     def to_json(self, now: datetime) -> dict[str, Any]:
         data = asdict(self)
-        data.update(expires_at=self.expires_at.isoformat(), valid=self.valid(now),
-                    issued_at=self.issued_at.isoformat() if self.issued_at else None)
+        data.update(
+            expires_at=self.expires_at.isoformat(),
+            valid=self.valid(now),
+            issued_at=self.issued_at.isoformat() if self.issued_at else None,
+        )
         return data
 
     def describe(self, now: datetime) -> str:
@@ -67,8 +70,9 @@ def grants(store: Store) -> dict[str, Grant | str]:
     return found
 
 
-def issue_grant(store: Store, scope_hash: str, duration: str, task_id: str | None = None,
-                scope_root: str | None = None) -> Grant:
+def issue_grant(
+    store: Store, scope_hash: str, duration: str, task_id: str | None = None, scope_root: str | None = None
+) -> Grant:
     """Write the scope's grant (replacing any earlier one) and audit ``grant_issued``."""
     if duration not in (*DURATIONS, "task"):
         raise BadInput(f"duration must be once, session or task, not {duration!r}")
@@ -78,14 +82,33 @@ def issue_grant(store: Store, scope_hash: str, duration: str, task_id: str | Non
         raise Conflict(f"scope {scope_hash} is not sensitive: agents read it without a grant")
     now = store.now().astimezone(UTC).replace(microsecond=0)
     if scope_root is None:
-        scope_root = next((r.get("scope_root") or None for r in store.index.sensitive_scope_rows()
-                           if r.get("scope_hash") == scope_hash), None)
-    grant = Grant(scope_hash, scope_root, duration, now + DURATIONS[duration] if duration in DURATIONS
-                  else UNTIL_REVOKED, now, ISSUER, task_id or None)
+        scope_root = next(
+            (
+                r.get("scope_root") or None
+                for r in store.index.sensitive_scope_rows()
+                if r.get("scope_hash") == scope_hash
+            ),
+            None,
+        )
+    grant = Grant(
+        scope_hash,
+        scope_root,
+        duration,
+        now + DURATIONS[duration] if duration in DURATIONS else UNTIL_REVOKED,
+        now,
+        ISSUER,
+        task_id or None,
+    )
     relpath = store.layout.grant_relpath(scope_hash)
-    store.apply(Change("grant_issued", scope_hash, scope_hash,
-                       {"duration": duration, "expires_at": grant.expires_at.isoformat(), "task_id": grant.task_id},
-                       writes=[DataWrite(relpath, _serialize(grant))]))
+    store.apply(
+        Change(
+            "grant_issued",
+            scope_hash,
+            scope_hash,
+            {"duration": duration, "expires_at": grant.expires_at.isoformat(), "task_id": grant.task_id},
+            writes=[DataWrite(relpath, _serialize(grant))],
+        )
+    )
     return grant
 
 
@@ -95,18 +118,26 @@ def revoke_grant(store: Store, scope_hash: str) -> Grant | str:
     if current is None:
         raise NotFound(f"scope {scope_hash} has no grant")
     details = {"duration": current.duration, "task_id": current.task_id} if isinstance(current, Grant) else {}
-    store.apply(Change("grant_revoked", scope_hash, scope_hash, details,
-                       removals=[store.layout.grant_relpath(scope_hash)]))
+    store.apply(
+        Change("grant_revoked", scope_hash, scope_hash, details, removals=[store.layout.grant_relpath(scope_hash)])
+    )
     return current
 
 
 def _serialize(grant: Grant) -> bytes:
     """memoryd's shape: ``json.dumps(..., indent=2)``, keys in its order, no trailing newline."""
-    return json.dumps({
-        "scope_hash": grant.scope_hash, "scope_root": grant.scope_root, "duration": grant.duration,
-        "expires_at": grant.expires_at.isoformat(),
-        "issued_at": grant.issued_at.isoformat() if grant.issued_at else None,
-        "issued_by": grant.issued_by, "task_id": grant.task_id}, indent=2).encode("utf-8")
+    return json.dumps(
+        {
+            "scope_hash": grant.scope_hash,
+            "scope_root": grant.scope_root,
+            "duration": grant.duration,
+            "expires_at": grant.expires_at.isoformat(),
+            "issued_at": grant.issued_at.isoformat() if grant.issued_at else None,
+            "issued_by": grant.issued_by,
+            "task_id": grant.task_id,
+        },
+        indent=2,
+    ).encode("utf-8")
 
 
 def _parse(data: bytes) -> Grant:
@@ -114,8 +145,15 @@ def _parse(data: bytes) -> Grant:
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
     issued = raw.get("issued_at") or raw.get("granted_at")  # the data-model notes call it granted_at
-    return Grant(str(raw["scope_hash"]), raw.get("scope_root"), str(raw["duration"]), _when(raw["expires_at"]),
-                 _when(issued) if issued else None, raw.get("issued_by"), raw.get("task_id") or raw.get("task"))
+    return Grant(
+        str(raw["scope_hash"]),
+        raw.get("scope_root"),
+        str(raw["duration"]),
+        _when(raw["expires_at"]),
+        _when(issued) if issued else None,
+        raw.get("issued_by"),
+        raw.get("task_id") or raw.get("task"),
+    )
 
 
 def _when(text: str) -> datetime:

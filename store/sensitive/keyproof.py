@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from engram.store.service import Store
 
 PROBES = 3  # files tried per scope: one damaged file must not pass for a wrong key
-CONFIRM_HELP = (f"type it twice at a terminal (or in the console), or set ENGRAM_CONFIRM_PASSPHRASE to the same "
-                f"value as {PASSPHRASE_ENV}")
+CONFIRM_HELP = (
+    f"type it twice at a terminal (or in the console), or set ENGRAM_CONFIRM_PASSPHRASE to the same "
+    f"value as {PASSPHRASE_ENV}"
+)
 
 
 def prove(store: Store, scope_hash: str) -> None:
@@ -59,19 +61,25 @@ def prove(store: Store, scope_hash: str) -> None:
             continue
         key = derive_passphrase_key(passphrase, other, keys.kdf_iters)
         if not any(_opens(store, rel, key, other) for rel in probes):
-            raise WrongKey(f"wrong passphrase: it does not open sensitive scope {other}, encrypted under memoryd's "
-                           "master passphrase; nothing changed")
+            raise WrongKey(
+                f"wrong passphrase: it does not open sensitive scope {other}, encrypted under memoryd's "
+                "master passphrase; nothing changed"
+            )
         return _proven(store, scope_hash)
     verifier = _verifier(store)
     if verifier is not None and opens_verifier(passphrase, verifier.salt, verifier.kdf_iters, verifier.sealed):
         return _proven(store, scope_hash)
     if not keys.confirmed:
         if verifier is not None:
-            raise WrongKey(f"wrong passphrase: it is not the one this root was last encrypted under (set "
-                           f"{verifier.set_at[:10]}); nothing changed. Nothing is encrypted now, so a new one is "
-                           f"taken only when given twice: {CONFIRM_HELP}")
-        raise PassphraseUnconfirmed("nothing on this root is encrypted under memoryd's passphrase yet to check it "
-                                    f"against, and a typo would lock these memories away: {CONFIRM_HELP}")
+            raise WrongKey(
+                f"wrong passphrase: it is not the one this root was last encrypted under (set "
+                f"{verifier.set_at[:10]}); nothing changed. Nothing is encrypted now, so a new one is "
+                f"taken only when given twice: {CONFIRM_HELP}"
+            )
+        raise PassphraseUnconfirmed(
+            "nothing on this root is encrypted under memoryd's passphrase yet to check it "
+            f"against, and a typo would lock these memories away: {CONFIRM_HELP}"
+        )
     _proven(store, scope_hash, replace=verifier is not None)
 
 
@@ -86,6 +94,7 @@ def opens_own_files(store: Store, scope_hash: str) -> bool:
     def opens_one(key: bytes) -> None:
         if not any(_opens(store, rel, key, scope_hash) for rel in probes):
             raise DecryptionFailed(f"no encrypted file of scope {scope_hash} opens")
+
     store.keys.verify(scope_hash, opens_one)
     _remember(store)
     return True
@@ -109,8 +118,9 @@ def _remember(store: Store, replace: bool = False) -> None:
         return
     salt, sealed = seal_verifier(keys.passphrase, keys.kdf_iters)
     with store.index.transaction():
-        KeyVerifier.insert(id=1, salt=salt, kdf_iters=keys.kdf_iters, sealed=sealed,
-                           set_at=store.now().isoformat()).on_conflict_replace().execute()
+        KeyVerifier.insert(
+            id=1, salt=salt, kdf_iters=keys.kdf_iters, sealed=sealed, set_at=store.now().isoformat()
+        ).on_conflict_replace().execute()
 
 
 def _verifier(store: Store) -> KeyVerifier | None:

@@ -58,8 +58,9 @@ def plan_passphrase_rekey(store: Store) -> dict[str, int]:
     return {scope: len(_encrypted_files(store, scope)) for scope in sorted(store.sensitive_scopes())}
 
 
-def rekey_passphrase(store: Store, new_passphrase: str,
-                     progress: Callable[[str, int, int], None] | None = None) -> RekeyResult:
+def rekey_passphrase(
+    store: Store, new_passphrase: str, progress: Callable[[str, int, int], None] | None = None
+) -> RekeyResult:
     """Re-encrypt every sensitive scope under keys derived from ``new_passphrase``, as memoryd derives them.
 
     Every file of every scope is proven to open under the current or the new passphrase before anything changes;
@@ -93,16 +94,25 @@ def rekey_random(store: Store, scope: str, progress: Callable[[int, int], None] 
     new_key = next_random_scope_key(scope_hash)
     split = _still_under_old_key(store, scope_hash, new_key)
     _record_start(store, [scope_hash], len(split.todo), "random")
-    done = _rekey_scope(store, scope_hash, new_key, "random", progress, split,
-                        before_finish=lambda: install_random_scope_key(scope_hash, new_key))
+    done = _rekey_scope(
+        store,
+        scope_hash,
+        new_key,
+        "random",
+        progress,
+        split,
+        before_finish=lambda: install_random_scope_key(scope_hash, new_key),
+    )
     return RekeyResult([done])
 
 
 def _check_source(store: Store, source: str) -> None:
     """Refuse a rekey memoryd could not follow: its config names one key source for every scope."""
     if source != store.keys.key_source:
-        raise Conflict(f"memoryd's config uses key_source = {store.keys.key_source!r}: a {source} rekey would "
-                       "leave files memoryd cannot read (change memoryd's config first)")
+        raise Conflict(
+            f"memoryd's config uses key_source = {store.keys.key_source!r}: a {source} rekey would "
+            "leave files memoryd cannot read (change memoryd's config first)"
+        )
 
 
 def _sensitive(store: Store, scope: str) -> str:
@@ -120,16 +130,30 @@ def _record_start(store: Store, scopes: list[str], files: int, source: str) -> N
     target = missing[0] if len(missing) == 1 else None
 
     def insert() -> None:
-        Rekey.insert_many([{"scope_hash": s, "started_at": store.now().isoformat(), "new_source": source}
-                           for s in missing]).execute()
-    store.apply(Change("rekey_started", target, target, {"scopes": missing, "files": files, "new_source": source},
-                       index_update=insert))
+        Rekey.insert_many(
+            [{"scope_hash": s, "started_at": store.now().isoformat(), "new_source": source} for s in missing]
+        ).execute()
+
+    store.apply(
+        Change(
+            "rekey_started",
+            target,
+            target,
+            {"scopes": missing, "files": files, "new_source": source},
+            index_update=insert,
+        )
+    )
 
 
-def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
-                 progress: Callable[[int, int], None] | None,
-                 split: _Split | None = None,
-                 before_finish: Callable[[], None] | None = None) -> Progress:
+def _rekey_scope(
+    store: Store,
+    scope_hash: str,
+    new_key: bytes,
+    source: str,
+    progress: Callable[[int, int], None] | None,
+    split: _Split | None = None,
+    before_finish: Callable[[], None] | None = None,
+) -> Progress:
     """Re-encrypt the scope's files still under the old key, a batch per change; then ``before_finish`` (the
     keyring step of random mode) and the ``scope_rekeyed`` change that closes the scope's rekey. That change
     also binds again the files an interrupted run re-encrypted but could not record (killed between a file's
@@ -139,12 +163,18 @@ def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
     result = Progress(scope_hash, files=len(todo))
     old_key = store.keys.key_for(scope_hash) if todo else None
     for start in range(0, len(todo), BATCH):
-        batch = todo[start:start + BATCH]
+        batch = todo[start : start + BATCH]
         store.keys.adopt(scope_hash, new_key)  # the write path encrypts and binds under the new key
         try:
-            store.apply(Change("memory_rekeyed", scope_hash, scope_hash,
-                               {"count": len(batch), "slugs": [doc.frontmatter.slug for _, doc in batch]},
-                               writes=[FileWrite(rel, doc, encrypted=True) for rel, doc in batch]))
+            store.apply(
+                Change(
+                    "memory_rekeyed",
+                    scope_hash,
+                    scope_hash,
+                    {"count": len(batch), "slugs": [doc.frontmatter.slug for _, doc in batch]},
+                    writes=[FileWrite(rel, doc, encrypted=True) for rel, doc in batch],
+                )
+            )
         except BaseException:
             if old_key is not None:
                 store.keys.adopt(scope_hash, old_key)  # the files not yet done still need it
@@ -156,15 +186,26 @@ def _rekey_scope(store: Store, scope_hash: str, new_key: bytes, source: str,
     store.keys.adopt(scope_hash, new_key)
     if before_finish is not None:
         before_finish()
-    stale = [(rel, doc, data, plain) for rel, doc, data, plain in split.done
-             if binding.verify(store, rel, data, doc, plain).state != binding.BOUND]
+    stale = [
+        (rel, doc, data, plain)
+        for rel, doc, data, plain in split.done
+        if binding.verify(store, rel, data, doc, plain).state != binding.BOUND
+    ]
 
     def finish() -> None:
         for _rel, doc, data, plain in stale:
             binding.record(store, doc, data, plain)
         _finish(store, scope_hash, source)
-    store.apply(Change("scope_rekeyed", scope_hash, scope_hash,
-                       {"files": result.done, "new_source": source, "bound_again": len(stale)}, index_update=finish))
+
+    store.apply(
+        Change(
+            "scope_rekeyed",
+            scope_hash,
+            scope_hash,
+            {"files": result.done, "new_source": source, "bound_again": len(stale)},
+            index_update=finish,
+        )
+    )
     return result
 
 
@@ -231,5 +272,6 @@ def _encrypted_files(store: Store, scope_hash: str) -> list[str]:
 def _finish(store: Store, scope_hash: str, source: str) -> None:
     Rekey.delete().where(Rekey.scope_hash == scope_hash).execute()
     if "key_source" in store.index.columns("sensitive_scopes"):
-        store.index.db.execute_sql("UPDATE sensitive_scopes SET key_source = ? WHERE scope_hash = ?",
-                                   (source, scope_hash))
+        store.index.db.execute_sql(
+            "UPDATE sensitive_scopes SET key_source = ? WHERE scope_hash = ?", (source, scope_hash)
+        )

@@ -41,8 +41,9 @@ def ensure_dir(path: Path, mode: int = 0o755) -> None:
         fsync_dir(d.parent)
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = True,
-                 verify: Callable[[bytes], None] | None = None) -> None:
+def write_atomic(
+    path: Path, data: bytes, mode: int = 0o644, durable: bool = True, verify: Callable[[bytes], None] | None = None
+) -> None:
     """Replace ``path`` with ``data`` atomically; keeps an existing file's permissions.
 
     ``durable=False`` skips the fsyncs for batches (demo, import), which call :func:`flush_written` once

@@ -66,8 +66,11 @@ def finish(layout: RootLayout, retiring: list[Retiring]) -> None:
 def take(event: dict[str, Any]) -> tuple[dict[str, Any], list[Retiring]]:
     """A queued event without its retirements, and the retirements."""
     items = event.pop(KEY, None) or []
-    return event, [Retiring(str(i["path"]), bool(i["scrub"]), int(i["size"]), int(i["mtime_ns"])) for i in items
-                   if isinstance(i, dict)]
+    return event, [
+        Retiring(str(i["path"]), bool(i["scrub"]), int(i["size"]), int(i["mtime_ns"]))
+        for i in items
+        if isinstance(i, dict)
+    ]
 
 
 def pending(layout: RootLayout, queued: list[tuple[str, str]]) -> list[Retiring]:

@@ -59,9 +59,14 @@ class AuditList(LineList):
         assert self.audit_log is not None
         n = int(self.lines[row])
         e = self.audit_log.event(n)
-        return self._line(str(n), str(e.get("ts", ""))[:19].replace("T", " "), str(e.get("actor") or "memoryd"),
-                          str(e.get("event_type", "")), str(e.get("scope_hash") or ""),
-                          str(e.get("target_id") or e.get("tool") or ""))
+        return self._line(
+            str(n),
+            str(e.get("ts", ""))[:19].replace("T", " "),
+            str(e.get("actor") or "memoryd"),
+            str(e.get("event_type", "")),
+            str(e.get("scope_hash") or ""),
+            str(e.get("target_id") or e.get("tool") or ""),
+        )
 
     def row_style(self, row: int) -> Style | None:
         return BAD if self.bad_line is not None and int(self.lines[row]) == self.bad_line else None
@@ -69,10 +74,14 @@ class AuditList(LineList):
     def _line(self, n: str, ts: str, actor: str, event: str, scope: str, target: str) -> Text:
         if self.size.width < NARROW:  # no actor, and the time without year and seconds: room for the target
             short = ts[5:16] if ts[:4].isdigit() else ts[:11]
-            return Text(visible(f" {n:>7}  {short:<11}  {event[:24]:<24}  {scope[:12]:<12}  {target}"),
-                        no_wrap=True, end="")
-        return Text(visible(f" {n:>7}  {ts:<19}  {actor[:14]:<14}  {event[:26]:<26}  {scope[:12]:<12}  {target}"),
-                    no_wrap=True, end="")
+            return Text(
+                visible(f" {n:>7}  {short:<11}  {event[:24]:<24}  {scope[:12]:<12}  {target}"), no_wrap=True, end=""
+            )
+        return Text(
+            visible(f" {n:>7}  {ts:<19}  {actor[:14]:<14}  {event[:26]:<26}  {scope[:12]:<12}  {target}"),
+            no_wrap=True,
+            end="",
+        )
 
 
 class AuditPane(Vertical):
@@ -87,8 +96,9 @@ class AuditPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("the log is read when this pane is first shown", id="audit-status")
         yield ProgressBar(id="audit-progress", show_eta=False)
-        yield Input(placeholder="filter, then enter: type: scope: target: actor: since: until: and words",
-                    id="audit-filter")
+        yield Input(
+            placeholder="filter, then enter: type: scope: target: actor: since: until: and words", id="audit-filter"
+        )
         with Horizontal(id="audit-timeline-row"):
             yield Static("", id="audit-span")
             yield Sparkline([], id="audit-timeline")
@@ -132,7 +142,8 @@ class AuditPane(Vertical):
         days = [(first + timedelta(d)).isoformat() for d in range((last - first).days + 1)]
         self.query_one(Sparkline).data = [per_day.get(d, 0) for d in days]
         self.query_one("#audit-span", Static).update(
-            f"events per day {first} → {last} (busiest {max(per_day.values())})")
+            f"events per day {first} → {last} (busiest {max(per_day.values())})"
+        )
 
     # ------------------------------------------------------------------ filter
 
@@ -178,8 +189,9 @@ class AuditPane(Vertical):
         total = path.stat().st_size if path.exists() else 0
         self.app.call_from_thread(setattr, bar, "display", True)
         try:
-            verdict = verify_log(self.store, lambda done: self.app.call_from_thread(bar.update, total=total,
-                                                                                    progress=done))
+            verdict = verify_log(
+                self.store, lambda done: self.app.call_from_thread(bar.update, total=total, progress=done)
+            )
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Audit log", severity="error")
             return
@@ -190,7 +202,8 @@ class AuditPane(Vertical):
     def verified(self, verdict) -> None:  # noqa: ANN001 (a Verdict)
         hint = " · b jumps to it" if verdict.bad_line else ""
         self.query_one("#audit-status", Static).update(
-            f"[b]{escape(verdict.status.upper())}[/b] {escape(verdict.summary())}{hint}")
+            f"[b]{escape(verdict.status.upper())}[/b] {escape(verdict.summary())}{hint}"
+        )
         listing = self.query_one(AuditList)
         listing.bad_line = verdict.bad_line
         listing.refresh()
@@ -215,8 +228,11 @@ class AuditPane(Vertical):
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Checkpoint", severity="error")
             return
-        self.app.call_from_thread(self.show_detail, "Signed checkpoint (keep a copy elsewhere; "
-                                                    "`engram audit checkpoint --check FILE` compares)", text)
+        self.app.call_from_thread(
+            self.show_detail,
+            "Signed checkpoint (keep a copy elsewhere; `engram audit checkpoint --check FILE` compares)",
+            text,
+        )
 
     # ------------------------------------------------------------------ one line in full
 

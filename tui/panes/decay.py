@@ -90,7 +90,8 @@ class DecayPane(Vertical):
             table.add_row(name, *(str(counts.get(s, 0)) for s, _ in STATES), stacked_bar(counts))
         self.query_one("#decay-title", Static).update(
             f"[b]Decay by {'type' if self.by_type else 'scope'}[/b]  (█ alive ▓ dim ▒ soft-forgotten ░ moved to "
-            "forgotten/) · t by type/scope · s sweep")
+            "forgotten/) · t by type/scope · s sweep"
+        )
 
     def action_toggle_group(self) -> None:
         self.by_type = not self.by_type
@@ -104,13 +105,23 @@ class DecayPane(Vertical):
         table.clear(columns=True)
         table.add_columns("state", "ttl", "expires", "recalled", "title")
         for e in entries:
-            table.add_row(e.state, "pinned" if e.ttl_days is None else f"{e.ttl_days} d", e.expires or "",
-                          f"{e.recall_count}× {(e.last_recalled_at or '')[:10]}" if e.recall_count else "",
-                          e.title, key=e.slug)
-        what = {"expiring": f"ttl running out within {self.days} days (overdue first)", "dim": "dim",
-                "soft-forgotten": "soft-forgotten (not yet moved)", "recalled": "recently recalled"}[self.kind]
+            table.add_row(
+                e.state,
+                "pinned" if e.ttl_days is None else f"{e.ttl_days} d",
+                e.expires or "",
+                f"{e.recall_count}× {(e.last_recalled_at or '')[:10]}" if e.recall_count else "",
+                e.title,
+                key=e.slug,
+            )
+        what = {
+            "expiring": f"ttl running out within {self.days} days (overdue first)",
+            "dim": "dim",
+            "soft-forgotten": "soft-forgotten (not yet moved)",
+            "recalled": "recently recalled",
+        }[self.kind]
         self.query_one("#decay-list-title", Static).update(
-            f"[b]{len(entries)} {what}[/b] · l next list · n days · r revive · p pin · T ttl · f forget")
+            f"[b]{len(entries)} {what}[/b] · l next list · n days · r revive · p pin · T ttl · f forget"
+        )
 
     def action_next_list(self) -> None:
         self.kind = LISTS[(LISTS.index(self.kind) + 1) % len(LISTS)]
@@ -123,6 +134,7 @@ class DecayPane(Vertical):
                 self.show_list()
             elif text:
                 self.notify("a number of days, please", severity="error")
+
         self.app.push_screen(TextPrompt("Show ttls running out within how many days?", value=str(self.days)), given)
 
     @property
@@ -153,14 +165,16 @@ class DecayPane(Vertical):
                 self.notify("a number of days, please", severity="error")
                 return
             self._act(lambda slug: set_ttl(self.store, slug, int(text)), f"ttl {int(text)} days")
+
         self.app.push_screen(TextPrompt("ttl in days"), given)
 
     def action_forget(self) -> None:
         slug = self.current
         if slug is not None:
-            self.app.push_screen(Confirm(f"Forget {slug} now (soft-forgotten, moved to forgotten/)? (y/n)"),
-                                 lambda yes: self._act(lambda s: forget_now(self.store, s), "forgotten")
-                                 if yes else None)
+            self.app.push_screen(
+                Confirm(f"Forget {slug} now (soft-forgotten, moved to forgotten/)? (y/n)"),
+                lambda yes: self._act(lambda s: forget_now(self.store, s), "forgotten") if yes else None,
+            )
 
     # ------------------------------------------------------------------ the sweep
 
@@ -173,17 +187,22 @@ class DecayPane(Vertical):
         moves = Counter(f"{s.before} → {s.after}" for s in steps)
         summary = ", ".join(f"{n} {what}" for what, n in moves.most_common())
         first = "\n".join(f"  {s.before} → {s.after}: {s.title[:60]} ({s.age_days} d)" for s in steps[:8])
-        self.app.push_screen(Confirm(f"Sweep (dry run): {len(steps)} memories would change: {summary}.\n{first}"
-                                     f"{chr(10) + '  …' if len(steps) > 8 else ''}\nApply it? (y/n)"),
-                             lambda yes: self.run_sweep(steps) if yes else None)
+        self.app.push_screen(
+            Confirm(
+                f"Sweep (dry run): {len(steps)} memories would change: {summary}.\n{first}"
+                f"{chr(10) + '  …' if len(steps) > 8 else ''}\nApply it? (y/n)"
+            ),
+            lambda yes: self.run_sweep(steps) if yes else None,
+        )
 
     @background("decay-sweep")
     def run_sweep(self, steps: list[Step]) -> None:
         bar = self.query_one("#decay-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)
         try:
-            done = apply_sweep(self.store, steps, lambda n, total: self.app.call_from_thread(
-                bar.update, total=total, progress=n))
+            done = apply_sweep(
+                self.store, steps, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n)
+            )
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Sweep stopped", severity="error")
         else:

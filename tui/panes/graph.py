@@ -98,7 +98,8 @@ class GraphPane(Horizontal):
         self.query_one("#entity-head", Static).update(
             f"[b]{escape(row.name)}[/b] ({row.type}) · {row.mentions} mentions · last seen {row.last_seen[:10]}"
             f"{aliases}\n{row.id} · {self.hops} hop{'s' if self.hops > 1 else ''} (+ / -) · R rename · M merge "
-            "into · s supersede a relation")
+            "into · s supersede a relation"
+        )
         self.load_entity(row.id, self.hops)
 
     @background("graph-entity")
@@ -116,7 +117,7 @@ class GraphPane(Horizontal):
         tree.root.expand_all()
         lines = [f"[b]{len(found)} conflicts[/b]" + (" (one subject, one predicate, several objects)" if found else "")]
         for (subject, predicate), rows in found.items():
-            objects = ", ".join(sorted({r.object_id.split(':')[-1] for r in rows}))
+            objects = ", ".join(sorted({r.object_id.split(":")[-1] for r in rows}))
             lines.append(f"  {escape(subject.split(':')[-1])} {escape(predicate)}: {escape(objects)}")
         self.query_one("#entity-conflicts", Static).update("\n".join(lines))
         table = self.query_one("#entity-memories", DataTable)
@@ -150,9 +151,10 @@ class GraphPane(Horizontal):
     def action_rename(self) -> None:
         row = self.current
         if row is not None:
-            self.app.push_screen(TextPrompt(f"New name for {row.name}", value=row.name),
-                                 lambda name: self._do(lambda: rename_entity(self.store, row.id, name), "renamed")
-                                 if name else None)
+            self.app.push_screen(
+                TextPrompt(f"New name for {row.name}", value=row.name),
+                lambda name: self._do(lambda: rename_entity(self.store, row.id, name), "renamed") if name else None,
+            )
 
     def action_merge(self) -> None:
         row = self.current
@@ -166,10 +168,14 @@ class GraphPane(Horizontal):
                     self.notify(f"no other entity like {text!r}", severity="error")
                 return
             other = others[0]
-            self.app.push_screen(Confirm(f"Merge {other.name} ({other.id}) into {row.name}: its relations move "
-                                         "over and its names become aliases? (y/n)"),
-                                 lambda yes: self._do(lambda: merge_entities(self.store, row.id, other.id), "merged")
-                                 if yes else None)
+            self.app.push_screen(
+                Confirm(
+                    f"Merge {other.name} ({other.id}) into {row.name}: its relations move "
+                    "over and its names become aliases? (y/n)"
+                ),
+                lambda yes: self._do(lambda: merge_entities(self.store, row.id, other.id), "merged") if yes else None,
+            )
+
         self.app.push_screen(TextPrompt(f"Which entity is another name for {row.name}?"), named)
 
     def action_supersede(self) -> None:
@@ -178,9 +184,10 @@ class GraphPane(Horizontal):
         if not isinstance(rel, Rel):
             self.notify("put the cursor on a relation in the tree", timeout=3)
             return
-        self.app.push_screen(Confirm(f"Mark superseded: {rel.subject_id} {rel.predicate} {rel.object_id}? (y/n)"),
-                             lambda yes: self._do(lambda: supersede_relation(self.store, rel.id), "superseded")
-                             if yes else None)
+        self.app.push_screen(
+            Confirm(f"Mark superseded: {rel.subject_id} {rel.predicate} {rel.object_id}? (y/n)"),
+            lambda yes: self._do(lambda: supersede_relation(self.store, rel.id), "superseded") if yes else None,
+        )
 
     def _do(self, act: Callable[[], object], done: str) -> None:
         attempt(self, act, done, lambda: self.show_entities(self.query_one("#graph-filter", Input).value))

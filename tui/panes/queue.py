@@ -59,8 +59,10 @@ class QueuePane(Vertical):
         self.detail: PromotionDetail | None = None
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: words, 'exact, ^prefix, !not, type: scope: state:  (enter apply, esc clear)",
-                    id="queue-filter")
+        yield Input(
+            placeholder="filter: words, 'exact, ^prefix, !not, type: scope: state:  (enter apply, esc clear)",
+            id="queue-filter",
+        )
         yield Static(id="queue-status")
         with Horizontal(id="queue-body"):
             yield FitTable(id="queue-table", cursor_type="row", zebra_stripes=True)
@@ -73,8 +75,11 @@ class QueuePane(Vertical):
     def setup_columns(self) -> None:
         table = self.query_one("#queue-table", DataTable)
         row = table.cursor_row
-        fit_columns(table, [("mark", " ", 1), ("id", "#", 5), ("dura", "DURA", 4), ("type", "type", 10),
-                            ("state", "state", 9)], ("title", "title"))
+        fit_columns(
+            table,
+            [("mark", " ", 1), ("id", "#", 5), ("dura", "DURA", 4), ("type", "type", 10), ("state", "state", 9)],
+            ("title", "title"),
+        )
         if self.items:
             self.fill_page(row)
 
@@ -122,14 +127,20 @@ class QueuePane(Vertical):
         self.update_status()
 
     def page_items(self) -> list[QueueItem]:
-        return self.items[self.page_no * PAGE:(self.page_no + 1) * PAGE]
+        return self.items[self.page_no * PAGE : (self.page_no + 1) * PAGE]
 
     def cells(self, item: QueueItem) -> tuple:
         state = "deferred" if item.deferred else ""
         if item.sensitive:
             state = "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
-        return ("●" if item.id in self.marked else " ", str(item.id), f"{item.dura_avg:.2f}", item.type, state,
-                plain(item.title))
+        return (
+            "●" if item.id in self.marked else " ",
+            str(item.id),
+            f"{item.dura_avg:.2f}",
+            item.type,
+            state,
+            plain(item.title),
+        )
 
     def update_status(self) -> None:
         pages = max(1, -(-len(self.items) // PAGE))
@@ -169,8 +180,11 @@ class QueuePane(Vertical):
 
     def show_detail(self, detail: PromotionDetail | None) -> None:
         self.detail = detail
-        empty = ("Nothing matches the filter (esc in the filter clears it)." if self.filter_text
-                 else "Nothing pending. (q quits, 2 searches)")
+        empty = (
+            "Nothing matches the filter (esc in the filter clears it)."
+            if self.filter_text
+            else "Nothing pending. (q quits, 2 searches)"
+        )
         self.query_one(PromotionView).show(detail, empty)
 
     # ------------------------------------------------------------------ movement and marks
@@ -216,7 +230,7 @@ class QueuePane(Vertical):
             return
         here = self.current_index()
         low, high = sorted((self.range_anchor, here))
-        for item in self.items[low:high + 1]:
+        for item in self.items[low : high + 1]:
             self.marked.add(item.id)
         self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
 
@@ -282,8 +296,10 @@ class QueuePane(Vertical):
             return
         ids = [i.id for i in items]
         if len(ids) > confirm_over:
-            self.app.push_screen(Confirm(f"{label.capitalize()} {len(ids)} promotions?"),
-                                 lambda yes: yes and self.run_decisions(label, act, ids))
+            self.app.push_screen(
+                Confirm(f"{label.capitalize()} {len(ids)} promotions?"),
+                lambda yes: yes and self.run_decisions(label, act, ids),
+            )
         else:
             self.run_decisions(label, act, ids)
 
@@ -299,8 +315,10 @@ class QueuePane(Vertical):
         finally:
             self.busy = False
         if done:
+
             def redo() -> Step:
                 return Step(label, [act(d.promotion_id) for d in done], redo)
+
             step = Step(label, done, redo)
             self.app.call_from_thread(self.after_decisions, step, len(done))
         if self.store.audit_warning:
@@ -321,12 +339,15 @@ class QueuePane(Vertical):
     def action_defer(self) -> None:
         self.decide_with_reason("defer", promotions.defer, "ask someone, check later …")
 
-    def decide_with_reason(self, label: str, act: Callable[[Store, int, str | None], promotions.Decision],
-                           hint: str) -> None:
+    def decide_with_reason(
+        self, label: str, act: Callable[[Store, int, str | None], promotions.Decision], hint: str
+    ) -> None:
         """Ask for an optional reason, then decide (the prompt is the confirmation, for one or many)."""
+
         def with_reason(reason: str | None) -> None:
             if reason is not None:
                 self.decide(label, lambda pid: act(self.store, pid, reason or None), len(self.targets()))
+
         self.app.push_screen(TextPrompt(f"{label.capitalize()}: why? (optional)", hint), with_reason)
 
     def action_edit(self) -> None:
@@ -340,6 +361,7 @@ class QueuePane(Vertical):
         def approve_edited(edits: promotions.Edits | None) -> None:
             if edits is not None:
                 self.decide("approve (edited)", lambda pid: promotions.approve(self.store, pid, edits))
+
         self.app.push_screen(EditScreen(detail, detail.scope_hash in self.store.sensitive_scopes()), approve_edited)
 
     def action_merge(self) -> None:
@@ -354,8 +376,10 @@ class QueuePane(Vertical):
         def merge_into(slug: str | None) -> None:
             if slug:
                 self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug))
-        self.app.push_screen(MemoryPicker(f"Merge #{item.id} into which memory?", index,
-                                          f"scope:{item.scope_hash} "), merge_into)
+
+        self.app.push_screen(
+            MemoryPicker(f"Merge #{item.id} into which memory?", index, f"scope:{item.scope_hash} "), merge_into
+        )
 
     @background("queue-act", exclusive=False)
     def action_undo(self) -> None:
@@ -378,8 +402,7 @@ class QueuePane(Vertical):
         try:
             target.append(run(step))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Could not: {verb} {step.label}",
-                                      severity="error")
+            self.app.call_from_thread(self.notify, str(exc), title=f"Could not: {verb} {step.label}", severity="error")
             return
         self.app.call_from_thread(self.refresh_after, f"{verb} {step.label}")
 

@@ -82,9 +82,11 @@ class ScopesPane(Vertical):
 
     @on(FitTable.Resized, "#scope-list")
     def setup_columns(self) -> None:
-        fit_columns(self.query_one("#scope-list", DataTable),
-                    [("memories", "memories", 8), ("sensitive", "sensitive", 16), ("grant", "grant", 10)],
-                    ("scope", "scope"))
+        fit_columns(
+            self.query_one("#scope-list", DataTable),
+            [("memories", "memories", 8), ("sensitive", "sensitive", 16), ("grant", "grant", 10)],
+            ("scope", "scope"),
+        )
         self.show_scopes(self.infos)
 
     def show_scopes(self, infos: list[ScopeInfo]) -> None:
@@ -100,8 +102,13 @@ class ScopesPane(Vertical):
             state = f"yes, {state}" if info.sensitive else ""
             if info.findings():
                 state += " !"
-            grant = "" if info.grant is None else "bad file" if isinstance(info.grant, str) else (
-                info.grant.duration if info.grant.valid(now) else "expired")
+            grant = (
+                ""
+                if info.grant is None
+                else "bad file"
+                if isinstance(info.grant, str)
+                else (info.grant.duration if info.grant.valid(now) else "expired")
+            )
             name = Text(PurePath(info.label).name or info.label) if info.label else Text()
             name.append(("  " if info.label else "") + info.scope_hash, style="dim")
             table.add_row(f"{info.memories:,}", state, grant, name, key=info.scope_hash)
@@ -116,10 +123,12 @@ class ScopesPane(Vertical):
 
     def show_detail(self, info: ScopeInfo) -> None:
         now = self.store.now()
-        lines = [f"[b]{escape(info.name)}[/b]",
-                 f"scope {info.scope_hash}"
-                 + (f" · label from {info.label_from}" if info.label else " · no label found (l names it)"),
-                 f"{info.memories:,} memories: " + ", ".join(f"{n} {t}" for t, n in info.by_type.items())]
+        lines = [
+            f"[b]{escape(info.name)}[/b]",
+            f"scope {info.scope_hash}"
+            + (f" · label from {info.label_from}" if info.label else " · no label found (l names it)"),
+            f"{info.memories:,} memories: " + ", ".join(f"{n} {t}" for t, n in info.by_type.items()),
+        ]
         if info.sensitive:
             lock = "LOCKED (ctrl+u unlocks)" if info.locked else "unlocked (ctrl+l locks every scope)"
             lines.append(f"sensitive · {info.encrypted:,} encrypted, {info.bound:,} bound by engram · {lock}")
@@ -147,8 +156,10 @@ class ScopesPane(Vertical):
             self.notify(f"{info.name} is already sensitive and every memory is encrypted", timeout=4)
             return
         todo = info.plaintext_files if info.sensitive else info.memories
-        question = (f"Mark {info.name} sensitive and encrypt its {todo:,} memories? Each plaintext file is zeroed "
-                    "and removed once its encrypted copy has been read back. (y/n)")
+        question = (
+            f"Mark {info.name} sensitive and encrypt its {todo:,} memories? Each plaintext file is zeroed "
+            "and removed once its encrypted copy has been read back. (y/n)"
+        )
         self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, True))
 
     def action_unmark(self) -> None:
@@ -156,12 +167,15 @@ class ScopesPane(Vertical):
         if info is None or not info.sensitive:
             self.notify("this scope is not sensitive", timeout=3)
             return
-        question = (f"Unmark {info.name}: decrypt its {info.encrypted:,} memories back to plaintext files and "
-                    "stop treating it as sensitive? (y/n)")
+        question = (
+            f"Unmark {info.name}: decrypt its {info.encrypted:,} memories back to plaintext files and "
+            "stop treating it as sensitive? (y/n)"
+        )
         self._confirmed_with_key(info, question, lambda: self.convert(info.scope_hash, False))
 
     def _confirmed_with_key(self, info: ScopeInfo, question: str, then: Callable[[], None]) -> None:
         """Ask first; then make sure the key is at hand (unlocking if needed) before any work starts."""
+
         def answered(yes: bool | None) -> None:
             if not yes:
                 return
@@ -171,6 +185,7 @@ class ScopesPane(Vertical):
                 console(self).ask_new_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
             else:
                 console(self).ask_unlock(then, [info.scope_hash])
+
         self.app.push_screen(Confirm(question), answered)
 
     @background("scopes-convert")
@@ -190,8 +205,7 @@ class ScopesPane(Vertical):
         except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
             self.app.call_from_thread(console(self).ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Nothing more changed", severity="error",
-                                      timeout=10)
+            self.app.call_from_thread(self.notify, str(exc), title="Nothing more changed", severity="error", timeout=10)
         else:
             verb = "encrypted" if encrypt else "decrypted"
             self.app.call_from_thread(self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
@@ -212,8 +226,14 @@ class ScopesPane(Vertical):
                 self.notify(str(exc), title="Not named", severity="error")
                 return
             self.after_change()
-        self.app.push_screen(TextPrompt(f"Name for scope {info.scope_hash} (empty: no name)",
-                                        value=(info.label or "") if info.label_from == "you" else ""), named)
+
+        self.app.push_screen(
+            TextPrompt(
+                f"Name for scope {info.scope_hash} (empty: no name)",
+                value=(info.label or "") if info.label_from == "you" else "",
+            ),
+            named,
+        )
 
     def action_rekey(self) -> None:
         """A new key. Passphrase mode: one new passphrase for every sensitive scope (memoryd keeps one), typed
@@ -223,23 +243,31 @@ class ScopesPane(Vertical):
             self.notify("only a sensitive scope has a key to change", timeout=3)
             return
         if self.store.keys.key_source == "random":
-            self._confirmed_with_key(info, f"Re-encrypt the {info.encrypted:,} memories of {info.name} under a new "
-                                           "random key, kept in the OS keyring for memoryd? (y/n)",
-                                     lambda: self.run_rekey(info.scope_hash, None))
+            self._confirmed_with_key(
+                info,
+                f"Re-encrypt the {info.encrypted:,} memories of {info.name} under a new "
+                "random key, kept in the OS keyring for memoryd? (y/n)",
+                lambda: self.run_rekey(info.scope_hash, None),
+            )
             return
         sensitive = [i for i in self.infos if i.sensitive]
 
         def second(first: str | None) -> None:
             if first:
-                self.app.push_screen(TextPrompt("The new passphrase again", password=True),
-                                     lambda again: self.start_rekey(first, again))
+                self.app.push_screen(
+                    TextPrompt("The new passphrase again", password=True), lambda again: self.start_rekey(first, again)
+                )
 
         def go() -> None:
             self.app.push_screen(TextPrompt("New master passphrase", password=True), second)
+
         self._confirmed_with_key(
-            info, f"memoryd keeps one passphrase for every sensitive scope: re-encrypt all {len(sensitive)} of them "
-                  f"({sum(i.encrypted for i in sensitive):,} memories) under a new passphrase? memoryd then needs "
-                  "it for every scope. (y/n)", go)
+            info,
+            f"memoryd keeps one passphrase for every sensitive scope: re-encrypt all {len(sensitive)} of them "
+            f"({sum(i.encrypted for i in sensitive):,} memories) under a new passphrase? memoryd then needs "
+            "it for every scope. (y/n)",
+            go,
+        )
 
     def start_rekey(self, first: str, again: str | None) -> None:
         if again != first:
@@ -255,6 +283,7 @@ class ScopesPane(Vertical):
 
         def progress(done: int, total: int) -> None:
             self.app.call_from_thread(bar.update, total=total, progress=done)
+
         try:
             if passphrase is not None:
                 done = rekey_passphrase(self.store, passphrase, lambda _scope, n, total: progress(n, total))
@@ -286,6 +315,7 @@ class ScopesPane(Vertical):
                 return
             self.notify(f"{info.name}: grant {grant.describe(self.store.now())}", timeout=4)
             self.after_change()
+
         self.app.push_screen(GrantScreen(info.name), chosen)
 
     def action_revoke(self) -> None:
@@ -304,6 +334,7 @@ class ScopesPane(Vertical):
                 return
             self.notify(f"{info.name}: grant revoked", timeout=4)
             self.after_change()
+
         self.app.push_screen(Confirm(f"Revoke the read grant of {info.name}? (y/n)"), answered)
 
     def after_change(self, files_changed: bool = False) -> None:
@@ -347,7 +378,8 @@ class ScopesPane(Vertical):
         self.query_one("#summary", Static).update(
             f"[b]{c.memories:,} memories[/b]  ({c.encrypted:,} encrypted, {decay})\n"
             f"promotions: {promos}\n"
-            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes")
+            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes"
+        )
 
     def show_report(self, report: Report) -> None:
         table = self.query_one("#findings", DataTable)

@@ -34,8 +34,10 @@ class SearchPane(Vertical):
         self.locked: frozenset[str] = frozenset()  # sensitive scopes without a key, as of the last load
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search: words · 'exact · ^prefix · suffix$ · !not · a | b · type: scope: tag: "
-                                "state: source:", id="search-query")
+        yield Input(
+            placeholder="search: words · 'exact · ^prefix · suffix$ · !not · a | b · type: scope: tag: state: source:",
+            id="search-query",
+        )
         yield Static("loading the index…", id="search-status")
         yield ProgressBar(id="search-progress", show_eta=False)
         yield HitList(id="search-results")
@@ -80,8 +82,7 @@ class SearchPane(Vertical):
     def enrich(self, index: SearchIndex) -> None:
         bar = self.query_one("#search-progress", ProgressBar)
         self.app.call_from_thread(setattr, bar, "display", True)
-        index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total,
-                                                                               progress=done))
+        index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total, progress=done))
         self.app.call_from_thread(self.enriched)
 
     def enriched(self) -> None:
@@ -104,8 +105,10 @@ class SearchPane(Vertical):
             return
         self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
         scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
-        status = self.result.error or (f"{self.result.total} memories match · searching {scope}"
-                                       + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else ""))
+        status = self.result.error or (
+            f"{self.result.total} memories match · searching {scope}"
+            + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else "")
+        )
         self.query_one("#search-status", Static).update(Text(status))
 
     @on(Input.Submitted, "#search-query")

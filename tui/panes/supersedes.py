@@ -87,8 +87,9 @@ class SupersedesPane(Container):
         """Read every file's ``supersedes`` (one read per file), with a progress bar, then show the full forest."""
         bar = self.query_one("#chains-progress", ProgressBar)
         try:
-            listed = listed_links(self.store, lambda n, total: self.app.call_from_thread(
-                bar.update, total=total, progress=n))
+            listed = listed_links(
+                self.store, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n)
+            )
         except StoreError as exc:
             self.app.call_from_thread(self.notify, str(exc), title="Supersedes", severity="error")
             return
@@ -100,9 +101,13 @@ class SupersedesPane(Container):
     def show_forest(self, roots: list[Node]) -> None:
         tree = self.query_one("#chains", Tree)
         tree.clear()
-        read = ("reading the files' frontmatter…" if self.listed is None else
-                f"{self.listed.unread} locked or unreadable files not read" if self.listed.unread else
-                "index and files")
+        read = (
+            "reading the files' frontmatter…"
+            if self.listed is None
+            else f"{self.listed.unread} locked or unreadable files not read"
+            if self.listed.unread
+            else "index and files"
+        )
         tree.root.set_label(f"{len(roots)} chains (newest first, {read}) · c confirm · x reject · u undo · a add")
         tree.show_root = True
         for root in roots:
@@ -111,8 +116,9 @@ class SupersedesPane(Container):
 
     def _add(self, parent: TreeNode, node: Node) -> None:
         for link, child in node.links:
-            label = Text.assemble(("supersedes ", "dim"), (f"[{_decided(link)}] ", _style(link)),
-                                  self._memory_label(child))
+            label = Text.assemble(
+                ("supersedes ", "dim"), (f"[{_decided(link)}] ", _style(link)), self._memory_label(child)
+            )
             if link.listed is False:  # memoryd's digest writes only the index: common, so quiet
                 label.append("  · index only", style="dim")
             if child.links and not child.cycle:
@@ -139,8 +145,9 @@ class SupersedesPane(Container):
             return
         link, node = current
         if link is None:
-            self.query_one("#chain-detail", Static).update(f"[b]{escape(node.title)}[/b]\n{node.slug}\n\n"
-                                                          "a adds a memory this one supersedes")
+            self.query_one("#chain-detail", Static).update(
+                f"[b]{escape(node.title)}[/b]\n{node.slug}\n\na adds a memory this one supersedes"
+            )
             return
         self.show_link(link)
 
@@ -148,23 +155,33 @@ class SupersedesPane(Container):
     def show_link(self, link: Link) -> None:
         """The link's facts, then the older memory turned into the newer one, as a diff (reading a sensitive
         memory is audited, as everywhere)."""
-        listed = {None: "", True: "listed in the newer file's frontmatter\n",
-                  False: "[yellow]only in the index[/]: the newer file's frontmatter does not list it (c confirms "
-                         "and writes it there)\n"}[link.listed]
-        decided = ("only the newer file's frontmatter lists it (c records it in the index)" if link.decided_by ==
-                   FILE_ONLY else f"decided by {_decided(link)} at {(link.decided_at or '')[:19]}")
-        head = (f"[b]{escape(link.newer)}[/b]\nsupersedes [b]{escape(link.older)}[/b]\n{decided}\n{listed}"
-                f"entity: {escape(link.entity_id or '-')}\nreason: {escape(link.reason or '-')}\n")
+        listed = {
+            None: "",
+            True: "listed in the newer file's frontmatter\n",
+            False: "[yellow]only in the index[/]: the newer file's frontmatter does not list it (c confirms "
+            "and writes it there)\n",
+        }[link.listed]
+        decided = (
+            "only the newer file's frontmatter lists it (c records it in the index)"
+            if link.decided_by == FILE_ONLY
+            else f"decided by {_decided(link)} at {(link.decided_at or '')[:19]}"
+        )
+        head = (
+            f"[b]{escape(link.newer)}[/b]\nsupersedes [b]{escape(link.older)}[/b]\n{decided}\n{listed}"
+            f"entity: {escape(link.entity_id or '-')}\nreason: {escape(link.reason or '-')}\n"
+        )
         try:
             newer, older = view_memory(self.store, link.newer), view_memory(self.store, link.older)
         except StoreError as exc:
-            self.app.call_from_thread(self.query_one("#chain-detail", Static).update,
-                                      head + f"\n[i]the memories cannot be shown: {escape(str(exc))}[/i]")
+            self.app.call_from_thread(
+                self.query_one("#chain-detail", Static).update,
+                head + f"\n[i]the memories cannot be shown: {escape(str(exc))}[/i]",
+            )
             return
-        table = side_by_side(f"# {older.frontmatter.title}\n\n{older.body}",
-                             f"# {newer.frontmatter.title}\n\n{newer.body}")
-        self.app.call_from_thread(self.query_one("#chain-detail", Static).update,
-                                  Group(Text.from_markup(head), table))
+        table = side_by_side(
+            f"# {older.frontmatter.title}\n\n{older.body}", f"# {newer.frontmatter.title}\n\n{newer.body}"
+        )
+        self.app.call_from_thread(self.query_one("#chain-detail", Static).update, Group(Text.from_markup(head), table))
 
     # ------------------------------------------------------------------ actions
 
@@ -187,16 +204,28 @@ class SupersedesPane(Container):
         if link.decided_by != PROPOSED:
             self.notify("only a proposed link can be rejected; u undoes a decided one", timeout=4)
             return
-        self.app.push_screen(TextPrompt("Reject this link: why? (optional)"), lambda reason: None if reason is None
-                             else self._do(lambda: reject_supersede(self.store, link.newer, link.older, reason or None),
-                                           "rejected", link.newer))
+        self.app.push_screen(
+            TextPrompt("Reject this link: why? (optional)"),
+            lambda reason: (
+                None
+                if reason is None
+                else self._do(
+                    lambda: reject_supersede(self.store, link.newer, link.older, reason or None), "rejected", link.newer
+                )
+            ),
+        )
 
     def action_undo(self) -> None:
         link = self._link_or_say()
         if link is not None:
-            self.app.push_screen(Confirm(f"Undo: {link.older} is no longer superseded by {link.newer}? (y/n)"),
-                                 lambda yes: self._do(lambda: undo_supersede(self.store, link.newer, link.older),
-                                                      "undone", link.newer) if yes else None)
+            self.app.push_screen(
+                Confirm(f"Undo: {link.older} is no longer superseded by {link.newer}? (y/n)"),
+                lambda yes: (
+                    self._do(lambda: undo_supersede(self.store, link.newer, link.older), "undone", link.newer)
+                    if yes
+                    else None
+                ),
+            )
 
     def action_add(self) -> None:
         current = self.current
@@ -205,9 +234,10 @@ class SupersedesPane(Container):
             self.notify("put the cursor on a memory (the search index may still be loading)", timeout=3)
             return
         newer = current[1].slug
-        self.app.push_screen(MemoryPicker(f"Which memory does {newer} supersede?", index),
-                             lambda older: self._do(lambda: add_supersede(self.store, newer, older), "added", newer)
-                             if older else None)
+        self.app.push_screen(
+            MemoryPicker(f"Which memory does {newer} supersede?", index),
+            lambda older: self._do(lambda: add_supersede(self.store, newer, older), "added", newer) if older else None,
+        )
 
     def _do(self, act: Callable[[], object], done: str, newer: str) -> None:
         attempt(self, act, f"link {done}", lambda: self.reload(newer))

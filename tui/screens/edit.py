@@ -18,8 +18,11 @@ from engram.store.queue import PromotionDetail
 class EditScreen(ModalScreen[Edits | None]):
     """ctrl+s approves with the edits; Escape cancels."""
 
-    BINDINGS = [Binding("ctrl+s", "save", "Approve with edits"), Binding("ctrl+e", "external", "Body in $EDITOR"),
-                Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Approve with edits"),
+        Binding("ctrl+e", "external", "Body in $EDITOR"),
+        Binding("escape", "cancel", "Cancel"),
+    ]
 
     def __init__(self, detail: PromotionDetail, sensitive: bool) -> None:
         super().__init__()
@@ -43,8 +46,14 @@ class EditScreen(ModalScreen[Edits | None]):
             self.notify("A memory needs a title", severity="error")
             return
         triggers = [t.strip() for t in self.query_one("#triggers", Input).value.split(",") if t.strip()]
-        self.dismiss(Edits(title=title, type=MemoryType(str(self.query_one("#type", Select).value)),
-                           triggers=triggers, body=self.query_one("#body", TextArea).text))
+        self.dismiss(
+            Edits(
+                title=title,
+                type=MemoryType(str(self.query_one("#type", Select).value)),
+                triggers=triggers,
+                body=self.query_one("#body", TextArea).text,
+            )
+        )
 
     def action_external(self) -> None:
         body = self.query_one("#body", TextArea)

@@ -10,15 +10,22 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-CHOICES = (("once", "once: the next 90 seconds"), ("session", "session: 8 hours"),
-           ("task", "task: until revoked (optionally named by a task id)"))
+CHOICES = (
+    ("once", "once: the next 90 seconds"),
+    ("session", "session: 8 hours"),
+    ("task", "task: until revoked (optionally named by a task id)"),
+)
 
 
 class GrantScreen(ModalScreen[tuple[str, str | None] | None]):
     """Pick a duration (arrows or o/s/t, Enter); a task may then be named. Escape cancels."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("o", "pick('once')", show=False),
-                Binding("s", "pick('session')", show=False), Binding("t", "pick('task')", show=False)]
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("o", "pick('once')", show=False),
+        Binding("s", "pick('session')", show=False),
+        Binding("t", "pick('task')", show=False),
+    ]
 
     def __init__(self, scope: str) -> None:
         super().__init__()

@@ -22,8 +22,9 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(Text("Keys (remap them in ~/.config/engram/config.toml, section [keys])"),
-                        classes="dialog-title")
+            yield Label(
+                Text("Keys (remap them in ~/.config/engram/config.toml, section [keys])"), classes="dialog-title"
+            )
             yield Input(placeholder="type to filter", id="filter")
             yield PlainTable(id="keys", cursor_type="row", zebra_stripes=True)
             yield Label("esc close", classes="hint")

@@ -21,8 +21,12 @@ from engram.store.service import Store
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background
 
-SYSTEMS = {"openrelix": "OpenRelix state root", "cognirelay": "CogniRelay repository",
-           "codex": "Codex home (~/.codex)", "eternego": "eternego persona home/"}
+SYSTEMS = {
+    "openrelix": "OpenRelix state root",
+    "cognirelay": "CogniRelay repository",
+    "codex": "Codex home (~/.codex)",
+    "eternego": "eternego persona home/",
+}
 SHOWN = 12  # findings listed per kind; the rest are counted
 
 
@@ -40,16 +44,24 @@ class ImportScreen(ModalScreen[ImportResult | None]):
         with Vertical(classes="dialog wide", id="import-dialog"):
             yield Label("Import into the review queue", classes="dialog-title")
             with Vertical(id="import-form"):
-                yield OptionList(*(Option(f"{name}  [dim]{what}[/]", id=name) for name, what in SYSTEMS.items()),
-                                 id="import-system")
+                yield OptionList(
+                    *(Option(f"{name}  [dim]{what}[/]", id=name) for name, what in SYSTEMS.items()), id="import-system"
+                )
                 yield Input(placeholder="path to its files, then enter", id="import-path")
-                yield Input(placeholder="scope (optional): a scope hash, global, or a project directory",
-                            id="import-scope")
+                yield Input(
+                    placeholder="scope (optional): a scope hash, global, or a project directory", id="import-scope"
+                )
                 with Horizontal(id="import-flags"):
-                    yield Checkbox("read what it keeps aside", id="import-everything",
-                                   tooltip="OpenRelix rows with injection_policy never; archived CogniRelay capsules")
-                    yield Checkbox("redact secrets", id="import-redact",
-                                   tooltip="replace secret-looking strings before anything is written")
+                    yield Checkbox(
+                        "read what it keeps aside",
+                        id="import-everything",
+                        tooltip="OpenRelix rows with injection_policy never; archived CogniRelay capsules",
+                    )
+                    yield Checkbox(
+                        "redact secrets",
+                        id="import-redact",
+                        tooltip="replace secret-looking strings before anything is written",
+                    )
             yield ProgressBar(id="import-progress", show_eta=False)
             yield Static("", id="import-summary")
             with Horizontal(id="import-preview"):
@@ -57,8 +69,7 @@ class ImportScreen(ModalScreen[ImportResult | None]):
                 with VerticalScroll(id="import-findings-box"):
                     yield Static("", id="import-findings")
             yield Button("Import", id="import-go", variant="primary")
-            yield Label("pick a system · type its path · enter previews · esc back", id="import-hint",
-                        classes="hint")
+            yield Label("pick a system · type its path · enter previews · esc back", id="import-hint", classes="hint")
 
     def on_mount(self) -> None:
         for hidden in ("#import-progress", "#import-preview", "#import-go"):
@@ -80,9 +91,11 @@ class ImportScreen(ModalScreen[ImportResult | None]):
             self.query_one("#import-path", Input).focus()
             return
         system = self.query_one("#import-system", OptionList).highlighted_option
-        options = Options(scope=self.query_one("#import-scope", Input).value.strip() or None,
-                          everything=self.query_one("#import-everything", Checkbox).value,
-                          redact=self.query_one("#import-redact", Checkbox).value)
+        options = Options(
+            scope=self.query_one("#import-scope", Input).value.strip() or None,
+            everything=self.query_one("#import-everything", Checkbox).value,
+            redact=self.query_one("#import-redact", Checkbox).value,
+        )
         self.read_preview(system.id if system and system.id in IMPORTERS else "codex", path, options)
 
     @background("import")
@@ -90,8 +103,9 @@ class ImportScreen(ModalScreen[ImportResult | None]):
         bar = self.query_one("#import-progress", ProgressBar)
         self.app.call_from_thread(self._busy, f"reading {system} at {path}…")
         try:
-            plan = preview(self.store, importer(system), path, options,
-                           lambda n: self.app.call_from_thread(self._read_so_far, n))
+            plan = preview(
+                self.store, importer(system), path, options, lambda n: self.app.call_from_thread(self._read_so_far, n)
+            )
         except StoreError as exc:
             self.app.call_from_thread(self._failed, str(exc))
             return
@@ -120,7 +134,8 @@ class ImportScreen(ModalScreen[ImportResult | None]):
             f"[b]{plan.system}[/b]: {len(plan.sessions):,} sessions, {len(plan.promotions):,} pending promotions, "
             f"{len(plan.supersedes):,} proposed supersedes to write · {plan.already:,} already imported · "
             f"{len(plan.malformed):,} malformed · {len(plan.skipped):,} skipped · {len(plan.refused):,} refused · "
-            f"[b{' yellow' if plan.secrets else ''}]{len(plan.secrets):,} secret-looking[/]")
+            f"[b{' yellow' if plan.secrets else ''}]{len(plan.secrets):,} secret-looking[/]"
+        )
         table = self.query_one("#import-counts", DataTable)
         table.clear(columns=True)
         table.add_columns("type", "scope", "count")
@@ -145,8 +160,9 @@ class ImportScreen(ModalScreen[ImportResult | None]):
         bar = self.query_one("#import-progress", ProgressBar)
         self.app.call_from_thread(self._busy, f"importing {plan.items:,} items…")
         try:
-            result = apply_import(self.store, plan, lambda n, total: self.app.call_from_thread(
-                bar.update, total=total, progress=n))
+            result = apply_import(
+                self.store, plan, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n)
+            )
         except StoreError as exc:
             self.app.call_from_thread(self._failed, f"{exc} (what was written stays; running it again finishes)")
             return
@@ -168,13 +184,15 @@ class ImportScreen(ModalScreen[ImportResult | None]):
 
 def _findings(plan: Preview) -> str:
     """The first items, then everything a person should look at before importing (markup-escaped)."""
-    parts = ["[b]First items[/b]"] + [f"  {escape(f'[{kind}]')} {escape(title)}  [dim]{escape(origin)}[/]"
-                                      for kind, title, origin in plan.first()]
-    sections = (("Secret-looking strings", [f"{h.kind} {h.masked} in {o}" for o, _, h in plan.secrets]),
-                ("Malformed (skipped)", [f"{m.origin}: {m.reason}" for m in plan.malformed]),
-                ("Refused", [f"{o}: {why}" for o, why in plan.refused]),
-                ("Kept aside (esc, then tick 'read what it keeps aside')",
-                 [f"{k.origin}: {k.reason}" for k in plan.skipped]))
+    parts = ["[b]First items[/b]"] + [
+        f"  {escape(f'[{kind}]')} {escape(title)}  [dim]{escape(origin)}[/]" for kind, title, origin in plan.first()
+    ]
+    sections = (
+        ("Secret-looking strings", [f"{h.kind} {h.masked} in {o}" for o, _, h in plan.secrets]),
+        ("Malformed (skipped)", [f"{m.origin}: {m.reason}" for m in plan.malformed]),
+        ("Refused", [f"{o}: {why}" for o, why in plan.refused]),
+        ("Kept aside (esc, then tick 'read what it keeps aside')", [f"{k.origin}: {k.reason}" for k in plan.skipped]),
+    )
     for title, lines in sections:
         if lines:
             parts += ["", f"[b]{title}[/b] ({len(lines):,})"] + [f"  {escape(x)}" for x in lines[:SHOWN]]

@@ -50,9 +50,13 @@ class HitList(LineList):
     def row_text(self, row: int) -> Text:
         """What line ``row`` shows (the typed words highlighted in the title)."""
         hit = self.hits[row]
-        cells = {"type": hit.type, "scope": hit.scope_hash, "created": hit.created_at[:10],
-                 "state": hit.decay_state + ((" locked" if hit.scope_hash in self.locked else " enc")
-                                             if hit.encrypted else "")}
+        cells = {
+            "type": hit.type,
+            "scope": hit.scope_hash,
+            "created": hit.created_at[:10],
+            "state": hit.decay_state
+            + ((" locked" if hit.scope_hash in self.locked else " enc") if hit.encrypted else ""),
+        }
         title = plain(hit.title)
         title.highlight_words(self.words, style=MATCH, case_sensitive=False)
         return self._line(cells, title)

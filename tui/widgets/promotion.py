@@ -34,9 +34,14 @@ class PromotionView(VerticalScroll):
             self.query_one("#detail-body", Markdown).update("")
             self.query_one("#detail-meta", Markdown).update("")
             return
-        head.update(Text.assemble((f"#{detail.id} ", "dim"), (detail.title, "bold"), "\n",
-                                  (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}",
-                                   "dim")))
+        head.update(
+            Text.assemble(
+                (f"#{detail.id} ", "dim"),
+                (detail.title, "bold"),
+                "\n",
+                (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}", "dim"),
+            )
+        )
         dura = Text()
         for key, label in DURA_LABELS.items():
             dura.append(f"{key} {label:<9}")
@@ -51,8 +56,9 @@ def _meta(detail: PromotionDetail) -> list[str]:
     meta = [f"**Triggers:** {', '.join(detail.triggers) or '—'}", f"**Reasoning:** {detail.reasoning or '—'}"]
     if detail.defer_reason:
         meta.append(f"**Deferred:** {detail.defer_reason}")
-    meta.append(f"**Source session:** {detail.source_title or '(missing)'} `{detail.source_session_slug}`"
-                " (enter opens it)")
+    meta.append(
+        f"**Source session:** {detail.source_title or '(missing)'} `{detail.source_session_slug}` (enter opens it)"
+    )
     if detail.source_excerpt:
         meta.append("> " + detail.source_excerpt.replace("\n", "\n> ")[:400])
     for old in detail.supersedes:

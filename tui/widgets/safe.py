@@ -32,5 +32,7 @@ class ControlFilter(LineFilter):
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
         if not UNSAFE.search("".join(text for text, _, control in segments if not control)):
             return segments  # the common case: one scan of the line, nothing copied
-        return [Segment(UNSAFE.sub("", text), style, control) if not control else Segment(text, style, control)
-                for text, style, control in segments]
+        return [
+            Segment(UNSAFE.sub("", text), style, control) if not control else Segment(text, style, control)
+            for text, style, control in segments
+        ]

@@ -29,6 +29,5 @@ def side_by_side(older: str, newer: str) -> Table:
     table.add_column("newer", ratio=1, overflow="fold")
     for left, right, tag in aligned(older.splitlines(), newer.splitlines()):
         same = tag == "equal"
-        table.add_row(Text(left or "", style="" if same else "red"),
-                      Text(right or "", style="" if same else "green"))
+        table.add_row(Text(left or "", style="" if same else "red"), Text(right or "", style="" if same else "green"))
     return table
