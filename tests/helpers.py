@@ -10,6 +10,12 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
+from engram.store.domain import MemoryType
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.memories import create_memory
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
+
 
 def events(root: Path) -> list[dict]:
     """Every event of the root's audit log, parsed."""
@@ -30,3 +36,22 @@ def run_engram(root: Path, *args: str, env: dict[str, str], crash: str | None = 
     """``engram ARGS --root ROOT`` in its own process (so a crash point can kill it), forked from a warm server
     (see ``forked``); its exit code. What it printed is in ``engram.out`` beside the root."""
     return forked.engram(root, *args, env=env, crash=crash, output=root.parent / "engram.out")
+
+
+def fresh_store(root: Path, keys: KeyRing, scope: str) -> Store:
+    """A new root with one plaintext memory in ``scope`` and no encrypted file: nothing to check a passphrase
+    against. Open: the caller closes it."""
+    store = Store.open(root, create=True, keys=keys, actor="engram-test")
+    doc = MemoryDoc(
+        frontmatter=Frontmatter(
+            title="A client's rate",
+            slug="client-rate",
+            type=MemoryType.FACT,
+            scope_hash=scope,
+            source="manual",
+            created_at=store.now(),
+        ),
+        body="120/h\n",
+    )
+    create_memory(store, doc)
+    return store

@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 from conftest import PASSPHRASE
+from helpers import fresh_store
 from memoryd_emulation import memoryd_proposes
 
-from engram.store.domain import MemoryType
 from engram.store.errors import PassphraseUnconfirmed, WrongKey
-from engram.store.frontmatter import Frontmatter, MemoryDoc
 from engram.store.index import KeyVerifier, Promotion
-from engram.store.memories import create_memory
 from engram.store.sensitive import keyproof
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing, opens_verifier
@@ -94,21 +92,7 @@ def test_another_scopes_file_proves_the_passphrase_for_a_scope_with_none(fixture
 def fresh_root(tmp_path: Path) -> Path:
     """A root with one plaintext memory and nothing encrypted anywhere: nothing to check a passphrase against."""
     root = tmp_path / "fresh"
-    with Store.open(root, create=True, keys=KeyRing(), actor="engram-test") as store:
-        create_memory(
-            store,
-            MemoryDoc(
-                frontmatter=Frontmatter(
-                    title="A client's rate",
-                    slug="client-rate",
-                    type=MemoryType.FACT,
-                    scope_hash=PLAIN,
-                    source="manual",
-                    created_at=store.now(),
-                ),
-                body="120/h\n",
-            ),
-        )
+    fresh_store(root, KeyRing(), PLAIN).close()
     return root
 
 

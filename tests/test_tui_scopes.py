@@ -8,13 +8,10 @@ import base64
 import json
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from helpers import events, settle
+from helpers import events, fresh_store, settle
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
-from engram.store.domain import MemoryType
-from engram.store.frontmatter import Frontmatter, MemoryDoc
 from engram.store.index import Memory
-from engram.store.memories import create_memory
 from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key
 from engram.store.service import Store
 from engram.tui.app import EngramApp
@@ -198,29 +195,9 @@ async def test_a_tampered_file_is_an_error_for_that_memory_only(store, fixture_r
         assert other.title in app.query_one("#search-memory").source  # the rest of the scope still reads
 
 
-def fresh_store(root, keys: KeyRing) -> Store:
-    """A new root with one plaintext memory and no encrypted file: nothing to check a passphrase against."""
-    store = Store.open(root, create=True, keys=keys, actor="engram-test")
-    create_memory(
-        store,
-        MemoryDoc(
-            frontmatter=Frontmatter(
-                title="A client's rate",
-                slug="client-rate",
-                type=MemoryType.FACT,
-                scope_hash=WEB,
-                source="manual",
-                created_at=store.now(),
-            ),
-            body="120/h\n",
-        ),
-    )
-    return store
-
-
 async def test_the_first_sensitive_scope_asks_for_its_passphrase_twice(tmp_path):
     root = tmp_path / "root"
-    with fresh_store(root, KeyRing()) as store:
+    with fresh_store(root, KeyRing(), WEB) as store:
         app = EngramApp(store)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -239,7 +216,7 @@ async def test_the_first_sensitive_scope_asks_for_its_passphrase_twice(tmp_path)
 
 async def test_a_passphrase_given_once_is_asked_again_before_the_first_encryption(tmp_path):
     root = tmp_path / "root"
-    with fresh_store(root, KeyRing(passphrase="from-env")) as store:  # memoryd's passphrase given once
+    with fresh_store(root, KeyRing(passphrase="from-env"), WEB) as store:  # memoryd's passphrase given once
         app = EngramApp(store)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
