@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
 import keyring
 import pytest
+import textual._wait
 from forked import pbkdf2_once
 from keyring.backend import KeyringBackend
 
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 
+# Pilot waits, after every key it presses, until the app is idle: it samples the process's CPU time every
+# SLEEP_GRANULARITY (20 ms) until one sample shows almost none used. A test process runs nothing but the app, so
+# a 5 ms sample tells the same, and the suite's thousands of key presses stop costing half a minute of sleep.
+assert textual._wait.SLEEP_GRANULARITY == 1 / 50, "Textual changed how Pilot waits: look at this again"
+textual._wait.SLEEP_GRANULARITY = 1 / 200
+textual._wait.SLEEP_IDLE = textual._wait.SLEEP_GRANULARITY / 20
+
 FIXTURE = Path(__file__).parent / "fixtures" / "memoryd-small"
 PASSPHRASE = "engram-fixture-passphrase-2026"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than there are CPUs. About a third of the suite's time is spent waiting
+    (console tests for the app to go idle after each key, crash tests for their children), which a spare
+    worker fills: on two cores the suite takes a tenth less time."""
+    return (os.cpu_count() or 1) + 1
 
 
 @pytest.fixture(autouse=True)

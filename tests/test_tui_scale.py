@@ -24,6 +24,7 @@ from engram.tui.panes.graph import GraphPane
 
 SIZE = (140, 45)
 MEMORIES = 5000
+pytestmark = pytest.mark.xdist_group("scale")  # one worker builds the big root for both tests
 
 
 @pytest.fixture(scope="module")
