@@ -4,6 +4,7 @@ search pane, help, keymap and themes; files, index and audit checked afterwards.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -11,11 +12,13 @@ from helpers import events, settle
 from textual.widgets import DataTable, Input, Markdown, Static
 
 from engram.store.domain import MemoryType
+from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.paths import engram_config_dir
 from engram.store.promotions import Proposal, propose
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
-from engram.store.settings import Settings
+from engram.store.settings import Settings, load_settings, settings_or_defaults
 from engram.tui.app import EngramApp
 from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.search import SearchPane
@@ -257,6 +260,37 @@ async def test_user_keymap_and_theme(store):
         await pilot.press("y")
         await settle(app, pilot)
         assert Promotion.get_by_id(first).status == "approved"
+
+
+async def test_a_theme_that_does_not_exist_falls_back_with_a_notification(store):
+    app = EngramApp(store, Settings(theme="no-such-theme"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.theme == "engram-dark" and app.is_running
+        assert any("no theme named 'no-such-theme'" in n.message for n in app._notifications)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("theme = [", "config.toml: "),
+        ('thme = "engram-light"', "unknown setting 'thme'"),
+        ('[keys]\n"queue.approve" = 3', "keys.queue.approve: Input should be a valid string"),
+        ('[audit]\ncheckpoint_copy = ""', "audit.checkpoint_copy"),
+    ],
+)
+async def test_a_broken_config_toml_opens_the_console_with_defaults_and_says_why(store, text, said):
+    (engram_config_dir() / "config.toml").parent.mkdir(parents=True, exist_ok=True)
+    (engram_config_dir() / "config.toml").write_text(text + "\n")
+    with pytest.raises(StoreError, match=re.escape(said)):
+        load_settings()
+    settings, problem = settings_or_defaults()
+    assert settings == Settings() and problem is not None
+    app = EngramApp(store, settings, warnings=[problem])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.is_running and app.theme == "engram-dark"
+        assert [n.message for n in app._notifications if said in n.message]
 
 
 async def test_read_only_root_is_announced_and_refuses(fixture_root):

@@ -61,16 +61,23 @@ class EngramApp(App[None]):
     TITLE = "engram"
     BINDINGS = bindings(APP_ACTIONS)
 
-    def __init__(self, store: Store, settings: Settings = Settings()) -> None:
+    def __init__(self, store: Store, settings: Settings = Settings(), warnings: Sequence[str] = ()) -> None:
+        """``warnings``: what the person should know as the console opens (a config.toml that could not be
+        used, say); shown as notifications once it is up."""
         super().__init__()
         self.store = store
         self.settings = settings
+        self.warnings = list(warnings)
         self.sub_title = str(store.layout.root)
         self.audit_state = "audit: checking…"
         self.feed: ChangeFeed | None = None
         for spec in theme_specs():
             self.register_theme(Theme(**spec))
-        self.theme = settings.theme or DEFAULT_THEME
+        theme = settings.theme or DEFAULT_THEME
+        if theme not in self.available_themes:
+            self.warnings.append(f"config.toml: no theme named {theme!r}; using {DEFAULT_THEME}")
+            theme = DEFAULT_THEME
+        self.theme = theme
         self.set_keymap(settings.keys)
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -118,6 +125,8 @@ class EngramApp(App[None]):
     def on_mount(self) -> None:
         if self.store.read_only:
             self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning", timeout=15)
+        for warning in self.warnings:
+            self.notify(warning, title="Settings", severity="warning", timeout=15)
         for bad in unknown_ids(self.settings.keys):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()

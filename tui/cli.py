@@ -54,7 +54,7 @@ from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.sensitive.grants import issue_grant, revoke_grant
 from engram.store.sensitive.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
 from engram.store.service import Store
-from engram.store.settings import load_settings
+from engram.store.settings import settings_or_defaults
 from engram.store.stats import counts, list_memories
 from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import SHELLS, Completer, autocomplete, complete_pending, complete_scopes, shell_script
@@ -287,9 +287,9 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def _open(args: argparse.Namespace) -> int:
     from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
 
-    settings = load_settings()
+    settings, problem = settings_or_defaults()  # a broken config.toml is said in the console, not fatal
     with Store.open(args.root, actor="engram-tui") as store:
-        EngramApp(store, settings).run()
+        EngramApp(store, settings, warnings=[problem] if problem else []).run()
     return EXIT_OK
 
 
