@@ -69,7 +69,7 @@ def test_tui_has_no_sql_and_no_file_writes():
 
 
 def test_every_action_id_is_documented():
-    from engram.tui.keymap import ALL_ACTIONS
+    from engram.tui.panes.table import ALL_ACTIONS
 
     documented = (ROOT / "docs" / "keymap.md").read_text(encoding="utf-8")
     assert [a.id for a in ALL_ACTIONS if f"`{a.id}`" not in documented] == []

@@ -22,6 +22,7 @@ from engram.store.settings import Settings, load_settings, settings_or_defaults
 from engram.tui.app import EngramApp
 from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.search import SearchPane
+from engram.tui.panes.table import PANES
 from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.pick import MemoryPicker
@@ -365,3 +366,37 @@ async def test_status_line_names_what_failed_verification(store, fixture_root, d
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         assert shown in str(app.query_one("#status", Static).render())
+
+
+async def test_a_pane_command_from_the_palette_shows_its_pane_before_it_acts(store):
+    """ "Queue: Approve" chosen while the graph is showing switches to the queue, then approves the row under the
+    cursor there: never a row nobody sees."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        first = queue_ids(app)[0]
+        await pilot.press("5")
+        await settle(app, pilot)
+        assert app.showing == "graph"
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        pane_commands = [t for t in commands if ": " in t]
+        assert pane_commands[0].startswith("Graph: ")  # the showing pane's commands first
+        assert "Queue: Approve" in pane_commands and "Scopes: Mark sensitive" in pane_commands
+        await pilot.press("colon", *"Queue: Approve")
+        await settle(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.showing == "queue"
+        assert Promotion.get_by_id(first).status == "approved"
+
+
+async def test_every_pane_comes_from_the_table(store):
+    """Tabs, number keys and focus targets are the table's: each key shows its pane and focuses its widget (the
+    search pane last: its query field takes digits as text)."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        for pane in sorted(reversed(PANES), key=lambda p: p.id == "search"):
+            await pilot.press(pane.key)
+            await settle(app, pilot)
+            assert app.showing == pane.id and app.focused is app.query_one(pane.focus)

@@ -26,14 +26,11 @@ from engram.store.service import Store
 from engram.store.settings import Settings
 from engram.store.stats import pending_count
 from engram.themes import theme_specs
-from engram.tui.keymap import ALL_ACTIONS, APP_ACTIONS, bindings, unknown_ids
-from engram.tui.panes.audit import AuditPane
-from engram.tui.panes.decay import DecayPane
-from engram.tui.panes.graph import GraphPane
+from engram.tui.keymap import Action, bindings, unknown_ids
 from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.scopes import ScopesPane
 from engram.tui.panes.search import SearchPane
-from engram.tui.panes.supersedes import SupersedesPane
+from engram.tui.panes.table import ALL_ACTIONS, BY_ID, CONSOLE_ACTIONS, PANES, Pane
 from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.importer import ImportScreen
 from engram.tui.screens.prompt import TextPrompt
@@ -41,16 +38,6 @@ from engram.tui.terminal_safe import visible
 from engram.tui.threads import ReleasingExecutor, background
 from engram.tui.widgets.safe import ControlFilter
 
-# the owners of pane actions, for the command palette
-PANE_CLASSES = {
-    "queue": QueuePane,
-    "search": SearchPane,
-    "supersedes": SupersedesPane,
-    "decay": DecayPane,
-    "graph": GraphPane,
-    "audit": AuditPane,
-    "scopes": ScopesPane,
-}
 CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"
 WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
@@ -59,7 +46,7 @@ WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat ca
 class EngramApp(App[None]):
     CSS_PATH = "engram.tcss"
     TITLE = "engram"
-    BINDINGS = bindings(APP_ACTIONS)
+    BINDINGS = bindings(CONSOLE_ACTIONS)
 
     def __init__(self, store: Store, settings: Settings = Settings(), warnings: Sequence[str] = ()) -> None:
         """``warnings``: what the person should know as the console opens (a config.toml that could not be
@@ -101,20 +88,9 @@ class EngramApp(App[None]):
         yield Header()
         yield Static(id="status")
         with TabbedContent(id="panes"):
-            with TabPane("1 Queue", id="queue"):
-                yield QueuePane(self.store)
-            with TabPane("2 Search", id="search"):
-                yield SearchPane(self.store)
-            with TabPane("3 Supersedes", id="supersedes"):
-                yield SupersedesPane(self.store)
-            with TabPane("4 Decay", id="decay"):
-                yield DecayPane(self.store)
-            with TabPane("5 Graph", id="graph"):
-                yield GraphPane(self.store)
-            with TabPane("6 Audit", id="audit"):
-                yield AuditPane(self.store)
-            with TabPane("7 Scopes", id="scopes"):
-                yield ScopesPane(self.store)
+            for pane in PANES:
+                with TabPane(pane.tab_label, id=pane.id):
+                    yield pane.widget(self.store)
         yield Footer()
 
     def on_load(self) -> None:
@@ -127,7 +103,7 @@ class EngramApp(App[None]):
             self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning", timeout=15)
         for warning in self.warnings:
             self.notify(warning, title="Settings", severity="warning", timeout=15)
-        for bad in unknown_ids(self.settings.keys):
+        for bad in unknown_ids(self.settings.keys, ALL_ACTIONS):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
         self.check_audit()
@@ -204,17 +180,13 @@ class EngramApp(App[None]):
 
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
-        target = {
-            "queue": "#queue-table",
-            "search": "#search-query",
-            "scopes": "#scope-list",
-            "audit": "#audit-lines",
-            "supersedes": "#chains",
-            "decay": "#decay-list",
-            "graph": "#entities",
-        }.get(name)
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
-        self.set_focus(self.query_one(target) if target is not None else None)
+        self.set_focus(self.query_one(BY_ID[name].focus))
+
+    @property
+    def showing(self) -> str:
+        """The id of the pane on screen."""
+        return self.query_one("#panes", TabbedContent).active
 
     def search_index(self) -> SearchIndex | None:
         return self.query_one(SearchPane).index
@@ -315,15 +287,23 @@ class EngramApp(App[None]):
         self.push_screen(HelpScreen(self.settings.keys))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The palette: the console's commands, then the showing pane's, then every other pane's. A pane's
+        command runs on that pane, which is shown first, so it never acts on a row nobody sees."""
         yield from super().get_system_commands(screen)
-        for action in ALL_ACTIONS:
-            owner = action.id.split(".")[0]
-            if owner == "app":
-                yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
-            elif owner in PANE_CLASSES:
-                pane = PANE_CLASSES[owner]
+        for action in CONSOLE_ACTIONS:
+            yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
+        showing = BY_ID.get(self.showing) if screen is self.screen else None
+        for pane in sorted(PANES, key=lambda p: p is not showing):
+            for action in pane.actions:
                 yield SystemCommand(
-                    f"{owner.capitalize()}: {action.description}",
+                    f"{pane.title}: {action.description}",
                     action.id,
-                    lambda a=action, p=pane: self.query_one(p).run_action(a.action),
+                    lambda a=action, p=pane: self.run_pane_action(p, a),
                 )
+
+    def run_pane_action(self, pane: Pane, action: Action) -> None:
+        """Show ``pane``, then run ``action`` on it (after the switch has been drawn, so the person sees what
+        it acts on)."""
+        self.action_show_pane(pane.id)
+        widget = self.query_one(pane.widget)
+        self.call_after_refresh(widget.run_action, action.action)

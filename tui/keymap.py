@@ -1,8 +1,8 @@
 """The one registry of the console's actions: a stable id, default keys, and a description each.
 
 It feeds the footer (through Textual bindings carrying the id), the help overlay, the command palette and the
-user keymap (``[keys]`` in ``~/.config/engram/config.toml``, applied with ``App.set_keymap``). docs/keymap.md
-lists every id; a test keeps the two in step.
+user keymap (``[keys]`` in ``~/.config/engram/config.toml``, applied with ``App.set_keymap``). The table of
+panes (tui.panes.table) gathers every action; docs/keymap.md lists every id; a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
     )
 
 
-PANES = ("queue", "search", "supersedes", "decay", "graph", "audit", "scopes")
-
 APP_ACTIONS = (
     Action("app.quit", "q", "quit", "Quit"),
     Action("app.help", "question_mark", "help", "Help"),
@@ -43,11 +41,7 @@ APP_ACTIONS = (
     Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False),
     Action("app.lock", "ctrl+l", "lock", "Lock", show=False),
     Action("app.import", "I", "import", "Import from another system", show=False),
-    *(
-        Action(f"app.pane.{pane}", str(n), f"show_pane('{pane}')", pane.capitalize(), show=False)
-        for n, pane in enumerate(PANES, 1)
-    ),
-)
+)  # the keys that show each pane come from the table of panes (tui.panes.table)
 
 QUEUE_ACTIONS = (
     Action("queue.approve", "a", "approve", "Approve"),
@@ -123,24 +117,13 @@ AUDIT_ACTIONS = (
     *list_moves("audit", "Newest", "Oldest"),
 )
 
-ALL_ACTIONS = (
-    APP_ACTIONS
-    + QUEUE_ACTIONS
-    + SEARCH_ACTIONS
-    + SUPERSEDES_ACTIONS
-    + DECAY_ACTIONS
-    + GRAPH_ACTIONS
-    + SCOPES_ACTIONS
-    + AUDIT_ACTIONS
-)
-
 
 def bindings(actions: tuple[Action, ...]) -> list[BindingType]:
     """The Textual bindings of ``actions`` (typed as Textual's ``BINDINGS`` is)."""
     return [a.binding() for a in actions]
 
 
-def unknown_ids(keymap: dict[str, str]) -> list[str]:
-    """Ids in a user keymap that no action has (a typo, or an id from another version)."""
-    known = {a.id for a in ALL_ACTIONS}
+def unknown_ids(keymap: dict[str, str], actions: tuple[Action, ...]) -> list[str]:
+    """Ids in a user keymap that none of ``actions`` has (a typo, or an id from another version)."""
+    known = {a.id for a in actions}
     return sorted(k for k in keymap if k not in known)

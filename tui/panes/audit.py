@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, ProgressBar, Sparkline, Static
 
 from engram.store.audit.ops import current_checkpoint, verify_log
@@ -22,6 +22,7 @@ from engram.store.errors import StoreError
 from engram.store.service import Store
 from engram.tui.host import console
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import background
 from engram.tui.widgets.linelist import LineList
@@ -84,12 +85,11 @@ class AuditList(LineList):
         )
 
 
-class AuditPane(Vertical):
+class AuditPane(PaneBase):
     BINDINGS = bindings(AUDIT_ACTIONS)
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="audit-pane")
-        self.store = store
+        super().__init__(store, id="audit-pane")
         self.audit_log: AuditLog | None = None
         self.size_loaded = -1
 

@@ -9,7 +9,7 @@ from collections import Counter
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import DataTable, ProgressBar, Static
 
 from engram.store.decay import (
@@ -29,6 +29,7 @@ from engram.store.service import Store
 from engram.tui.actions import attempt
 from engram.tui.host import console
 from engram.tui.keymap import DECAY_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background
@@ -46,12 +47,11 @@ def stacked_bar(counts: Counter[str], width: int = BAR) -> Text:
     return bar
 
 
-class DecayPane(Vertical):
+class DecayPane(PaneBase):
     BINDINGS = bindings(DECAY_ACTIONS)
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="decay-pane")
-        self.store = store
+        super().__init__(store, id="decay-pane")
         self.loaded = False
         self.by_type = False
         self.kind = LISTS[0]

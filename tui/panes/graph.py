@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -31,18 +31,18 @@ from engram.store.service import Store
 from engram.tui.actions import attempt
 from engram.tui.host import console
 from engram.tui.keymap import GRAPH_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background
 from engram.tui.widgets.safe import plain
 
 
-class GraphPane(Horizontal):
+class GraphPane(PaneBase):
     BINDINGS = bindings(GRAPH_ACTIONS)
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="graph-pane")
-        self.store = store
+        super().__init__(store, id="graph-pane")
         self.loaded = False
         self.rows: list[EntityRow] = []
         self.hops = 1

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
@@ -20,6 +20,7 @@ from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue,
 from engram.store.service import Store
 from engram.tui.host import console
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
@@ -40,14 +41,13 @@ class Step:
     redo: Callable[[], Step]
 
 
-class QueuePane(Vertical):
+class QueuePane(PaneBase):
     BINDINGS = bindings(QUEUE_ACTIONS)
 
     sort: reactive[str] = reactive("dura_avg")
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="queue-pane")
-        self.store = store
+        super().__init__(store, id="queue-pane")
         self.items: list[QueueItem] = []
         self.page_no = 0
         self.marked: set[int] = set()

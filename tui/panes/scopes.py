@@ -24,18 +24,18 @@ from engram.store.service import Store
 from engram.store.stats import Counts, counts
 from engram.tui.host import console
 from engram.tui.keymap import SCOPES_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.screens.grant import GrantScreen
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import FitTable, PlainTable, fit_columns
 from engram.tui.threads import background
 
 
-class ScopesPane(Vertical):
+class ScopesPane(PaneBase):
     BINDINGS = bindings(SCOPES_ACTIONS)
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="scopes-pane")
-        self.store = store
+        super().__init__(store, id="scopes-pane")
         self.checked = False
         self.infos: list[ScopeInfo] = []
 

@@ -7,7 +7,7 @@ import gc
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.widgets import Input, Markdown, ProgressBar, Static
 
 from engram.store.errors import StoreError
@@ -15,6 +15,7 @@ from engram.store.explain import explain
 from engram.store.search import SearchIndex, SearchResult
 from engram.store.service import Store
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import background
 from engram.tui.widgets.hitlist import HitList
@@ -22,12 +23,11 @@ from engram.tui.widgets.hitlist import HitList
 SHOWN = 100
 
 
-class SearchPane(Vertical):
+class SearchPane(PaneBase):
     BINDINGS = bindings(SEARCH_ACTIONS)
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="search-pane")
-        self.store = store
+        super().__init__(store, id="search-pane")
         self.index: SearchIndex | None = None
         self.result = SearchResult([], 0)
         self.shown = False

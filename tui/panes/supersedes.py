@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Container, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import ProgressBar, Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -35,6 +35,7 @@ from engram.store.supersedes import (
 from engram.tui.actions import attempt
 from engram.tui.host import console
 from engram.tui.keymap import SUPERSEDES_ACTIONS, bindings
+from engram.tui.panes.base import PaneBase
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.threads import background
@@ -44,12 +45,11 @@ from engram.tui.widgets.sidediff import side_by_side
 DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you", FILE_ONLY: "file only"}
 
 
-class SupersedesPane(Container):
+class SupersedesPane(PaneBase):
     BINDINGS = bindings(SUPERSEDES_ACTIONS)
 
     def __init__(self, store: Store) -> None:
-        super().__init__(id="supersedes-pane")
-        self.store = store
+        super().__init__(store, id="supersedes-pane")
         self.loaded = False
         self.listed: Listed | None = None  # the files' frontmatter links, once read
 

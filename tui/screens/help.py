@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label
 
-from engram.tui.keymap import ALL_ACTIONS
+from engram.tui.panes.table import ALL_ACTIONS
 from engram.tui.tables import PlainTable
 
 

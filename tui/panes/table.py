@@ -1,0 +1,63 @@
+"""The one table of the console's panes: id, number key, title, class, the widget that takes the focus, and the
+pane's actions. The tabs, switching panes (and its keys), the command palette, the help overlay and the keymap's
+list of every action are all derived from it, so a pane is added or moved in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engram.tui.keymap import (
+    APP_ACTIONS,
+    AUDIT_ACTIONS,
+    DECAY_ACTIONS,
+    GRAPH_ACTIONS,
+    QUEUE_ACTIONS,
+    SCOPES_ACTIONS,
+    SEARCH_ACTIONS,
+    SUPERSEDES_ACTIONS,
+    Action,
+)
+from engram.tui.panes.audit import AuditPane
+from engram.tui.panes.base import PaneBase
+from engram.tui.panes.decay import DecayPane
+from engram.tui.panes.graph import GraphPane
+from engram.tui.panes.queue import QueuePane
+from engram.tui.panes.scopes import ScopesPane
+from engram.tui.panes.search import SearchPane
+from engram.tui.panes.supersedes import SupersedesPane
+
+
+@dataclass(frozen=True)
+class Pane:
+    id: str  # the tab's id, and the owner part of the pane's action ids ("queue" in "queue.approve")
+    title: str
+    widget: type[PaneBase]
+    focus: str  # selector of the widget that takes the focus when the pane is shown
+    actions: tuple[Action, ...]
+
+    @property
+    def key(self) -> str:
+        """The number key that shows the pane: its place in :data:`PANES`."""
+        return str(PANES.index(self) + 1)
+
+    @property
+    def tab_label(self) -> str:
+        return f"{self.key} {self.title}"
+
+
+PANES = (
+    Pane("queue", "Queue", QueuePane, "#queue-table", QUEUE_ACTIONS),
+    Pane("search", "Search", SearchPane, "#search-query", SEARCH_ACTIONS),
+    Pane("supersedes", "Supersedes", SupersedesPane, "#chains", SUPERSEDES_ACTIONS),
+    Pane("decay", "Decay", DecayPane, "#decay-list", DECAY_ACTIONS),
+    Pane("graph", "Graph", GraphPane, "#entities", GRAPH_ACTIONS),
+    Pane("audit", "Audit", AuditPane, "#audit-lines", AUDIT_ACTIONS),
+    Pane("scopes", "Scopes", ScopesPane, "#scope-list", SCOPES_ACTIONS),
+)
+BY_ID = {pane.id: pane for pane in PANES}
+
+SHOW_ACTIONS = tuple(
+    Action(f"app.pane.{pane.id}", pane.key, f"show_pane('{pane.id}')", pane.title, show=False) for pane in PANES
+)
+CONSOLE_ACTIONS = APP_ACTIONS + SHOW_ACTIONS  # the app's own bindings
+ALL_ACTIONS = CONSOLE_ACTIONS + tuple(action for pane in PANES for action in pane.actions)
