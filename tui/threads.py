@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from textual import work
+from textual.css.query import NoMatches
 from textual.widget import Widget
 
 from engram.store.errors import StoreError
@@ -57,6 +58,27 @@ def background(group: str, *, exclusive: bool = True) -> Callable[[Callable[...,
         return work(thread=True, exclusive=exclusive, group=group, exit_on_error=False)(run)
 
     return wrap
+
+
+def deliver(widget: Widget, callback: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    """From a worker's thread: run ``callback(*args, **kwargs)`` on the UI thread and wait for it, unless the
+    console has closed or ``widget`` has left the screen meanwhile (a quick ``q`` while a detail loads, a pane
+    torn down): a result that arrives after the widgets it was for is dropped, never an error on a closing
+    console."""
+
+    def apply() -> None:
+        if not widget.is_attached:
+            return
+        try:
+            callback(*args, **kwargs)
+        except NoMatches:  # while the console closes, children go before their parents: then drop it
+            if widget.is_attached and widget.app.return_code is None:
+                raise
+
+    try:
+        widget.app.call_from_thread(apply)
+    except RuntimeError:  # the console's loop has stopped: nobody to show it to
+        pass
 
 
 def _tell(widget: Widget, exc: Exception) -> None:

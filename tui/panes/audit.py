@@ -24,7 +24,7 @@ from engram.tui.host import console
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.terminal_safe import visible
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 from engram.tui.widgets.linelist import LineList
 
 BAD = Style(color="red", bold=True, reverse=True)
@@ -121,7 +121,7 @@ class AuditPane(PaneBase):
     @background("audit-load")
     def load(self) -> None:
         log = AuditLog(self.store.layout.audit_path)
-        self.app.call_from_thread(self.loaded, log, log.per_day())
+        deliver(self, self.loaded, log, log.per_day())
 
     def loaded(self, log: AuditLog, per_day: dict[str, int]) -> None:
         if self.audit_log is not None:
@@ -167,10 +167,10 @@ class AuditPane(PaneBase):
             return
         bar = self.query_one("#audit-progress", ProgressBar)
         if not where.empty:
-            self.app.call_from_thread(setattr, bar, "display", True)
-        lines = log.matching(where, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n))
-        self.app.call_from_thread(setattr, bar, "display", False)
-        self.app.call_from_thread(self.filtered, log, lines, text)
+            deliver(self, setattr, bar, "display", True)
+        lines = log.matching(where, lambda n, total: deliver(self, bar.update, total=total, progress=n))
+        deliver(self, setattr, bar, "display", False)
+        deliver(self, self.filtered, log, lines, text)
 
     def filtered(self, log: AuditLog, lines: np.ndarray, text: str) -> None:
         self.query_one(AuditList).show(log, lines)
@@ -187,17 +187,15 @@ class AuditPane(PaneBase):
         bar = self.query_one("#audit-progress", ProgressBar)
         path = self.store.layout.audit_path
         total = path.stat().st_size if path.exists() else 0
-        self.app.call_from_thread(setattr, bar, "display", True)
+        deliver(self, setattr, bar, "display", True)
         try:
-            verdict = verify_log(
-                self.store, lambda done: self.app.call_from_thread(bar.update, total=total, progress=done)
-            )
+            verdict = verify_log(self.store, lambda done: deliver(self, bar.update, total=total, progress=done))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Audit log", severity="error")
+            deliver(self, self.notify, str(exc), title="Audit log", severity="error")
             return
         finally:
-            self.app.call_from_thread(setattr, bar, "display", False)
-        self.app.call_from_thread(self.verified, verdict)
+            deliver(self, setattr, bar, "display", False)
+        deliver(self, self.verified, verdict)
 
     def verified(self, verdict) -> None:  # noqa: ANN001 (a Verdict)
         hint = " · b jumps to it" if verdict.bad_line else ""
@@ -226,9 +224,10 @@ class AuditPane(PaneBase):
         try:
             text = current_checkpoint(self.store).to_json()
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Checkpoint", severity="error")
+            deliver(self, self.notify, str(exc), title="Checkpoint", severity="error")
             return
-        self.app.call_from_thread(
+        deliver(
+            self,
             self.show_detail,
             "Signed checkpoint (keep a copy elsewhere; `engram audit checkpoint --check FILE` compares)",
             text,

@@ -32,7 +32,7 @@ from engram.tui.keymap import DECAY_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import PlainTable
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 
 STATES = (("alive", "green"), ("dim", "yellow"), ("soft-forgotten", "magenta"), (MOVED, "red"))
 BAR = 30
@@ -198,18 +198,16 @@ class DecayPane(PaneBase):
     @background("decay-sweep")
     def run_sweep(self, steps: list[Step]) -> None:
         bar = self.query_one("#decay-progress", ProgressBar)
-        self.app.call_from_thread(setattr, bar, "display", True)
+        deliver(self, setattr, bar, "display", True)
         try:
-            done = apply_sweep(
-                self.store, steps, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n)
-            )
+            done = apply_sweep(self.store, steps, lambda n, total: deliver(self, bar.update, total=total, progress=n))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Sweep stopped", severity="error")
+            deliver(self, self.notify, str(exc), title="Sweep stopped", severity="error")
         else:
-            self.app.call_from_thread(self.notify, f"swept: {done} memories changed", timeout=5)
-        self.app.call_from_thread(setattr, bar, "display", False)
-        self.app.call_from_thread(self.reload)
-        self.app.call_from_thread(console(self).check_audit)
+            deliver(self, self.notify, f"swept: {done} memories changed", timeout=5)
+        deliver(self, setattr, bar, "display", False)
+        deliver(self, self.reload)
+        deliver(self, console(self).check_audit)
 
     @on(DataTable.RowSelected, "#decay-list")
     def _open(self, event: DataTable.RowSelected) -> None:

@@ -34,7 +34,7 @@ from engram.tui.keymap import GRAPH_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import PlainTable
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 from engram.tui.widgets.safe import plain
 
 
@@ -107,7 +107,7 @@ class GraphPane(PaneBase):
         centre = neighbourhood(self.store, entity_id, hops)
         found = conflicts(self.store, entity_id)
         memories = mentioned_in(self.store, entity_id)
-        self.app.call_from_thread(self.show_details, centre, found, memories)
+        deliver(self, self.show_details, centre, found, memories)
 
     def show_details(self, centre: Hop, found: dict, memories: list) -> None:  # noqa: ANN001
         tree = self.query_one("#neighbourhood", Tree)

@@ -25,7 +25,7 @@ from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import FitTable, fit_columns
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 from engram.tui.widgets.promotion import PromotionView
 from engram.tui.widgets.safe import plain
 
@@ -95,9 +95,9 @@ class QueuePane(PaneBase):
         try:
             items = pending_queue(self.store, self.sort, parse(self.filter_text))
         except (StoreError, QuerySyntaxError) as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            deliver(self, self.notify, str(exc), severity="error")
             return
-        self.app.call_from_thread(self.show_items, items, keep)
+        deliver(self, self.show_items, items, keep)
 
     def show_items(self, items: list[QueueItem], keep: int | None) -> None:
         """Show ``items`` at ``keep``; without one, the cursor stays on the promotion it was on (memoryd may have
@@ -174,9 +174,9 @@ class QueuePane(PaneBase):
         try:
             detail = promotion_detail(self.store, promotion_id)
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            deliver(self, self.notify, str(exc), severity="error")
             return
-        self.app.call_from_thread(self.show_detail, detail)
+        deliver(self, self.show_detail, detail)
 
     def show_detail(self, detail: PromotionDetail | None) -> None:
         self.detail = detail
@@ -311,7 +311,7 @@ class QueuePane(PaneBase):
             for pid in ids:
                 done.append(act(pid))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"{label} stopped", severity="error")
+            deliver(self, self.notify, str(exc), title=f"{label} stopped", severity="error")
         finally:
             self.busy = False
         if done:
@@ -320,9 +320,9 @@ class QueuePane(PaneBase):
                 return Step(label, [act(d.promotion_id) for d in done], redo)
 
             step = Step(label, done, redo)
-            self.app.call_from_thread(self.after_decisions, step, len(done))
+            deliver(self, self.after_decisions, step, len(done))
         if self.store.audit_warning:
-            self.app.call_from_thread(self.notify, self.store.audit_warning, severity="warning")
+            deliver(self, self.notify, self.store.audit_warning, severity="warning")
 
     def after_decisions(self, step: Step, count: int) -> None:
         self.undo_stack.append(step)
@@ -402,9 +402,9 @@ class QueuePane(PaneBase):
         try:
             target.append(run(step))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title=f"Could not: {verb} {step.label}", severity="error")
+            deliver(self, self.notify, str(exc), title=f"Could not: {verb} {step.label}", severity="error")
             return
-        self.app.call_from_thread(self.refresh_after, f"{verb} {step.label}")
+        deliver(self, self.refresh_after, f"{verb} {step.label}")
 
     def refresh_after(self, message: str) -> None:
         """After a change: say what happened, reload the queue, the status line and the audit state."""

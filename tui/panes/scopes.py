@@ -28,7 +28,7 @@ from engram.tui.panes.base import PaneBase
 from engram.tui.screens.grant import GrantScreen
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.tables import FitTable, PlainTable, fit_columns
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 
 
 class ScopesPane(PaneBase):
@@ -76,9 +76,9 @@ class ScopesPane(PaneBase):
         try:
             infos = scopes(self.store, default_discovery_dirs())
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Scopes", severity="error")
+            deliver(self, self.notify, str(exc), title="Scopes", severity="error")
             return
-        self.app.call_from_thread(self.show_scopes, infos)
+        deliver(self, self.show_scopes, infos)
 
     @on(FitTable.Resized, "#scope-list")
     def setup_columns(self) -> None:
@@ -191,11 +191,11 @@ class ScopesPane(PaneBase):
     @background("scopes-convert")
     def convert(self, scope_hash: str, encrypt: bool) -> None:
         bar = self.query_one("#scope-progress", ProgressBar)
-        self.app.call_from_thread(setattr, bar, "display", True)
-        self.app.call_from_thread(bar.update, total=None, progress=0)
+        deliver(self, setattr, bar, "display", True)
+        deliver(self, bar.update, total=None, progress=0)
 
         def progress(done: int, total: int) -> None:
-            self.app.call_from_thread(bar.update, total=total, progress=done)
+            deliver(self, bar.update, total=total, progress=done)
 
         try:
             if encrypt:
@@ -203,14 +203,14 @@ class ScopesPane(PaneBase):
             else:
                 done = unmark_sensitive(self.store, scope_hash, progress)
         except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
-            self.app.call_from_thread(console(self).ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
+            deliver(self, console(self).ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Nothing more changed", severity="error", timeout=10)
+            deliver(self, self.notify, str(exc), title="Nothing more changed", severity="error", timeout=10)
         else:
             verb = "encrypted" if encrypt else "decrypted"
-            self.app.call_from_thread(self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
-        self.app.call_from_thread(setattr, bar, "display", False)
-        self.app.call_from_thread(self.after_change, True)
+            deliver(self, self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
+        deliver(self, setattr, bar, "display", False)
+        deliver(self, self.after_change, True)
 
     def action_label(self) -> None:
         info = self.current
@@ -279,10 +279,10 @@ class ScopesPane(PaneBase):
     def run_rekey(self, scope_hash: str | None, passphrase: str | None) -> None:
         """``passphrase``: every sensitive scope to it; else ``scope_hash`` to a new random key."""
         bar = self.query_one("#scope-progress", ProgressBar)
-        self.app.call_from_thread(setattr, bar, "display", True)
+        deliver(self, setattr, bar, "display", True)
 
         def progress(done: int, total: int) -> None:
-            self.app.call_from_thread(bar.update, total=total, progress=done)
+            deliver(self, bar.update, total=total, progress=done)
 
         try:
             if passphrase is not None:
@@ -290,12 +290,12 @@ class ScopesPane(PaneBase):
             else:
                 done = rekey_random(self.store, scope_hash or "", progress)
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
+            deliver(self, self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
         else:
             where = f"{len(done.scopes)} scopes" if passphrase is not None else f"scope {scope_hash}"
-            self.app.call_from_thread(self.notify, f"{where}: {done.done:,} memories under the new key", timeout=5)
-        self.app.call_from_thread(setattr, bar, "display", False)
-        self.app.call_from_thread(self.after_change, True)
+            deliver(self, self.notify, f"{where}: {done.done:,} memories under the new key", timeout=5)
+        deliver(self, setattr, bar, "display", False)
+        deliver(self, self.after_change, True)
 
     def action_grant(self) -> None:
         info = self.current
@@ -360,17 +360,17 @@ class ScopesPane(PaneBase):
         bar = self.query_one("#progress", ProgressBar)
 
         def progress(done: int, total: int) -> None:
-            # call_from_thread waits for the UI: report about every 1%, not every file
+            # deliver waits for the UI: report about every 1%, not every file
             if done == total or done % max(1, total // 100) == 0:
-                self.app.call_from_thread(bar.update, total=total, progress=done)
+                deliver(self, bar.update, total=total, progress=done)
 
         try:
-            self.app.call_from_thread(self.show_counts, counts(self.store))
+            deliver(self, self.show_counts, counts(self.store))
             report = check(self.store, progress)
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Check failed", severity="error")
+            deliver(self, self.notify, str(exc), title="Check failed", severity="error")
             return
-        self.app.call_from_thread(self.show_report, report)
+        deliver(self, self.show_report, report)
 
     def show_counts(self, c: Counts) -> None:
         promos = ", ".join(f"{n} {s}" for s, n in sorted(c.promotions.items())) or "none"

@@ -17,7 +17,7 @@ from engram.store.service import Store
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.terminal_safe import visible
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 from engram.tui.widgets.hitlist import HitList
 
 SHOWN = 100
@@ -52,7 +52,7 @@ class SearchPane(PaneBase):
     def load(self) -> None:
         """Titles, triggers and fields (index.db only, quick): the merge picker needs them from the start."""
         index = SearchIndex.load(self.store)
-        self.app.call_from_thread(self.ready, index)
+        deliver(self, self.ready, index)
 
     def ready(self, index: SearchIndex) -> None:
         self.index = index
@@ -81,9 +81,9 @@ class SearchPane(PaneBase):
     @background("search-enrich")
     def enrich(self, index: SearchIndex) -> None:
         bar = self.query_one("#search-progress", ProgressBar)
-        self.app.call_from_thread(setattr, bar, "display", True)
-        index.enrich(self.store, lambda done, total: self.app.call_from_thread(bar.update, total=total, progress=done))
-        self.app.call_from_thread(self.enriched)
+        deliver(self, setattr, bar, "display", True)
+        index.enrich(self.store, lambda done, total: deliver(self, bar.update, total=total, progress=done))
+        deliver(self, self.enriched)
 
     def enriched(self) -> None:
         _keep_out_of_gc()
@@ -144,9 +144,9 @@ class SearchPane(PaneBase):
         try:
             text = explain(self.store, slug)
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Cannot open", severity="error")
+            deliver(self, self.notify, str(exc), title="Cannot open", severity="error")
             text = f"**{slug} cannot be opened:** {exc}"
-        self.app.call_from_thread(self.query_one("#search-memory", Markdown).update, visible(text))
+        deliver(self, self.query_one("#search-memory", Markdown).update, visible(text))
 
     def action_back(self) -> None:
         panel = self.query_one("#search-open")

@@ -38,7 +38,7 @@ from engram.tui.keymap import SUPERSEDES_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 from engram.tui.widgets.safe import plain
 from engram.tui.widgets.sidediff import side_by_side
 
@@ -78,23 +78,21 @@ class SupersedesPane(PaneBase):
                 self.listed.pairs = {p for p in self.listed.pairs if p[0] != changed} | fresh.pairs
             roots = forest(self.store, self.listed)
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Supersedes", severity="error")
+            deliver(self, self.notify, str(exc), title="Supersedes", severity="error")
             return
-        self.app.call_from_thread(self.show_forest, roots)
+        deliver(self, self.show_forest, roots)
 
     @background("supersedes-files")
     def read_files(self) -> None:
         """Read every file's ``supersedes`` (one read per file), with a progress bar, then show the full forest."""
         bar = self.query_one("#chains-progress", ProgressBar)
         try:
-            listed = listed_links(
-                self.store, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n)
-            )
+            listed = listed_links(self.store, lambda n, total: deliver(self, bar.update, total=total, progress=n))
         except StoreError as exc:
-            self.app.call_from_thread(self.notify, str(exc), title="Supersedes", severity="error")
+            deliver(self, self.notify, str(exc), title="Supersedes", severity="error")
             return
         finally:
-            self.app.call_from_thread(setattr, bar, "display", False)
+            deliver(self, setattr, bar, "display", False)
         self.listed = listed
         self.reload()
 
@@ -173,7 +171,8 @@ class SupersedesPane(PaneBase):
         try:
             newer, older = view_memory(self.store, link.newer), view_memory(self.store, link.older)
         except StoreError as exc:
-            self.app.call_from_thread(
+            deliver(
+                self,
                 self.query_one("#chain-detail", Static).update,
                 head + f"\n[i]the memories cannot be shown: {escape(str(exc))}[/i]",
             )
@@ -181,7 +180,7 @@ class SupersedesPane(PaneBase):
         table = side_by_side(
             f"# {older.frontmatter.title}\n\n{older.body}", f"# {newer.frontmatter.title}\n\n{newer.body}"
         )
-        self.app.call_from_thread(self.query_one("#chain-detail", Static).update, Group(Text.from_markup(head), table))
+        deliver(self, self.query_one("#chain-detail", Static).update, Group(Text.from_markup(head), table))
 
     # ------------------------------------------------------------------ actions
 

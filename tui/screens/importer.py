@@ -19,7 +19,7 @@ from engram.store.importers.base import Options
 from engram.store.importers.run import ImportResult, Preview, apply_import, preview
 from engram.store.service import Store
 from engram.tui.tables import PlainTable
-from engram.tui.threads import background
+from engram.tui.threads import background, deliver
 
 SYSTEMS = {
     "openrelix": "OpenRelix state root",
@@ -101,17 +101,15 @@ class ImportScreen(ModalScreen[ImportResult | None]):
     @background("import")
     def read_preview(self, system: str, path: str, options: Options) -> None:
         bar = self.query_one("#import-progress", ProgressBar)
-        self.app.call_from_thread(self._busy, f"reading {system} at {path}…")
+        deliver(self, self._busy, f"reading {system} at {path}…")
         try:
-            plan = preview(
-                self.store, importer(system), path, options, lambda n: self.app.call_from_thread(self._read_so_far, n)
-            )
+            plan = preview(self.store, importer(system), path, options, lambda n: deliver(self, self._read_so_far, n))
         except StoreError as exc:
-            self.app.call_from_thread(self._failed, str(exc))
+            deliver(self, self._failed, str(exc))
             return
         finally:
-            self.app.call_from_thread(setattr, bar, "display", False)
-        self.app.call_from_thread(self.show_preview, plan)
+            deliver(self, setattr, bar, "display", False)
+        deliver(self, self.show_preview, plan)
 
     def _busy(self, text: str) -> None:
         bar = self.query_one("#import-progress", ProgressBar)
@@ -158,15 +156,13 @@ class ImportScreen(ModalScreen[ImportResult | None]):
     @background("import")
     def write(self, plan: Preview) -> None:
         bar = self.query_one("#import-progress", ProgressBar)
-        self.app.call_from_thread(self._busy, f"importing {plan.items:,} items…")
+        deliver(self, self._busy, f"importing {plan.items:,} items…")
         try:
-            result = apply_import(
-                self.store, plan, lambda n, total: self.app.call_from_thread(bar.update, total=total, progress=n)
-            )
+            result = apply_import(self.store, plan, lambda n, total: deliver(self, bar.update, total=total, progress=n))
         except StoreError as exc:
-            self.app.call_from_thread(self._failed, f"{exc} (what was written stays; running it again finishes)")
+            deliver(self, self._failed, f"{exc} (what was written stays; running it again finishes)")
             return
-        self.app.call_from_thread(self.dismiss, result)
+        deliver(self, self.dismiss, result)
 
     def action_back(self) -> None:
         if self.plan is not None and not self.query_one("#import-progress").display:
