@@ -400,3 +400,22 @@ async def test_every_pane_comes_from_the_table(store):
             await pilot.press(pane.key)
             await settle(app, pilot)
             assert app.showing == pane.id and app.focused is app.query_one(pane.focus)
+
+
+@pytest.mark.parametrize(("pane", "table"), [("decay", "#decay-list"), ("scopes", "#scope-list")])
+async def test_j_k_g_G_move_in_the_decay_and_scopes_lists(store, pane, table):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.action_show_pane(pane)
+        await settle(app, pilot)
+        listed = app.query_one(table, DataTable)
+        assert listed.row_count > 2
+        await pilot.press("j", "j")
+        assert listed.cursor_row == 2
+        await pilot.press("k")
+        assert listed.cursor_row == 1
+        await pilot.press("G")
+        assert listed.cursor_row == listed.row_count - 1
+        await pilot.press("g")
+        assert listed.cursor_row == 0

@@ -25,7 +25,7 @@ class Action:
 
 
 def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
-    """j k g G on a pane whose list is a LineList (the pane's ``move`` action forwards to it)."""
+    """j k g G on a pane with a main list (``PaneBase.LIST``; its ``move`` action forwards to that list)."""
     return (
         Action(f"{owner}.down", "j", "move(1)", "Down", show=False),
         Action(f"{owner}.up", "k", "move(-1)", "Up", show=False),
@@ -80,6 +80,7 @@ SCOPES_ACTIONS = (
     Action("scopes.rekey", "K", "rekey", "Rekey", show=False),
     Action("scopes.label", "l", "label", "Name", show=False),
     Action("scopes.recheck", "c", "recheck", "Re-check drift"),
+    *list_moves("scopes", "Top", "Bottom"),
 )
 
 SUPERSEDES_ACTIONS = (
@@ -98,6 +99,7 @@ DECAY_ACTIONS = (
     Action("decay.forget", "f", "forget", "Forget"),
     Action("decay.days", "n", "days", "Days ahead", show=False),
     Action("decay.group", "t", "toggle_group", "By type/scope", show=False),
+    *list_moves("decay", "Top", "Bottom"),
 )
 
 GRAPH_ACTIONS = (

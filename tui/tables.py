@@ -20,6 +20,16 @@ class PlainTable(DataTable[object]):
     ) -> RowKey:
         return super().add_row(*(_plain(cell) for cell in cells), height=height, key=key, label=label)
 
+    def action_move(self, step: int | str) -> None:
+        """The cursor by ``step`` rows, a page (``page``/``-page``) or to an end (``all``/``-all``): the same
+        steps as LineList, so j k g G mean the same in every list."""
+        if not self.row_count:
+            return
+        page = max(1, self.size.height - 2)
+        delta = {"page": page, "-page": -page, "all": self.row_count, "-all": -self.row_count}.get(str(step))
+        target = self.cursor_row + (delta if delta is not None else int(step))
+        self.move_cursor(row=max(0, min(self.row_count - 1, target)))
+
     def update_cell(
         self, row_key: RowKey | str, column_key: ColumnKey | str, value: object, *, update_width: bool = False
     ) -> None:

@@ -87,6 +87,7 @@ class AuditList(LineList):
 
 class AuditPane(PaneBase):
     BINDINGS = bindings(AUDIT_ACTIONS)
+    LIST = "#audit-lines"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store, id="audit-pane")
@@ -252,9 +253,6 @@ class AuditPane(PaneBase):
         self.query_one("#audit-detail", Static).update(Text.assemble((title, "bold"), "\n\n", body))
         panel = self.query_one("#audit-open")
         panel.display = True
-
-    def action_move(self, step: int | str) -> None:
-        self.query_one(AuditList).action_move(step)
 
     def action_back(self) -> None:
         panel = self.query_one("#audit-open")

@@ -49,6 +49,7 @@ def stacked_bar(counts: Counter[str], width: int = BAR) -> Text:
 
 class DecayPane(PaneBase):
     BINDINGS = bindings(DECAY_ACTIONS)
+    LIST = "#decay-list"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store, id="decay-pane")

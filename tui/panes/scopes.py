@@ -33,6 +33,7 @@ from engram.tui.threads import background, deliver
 
 class ScopesPane(PaneBase):
     BINDINGS = bindings(SCOPES_ACTIONS)
+    LIST = "#scope-list"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store, id="scopes-pane")

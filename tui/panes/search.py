@@ -25,6 +25,7 @@ SHOWN = 100
 
 class SearchPane(PaneBase):
     BINDINGS = bindings(SEARCH_ACTIONS)
+    LIST = "#search-results"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store, id="search-pane")
@@ -127,9 +128,6 @@ class SearchPane(PaneBase):
         hit = self.query_one(HitList).current
         if hit is not None:
             self.open_memory(hit.slug)
-
-    def action_move(self, step: int | str) -> None:
-        self.query_one(HitList).action_move(step)
 
     def open_memory(self, slug: str) -> None:
         """Show the memory; reading (and, in a sensitive scope, decrypting) it happens in a worker."""
