@@ -13,6 +13,7 @@ from memoryd_emulation import (
 )
 from textual.widgets import DataTable
 
+import engram.tui.app as app_module
 from engram.tui.app import EngramApp
 from engram.tui.panes.queue import QueuePane
 
@@ -73,3 +74,17 @@ async def test_an_idle_console_holds_index_db_open_nowhere(store, fixture_root):
         await settle(app, pilot)
         memoryd_proposes(fixture_root)  # memoryd writes, and its connection is the last to close
         assert not (fixture_root / "index.db-wal").exists()
+
+
+async def test_f5_looks_for_memoryds_changes_at_once(store, fixture_root, monkeypatch):
+    monkeypatch.setattr(app_module, "WATCH_SECONDS", 3600)  # only the key looks
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f5")  # the feed's first look, if the clock has not made it yet
+        await settle(app, pilot)
+        pid = memoryd_proposes(fixture_root, dura=1.0)
+        await pilot.press("f5")
+        await settle(app, pilot)
+        assert pid in {i.id for i in app.query_one(QueuePane).items}
+        assert "8 pending" in str(app.query_one("#status").render())

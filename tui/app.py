@@ -40,7 +40,7 @@ from engram.tui.widgets.safe import ControlFilter
 
 CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"
-WATCH_SECONDS = 2.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
+WATCH_SECONDS = 1.0  # how often the store's change feed is asked (a few stat calls when nothing changed)
 
 
 class EngramApp(App[None]):
@@ -145,6 +145,10 @@ class EngramApp(App[None]):
         the change feed what changed."""
         self.store.index.release()
         self.watch_store()
+
+    def action_refresh(self) -> None:
+        """F5: ask the change feed now instead of at the next tick."""
+        self.tick()
 
     @background("watch")
     def watch_store(self) -> None:

@@ -41,6 +41,7 @@ APP_ACTIONS = (
     Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False),
     Action("app.lock", "ctrl+l", "lock", "Lock", show=False),
     Action("app.import", "I", "import", "Import from another system", show=False),
+    Action("app.refresh", "f5", "refresh", "Look for changes now", show=False),
 )  # the keys that show each pane come from the table of panes (tui.panes.table)
 
 QUEUE_ACTIONS = (
