@@ -16,6 +16,8 @@ import pytest
 from engram import __version__
 
 REPO = Path(__file__).parent.parent
+# one worker builds the wheel for every test here: two builds of one checkout at once share its build/ folder
+pytestmark = pytest.mark.xdist_group("wheel")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def test_the_wheel_holds_one_package_and_its_data(wheel):
 
 def test_installed_in_a_fresh_venv_it_adds_only_engram(wheel, tmp_path, fixture_root):
     fresh = tmp_path / "venv"
-    venv.create(fresh, with_pip=True)
+    venv.create(fresh, with_pip=False)  # this run's pip installs into it (pip --python): no ensurepip
     python = fresh / "bin" / "python"
     site = Path(
         subprocess.run(
@@ -51,7 +53,9 @@ def test_installed_in_a_fresh_venv_it_adds_only_engram(wheel, tmp_path, fixture_
     )
     before = set(os.listdir(site))
     subprocess.run(
-        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
     )
     assert set(os.listdir(site)) - before == {"engram", f"engram-{__version__}.dist-info"}
     # the dependencies come from this test run's environment, after the fresh site-packages: engram is the wheel's

@@ -280,18 +280,24 @@ async def test_a_theme_that_does_not_exist_falls_back_with_a_notification(store)
         ('[audit]\ncheckpoint_copy = ""', "audit.checkpoint_copy"),
     ],
 )
-async def test_a_broken_config_toml_opens_the_console_with_defaults_and_says_why(store, text, said):
+def test_a_broken_config_toml_is_named_with_its_key(text, said):
     (engram_config_dir() / "config.toml").parent.mkdir(parents=True, exist_ok=True)
     (engram_config_dir() / "config.toml").write_text(text + "\n")
     with pytest.raises(StoreError, match=re.escape(said)):
         load_settings()
     settings, problem = settings_or_defaults()
-    assert settings == Settings() and problem is not None
-    app = EngramApp(store, settings, warnings=[problem])
+    assert settings == Settings() and problem is not None and said in problem
+
+
+async def test_a_broken_config_toml_opens_the_console_with_defaults_and_says_why(store):
+    (engram_config_dir() / "config.toml").parent.mkdir(parents=True, exist_ok=True)
+    (engram_config_dir() / "config.toml").write_text('thme = "engram-light"\n')
+    settings, problem = settings_or_defaults()
+    app = EngramApp(store, settings, warnings=[problem] if problem else [])
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         assert app.is_running and app.theme == "engram-dark"
-        assert [n.message for n in app._notifications if said in n.message]
+        assert [n.message for n in app._notifications if "unknown setting 'thme'" in n.message]
 
 
 async def test_read_only_root_is_announced_and_refuses(fixture_root):
