@@ -83,7 +83,4 @@ def deliver(widget: Widget, callback: Callable[..., object], *args: Any, **kwarg
 
 def _tell(widget: Widget, exc: Exception) -> None:
     message = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-    try:
-        widget.app.call_from_thread(widget.app.notify, message, title="That did not work", severity="error", timeout=10)
-    except RuntimeError:  # the console has closed meanwhile: nobody to tell
-        pass
+    deliver(widget, widget.app.notify, message, title="That did not work", severity="error", timeout=10)

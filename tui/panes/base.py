@@ -1,24 +1,15 @@
 """What every pane is: a widget over the open store, made from the store alone, so the table of panes
-(tui.panes.table) can build each one. It lays its children out as Textual's Vertical does; a pane that wants
-another layout says so in engram.tcss (the graph and supersedes panes are side by side)."""
+(tui.panes.table) can build each one. It is a Textual Vertical; a pane that wants another layout says so in
+engram.tcss (the graph and supersedes panes are side by side)."""
 
 from __future__ import annotations
 
-from textual.widget import Widget
+from textual.containers import Vertical
 
 from engram.store.service import Store
 
 
-class PaneBase(Widget):
-    DEFAULT_CSS = """
-    PaneBase {
-        width: 1fr;
-        height: 1fr;
-        layout: vertical;
-        overflow: hidden hidden;
-    }
-    """
-
+class PaneBase(Vertical):
     LIST: str | None = None  # selector of the pane's main list, which j k g G move in
 
     def __init__(self, store: Store, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
