@@ -1,11 +1,12 @@
 """memoryd's documented writes, emulated so the coexistence tests run on a machine without memoryd: its audit
-append and verify rule, its status flip on a decision, and its ``rebuild-index``. Each follows memoryd's code
-path as its source has it (checked against the real memoryd by the peer scripts)."""
+append and verify rule, its status flip on a decision, its Codex mirror, and its ``rebuild-index``. Each follows
+memoryd's code path as its source has it (checked against the real memoryd by the peer scripts)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from engram.migrations import migration_files
 from engram.store.audit.chain import GENESIS, memoryd_link
 from engram.store.domain import MemoryType
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
+from engram.store.paths import scope_hash_for
 from engram.store.service import memory_row
 
 
@@ -99,11 +101,16 @@ def memoryd_approve(root: Path, pid: int) -> None:
         created_at=datetime.now(UTC),
         promoted_from=session,
     )
-    doc = MemoryDoc(frontmatter=fm, body=body)
-    folder = root / "scopes" / scope / doc.frontmatter.type.dir_name
+    memoryd_saves(root, MemoryDoc(frontmatter=fm, body=body))
+
+
+def memoryd_saves(root: Path, doc: MemoryDoc) -> None:
+    """memoryd's ``save``: the file in its scope's type folder, then its index row."""
+    folder = root / "scopes" / doc.frontmatter.scope_hash / doc.frontmatter.type.dir_name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{slug}.md").write_bytes(serialize(doc))
-    index_row = memory_row(doc, str((folder / f"{slug}.md").relative_to(root)))
+    path = folder / f"{doc.frontmatter.slug}.md"
+    path.write_bytes(serialize(doc))
+    index_row = memory_row(doc, str(path.relative_to(root)))
     con = sqlite3.connect(root / "index.db")
     con.execute(
         f"INSERT OR REPLACE INTO memories ({', '.join(index_row)}) VALUES ({', '.join('?' * len(index_row))})",
@@ -111,6 +118,28 @@ def memoryd_approve(root: Path, pid: int) -> None:
     )
     con.commit()
     con.close()
+
+
+def memoryd_mirrors_codex_summary(root: Path, summary: Path) -> str:
+    """memoryd's Codex mirror (``transcode_rollout``) on one rollout summary: the ``key: value`` header kept as a
+    fenced block above the body, the title from the first heading, the slug from the date and the sanitised
+    file stem. Returns the slug."""
+    head, _, body = summary.read_text(encoding="utf-8").partition("\n\n")
+    header = dict(line.split(": ", 1) for line in head.splitlines())
+    updated = datetime.fromisoformat(header["updated_at"].replace("Z", "+00:00"))
+    slug = f"{updated:%Y-%m-%d}-{re.sub(r'[^A-Za-z0-9_-]', '_', summary.stem)[:80]}"
+    title = re.search(r"^#\s+(.+)$", body, re.MULTILINE)
+    fm = Frontmatter(
+        title=title.group(1).strip() if title else summary.stem,
+        slug=slug,
+        type=MemoryType.SESSION,
+        scope_hash=scope_hash_for(header["cwd"]),
+        source="codex-rollout",
+        created_at=updated,
+    )
+    block = "\n".join(f"{k}: {v}" for k, v in header.items())
+    memoryd_saves(root, MemoryDoc(frontmatter=fm, body=f"```codex-rollout-header\n{block}\n```\n\n{body}"))
+    return slug
 
 
 def memoryd_reject(root: Path, pid: int) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import events
+from memoryd_emulation import memoryd_mirrors_codex_summary
 
 from engram.store.domain import MemoryType
 from engram.store.importers import base, importer
@@ -134,17 +135,47 @@ def test_codex_rollouts_become_sessions_as_memoryds_mirror_writes_them(store, so
     assert Memory.get_or_none(Memory.slug.endswith("-2026-03-02T10-00-00-00000000-0000-4000-8000-000000000007"))
 
 
-def test_a_rollout_memoryds_mirror_already_wrote_is_not_imported_again(store, source):
-    """memoryd's mirror slugs differ from ours; its header's thread_id is what tells."""
+def test_a_summary_memoryds_mirror_wrote_is_not_imported_again_and_its_rollout_still_is(store, fixture_root, source):
+    """memoryd's Codex mirror copies rollout summaries (not rollouts): the import recognises its copy by the
+    header's thread_id, records it instead of writing a second one, and still imports the rollout itself."""
     path = source("codex")
-    plan = preview(store, importer("codex"), path)
-    first = plan.sessions[0]
-    first.slug, first.source = "2026-03-01-mirrored-by-memoryd-abcd", "codex-rollout"
-    plan.sessions, plan.promotions = [first], []
-    apply_import(store, plan)
-    Imported.delete().execute()  # as if memoryd, not engram, had written it
-    again = preview(store, importer("codex"), path)
-    assert first.key not in {s.key for s in again.sessions} and again.already >= 1
+    summary = path / "memories" / "rollout_summaries" / "2026-03-01-billing-export.md"
+    slug = memoryd_mirrors_codex_summary(fixture_root, summary)
+    plan = imported(store, "codex", path)
+    thread = "00000000-0000-4000-8000-000000000000"
+    assert [s.slug for s in plan.adopted] == [slug]
+    assert f"codex:{thread}" in {s.key for s in plan.sessions}
+    assert f"codex:summary:{thread}" not in {s.key for s in plan.sessions}
+    assert Imported.get(Imported.source_key == f"codex:summary:{thread}").memory_slug == slug
+    assert len(list((fixture_root / "scopes").rglob(f"{slug}.md"))) == 1
+
+
+def test_a_summary_lands_under_the_slug_memoryds_mirror_gives_it(store, fixture_root, source):
+    """So the mirror, running after an import, rewrites the same file instead of adding a copy."""
+    path = source("codex")
+    plan = imported(store, "codex", path)
+    summary = path / "memories" / "rollout_summaries" / "2026-03-01-billing-export.md"
+    mirrored = memoryd_mirrors_codex_summary(fixture_root, summary)
+    assert mirrored in {s.slug for s in plan.sessions}
+    assert len(list((fixture_root / "scopes").rglob(f"{mirrored}.md"))) == 1
+
+
+def test_sessions_a_killed_run_wrote_but_did_not_record_are_recorded_by_the_rerun(store, fixture_root, source):
+    """Killed between a batch's renames and its index commit, a run leaves session files no import record names
+    (the store indexes them on the next open). The rerun writes them not again, and records them as imported, so
+    the records still name every memory an import brought in."""
+    path = source("codex")
+    first = imported(store, "codex", path)
+    slugs = {s.slug for s in first.sessions}
+    Imported.delete().where(Imported.kind == "session").execute()
+    files = sorted(p.name for p in (fixture_root / "scopes").rglob("*.md"))
+    lines = len(events(fixture_root))
+    again = imported(store, "codex", path)
+    assert [s.slug for s in again.sessions] == [] and {s.slug for s in again.adopted} == slugs
+    assert {r.memory_slug for r in Imported.select().where(Imported.kind == "session")} == slugs
+    assert sorted(p.name for p in (fixture_root / "scopes").rglob("*.md")) == files
+    [run] = events(fixture_root)[lines:]
+    assert json.loads(run["details"])["adopted"] == len(slugs)
 
 
 def test_huge_lines_are_reported_and_skipped_without_being_held(store, source):

@@ -40,6 +40,8 @@ SOURCE = "codex-rollout"
 INJECTED = ("<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md instructions")
 MAX_TURN = 4000  # characters kept of one message; the rest is cut with a note
 _THREAD = re.compile(r"^thread_id:\s*(\S+)", re.MULTILINE)
+ROLLOUT_FOOTER = "_Imported from Codex rollout `"  # a summary's footer says "rollout summary"
+_MIRROR_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class CodexImporter:
@@ -58,8 +60,10 @@ class CodexImporter:
 
     @staticmethod
     def known_sessions(store: Store) -> dict[str, str]:
-        """Rollouts memoryd's mirror already wrote, by ``codex:<thread_id>`` (read from their header block;
-        sessions an engram import wrote are known from its records and not read)."""
+        """Sessions already in the store that no import record names, by key: the rollout summaries memoryd's
+        mirror wrote (``codex:summary:<thread_id>``, read from their header block), and rollouts an engram run
+        wrote before it was killed (``codex:<thread_id>``, told by their footer). Sessions an engram import
+        recorded are known from its records and not read."""
         known = {}
         ours = Imported.select(Imported.memory_slug).where(Imported.memory_slug.is_null(False))
         for slug, body_path, scope in tuples(
@@ -74,8 +78,9 @@ class CodexImporter:
             except (StoreError, OSError):
                 continue
             match = _THREAD.search(body[:2000])
-            if match:
-                known[f"codex:{match.group(1)}"] = slug
+            if match:  # the mirror copies rollout summaries; a rollout is only ever one of engram's own
+                kind = "codex:" if ROLLOUT_FOOTER in body else "codex:summary:"
+                known[f"{kind}{match.group(1)}"] = slug
         return known
 
 
@@ -133,10 +138,7 @@ def _rollout(file: Path, root: Path) -> Iterator[Item]:
         if v
     )
     conversation = "\n\n".join(f"**{'You' if role == 'user' else 'Codex'}:** {_cut(text)}" for role, text in turns)
-    body = (
-        f"```codex-rollout-header\n{header}\n```\n\n# {title}\n\n{conversation}\n\n"
-        f"_Imported from Codex rollout `{name}`._\n"
-    )
+    body = f"```codex-rollout-header\n{header}\n```\n\n# {title}\n\n{conversation}\n\n{ROLLOUT_FOOTER}{name}`._\n"
     stem = file.stem.removeprefix("rollout-")
     yield SessionItem(
         key=f"codex:{thread}",
@@ -163,12 +165,12 @@ def _summary(file: Path, root: Path) -> Item:
     if not body.strip() or not fields:
         return Malformed(Origin(name), "no `key: value` header followed by a body")
     thread = fields.get("thread_id") or fields.get("rollout_id") or file.stem
-    when = parse_time(fields.get("updated_at") or fields.get("created_at")) or datetime.now(UTC)
+    when = parse_time(fields.get("updated_at")) or datetime.now(UTC)
     cwd = fields.get("cwd", "")
     title = fields.get("title") or _title(body.strip().lstrip("# "))
     return SessionItem(
         key=f"codex:summary:{thread}",
-        slug=f"{when:%Y-%m-%d}-summary-{slug_part(file.stem, 100)}",
+        slug=f"{when:%Y-%m-%d}-{_MIRROR_UNSAFE.sub('_', file.stem)[:80]}",  # memoryd's mirror's slug
         title=title,
         body=f"```codex-rollout-header\n{head.strip()}\n```\n\n{body.strip()}\n\n"
         f"_Imported from Codex rollout summary `{name}`._\n",

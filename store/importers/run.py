@@ -53,6 +53,7 @@ class Preview:
     skipped: list[Skipped] = field(default_factory=list)
     secrets: list[tuple[Origin, str, SecretHit]] = field(default_factory=list)
     already: int = 0
+    adopted: list[SessionItem] = field(default_factory=list)  # already memories, not yet recorded as imported
     slugs: dict[str, str] = field(default_factory=dict)  # session key -> slug, for promotions to attach to
 
     @property
@@ -147,7 +148,13 @@ def preview(
             continue
         if scope is not None:
             item.scope_hash = scope
-        if item.key in done or item.key in seen or (isinstance(item, SessionItem) and item.key in known):
+        if item.key in done or item.key in seen:
+            result.already += 1
+            continue
+        if isinstance(item, SessionItem) and item.key in known:  # memoryd's mirror wrote it
+            seen.add(item.key)
+            item.slug = known[item.key]
+            result.adopted.append(item)
             result.already += 1
             continue
         seen.add(item.key)
@@ -188,12 +195,16 @@ def preview(
 
 def _drop_written_sessions(result: Preview) -> None:
     """Sessions whose slug is already a memory (written by a run that died before recording them, or by
-    memoryd) are not written again; their promotions still attach to them."""
+    memoryd) are not written again; their promotions still attach to them, and the run records them as imported
+    (``adopted``, as it does the sessions memoryd's mirror wrote) so the import records name every memory an
+    import brought in, and the next run need not look for them again."""
     existing: set[str] = set()
     for batch in chunked([s.slug for s in result.sessions], 500):
         existing.update(slug for (slug,) in tuples(Memory.select(Memory.slug).where(Memory.slug.in_(batch))))
     if existing:
-        result.already += sum(s.slug in existing for s in result.sessions)
+        written = [s for s in result.sessions if s.slug in existing]
+        result.adopted += written
+        result.already += len(written)
         result.sessions = [s for s in result.sessions if s.slug not in existing]
 
 
@@ -219,6 +230,13 @@ def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], Non
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
+    now = store.now().isoformat()
+    adopted = [_record(plan.system, s.key, "session", str(s.origin), now, memory_slug=s.slug) for s in plan.adopted]
+
+    def adopt_rows() -> None:
+        for rows in chunked(adopted, 100):
+            Imported.insert_many(rows).on_conflict_replace().execute()
+
     store.apply(
         Change(
             "import_run",
@@ -231,11 +249,13 @@ def apply_import(store: Store, plan: Preview, progress: Callable[[int, int], Non
                 "promotions": len(plan.promotions),
                 "supersedes": len(plan.supersedes),
                 "already_imported": plan.already,
+                "adopted": len(plan.adopted),
                 "malformed": len(plan.malformed),
                 "refused": len(plan.refused),
                 "skipped": len(plan.skipped),
                 "secrets_flagged": len(plan.secrets),
             },
+            index_update=adopt_rows,
         )
     )
     return ImportResult(len(plan.sessions), len(plan.promotions), len(plan.supersedes))
