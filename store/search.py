@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,6 +68,7 @@ class SearchIndex:
         self.head_fts: _Trigrams | None = None
         self.values: dict[str, dict[str, int]] = {"type": {}, "scope": {}, "state": {}, "source": {}, "tag": {}}
         self.by_slug: dict[str, int] = {}
+        self.tags: dict[int, list[str]] = {}  # row -> its file's tags, once enriched
         self.enriched = False
         self._cache: OrderedDict[tuple[str, str, str], int] = OrderedDict()
 
@@ -104,14 +105,27 @@ class SearchIndex:
         index.fts = index.head_fts  # enrich() replaces it with everything
         return index
 
-    def enrich(self, store: Store, progress: Callable[[int, int], None] | None = None) -> int:
-        """Add bodies and tags from the files this process may read (plaintext, or unlocked); returns how many.
+    def enrich(
+        self,
+        store: Store,
+        progress: Callable[[int, int], None] | None = None,
+        carry: SearchIndex | None = None,
+        changed: Collection[str] = (),
+    ) -> int:
+        """Add bodies and tags from the files this process may read (plaintext, or unlocked); returns how many
+        files were read. With ``carry`` (an enriched index of the same store), the bodies and tags of memories
+        not in ``changed`` are taken from it instead of their files.
 
         Meant for a background worker: until it finishes, searches cover titles, triggers and slugs."""
         done = 0
-        tags: dict[str, list[int]] = {}
         paths = {m.slug: m.body_path for m in Memory.select(Memory.slug, Memory.body_path)}
         for n, (slug, i) in enumerate(list(self.by_slug.items()), 1):
+            kept = carry.by_slug.get(slug) if carry is not None and slug not in changed else None
+            if kept is not None and carry is not None:
+                self.text[i] = carry.text[kept]
+                if kept in carry.tags:
+                    self.tags[i] = carry.tags[kept]
+                continue
             path = paths.get(slug)
             if path is None or (self.rows[i].encrypted and not store.keys.can_open(self.rows[i].scope_hash)):
                 continue
@@ -120,18 +134,32 @@ class SearchIndex:
             except (StoreError, OSError):
                 continue
             self.text[i] = f"{self.text[i]} {' '.join(doc.frontmatter.tags)} {doc.body}".lower()
-            for tag in doc.frontmatter.tags:
-                tags.setdefault(tag.lower(), []).append(i)
+            if doc.frontmatter.tags:
+                self.tags[i] = [tag.lower() for tag in doc.frontmatter.tags]
             done += 1
-            if n % 50 == 0:
+            if done % 50 == 0:
                 time.sleep(0.001)  # let the thread that answers the keyboard have the interpreter
             if progress is not None and n % 1000 == 0:
                 progress(n, len(self.rows))
+        tags: dict[str, list[int]] = {}
+        for i, names in self.tags.items():
+            for tag in names:
+                tags.setdefault(tag, []).append(i)
         fts = _Trigrams(self.text)
         self.values["tag"] = {t: _bits(ix, len(self.rows)) for t, ix in tags.items()}
         self.fts, self.enriched = fts, True
         self._cache.clear()
         return done
+
+    def refreshed(self, store: Store, changed: Collection[str]) -> SearchIndex:
+        """The index of the store as it is now, for a console told that the memories ``changed`` changed: rows
+        and fields from index.db again (quick, no file read), and, if this index was enriched, bodies and tags
+        carried over for every other memory and read from the files of those that changed. This index keeps
+        answering until the new one is ready."""
+        fresh = SearchIndex.load(store)
+        if self.enriched:
+            fresh.enrich(store, carry=self, changed=changed)
+        return fresh
 
     def search(self, text: str, limit: int = 500) -> SearchResult:
         """The best ``limit`` hits for ``text`` (newest first for an empty query), and how many matched."""

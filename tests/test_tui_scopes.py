@@ -15,6 +15,7 @@ from engram.store.index import Memory
 from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key
 from engram.store.service import Store
 from engram.tui.app import EngramApp
+from engram.tui.messages import OpenMemory
 from engram.tui.panes.scopes import ScopesPane
 from engram.tui.screens.grant import GrantScreen
 from engram.tui.screens.prompt import Confirm, TextPrompt
@@ -185,12 +186,12 @@ async def test_a_tampered_file_is_an_error_for_that_memory_only(store, fixture_r
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.open_memory(row.slug)
+        app.post_message(OpenMemory(row.slug))
         await settle(app, pilot)
         shown = app.query_one("#search-memory").source
         assert "cannot be opened" in shown and "does not authenticate" in shown
         other = Memory.get((Memory.scope_hash == FINANCE) & (Memory.slug != row.slug))
-        app.open_memory(other.slug)
+        app.post_message(OpenMemory(other.slug))
         await settle(app, pilot)
         assert other.title in app.query_one("#search-memory").source  # the rest of the scope still reads
 

@@ -1,18 +1,27 @@
 """The one way a pane carries out a person's action on the store: say what went wrong and change nothing more,
-or say what was done, refresh what shows it, and re-check the audit chain in the status line."""
+or say what was done, refresh what shows it, and tell the console the store changed (it re-checks the audit
+chain and brings the other panes up to date)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from textual.widget import Widget
 
 from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
-from engram.tui.host import console
+from engram.tui.messages import StoreChanged
 
 
-def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable[[], None]) -> bool:
-    """Run ``act`` (a store call); on success notify ``done`` and run ``then``. Returns whether it succeeded."""
+def attempt(
+    widget: Widget,
+    act: Callable[[], object],
+    done: str,
+    then: Callable[[], None],
+    *kinds: str,
+    slugs: Iterable[str] = (),
+) -> bool:
+    """Run ``act`` (a store call); on success notify ``done``, run ``then`` and post :class:`StoreChanged` with
+    ``kinds`` (what the action changes, besides the audit log it appends to). Returns whether it succeeded."""
     try:
         act()
     except StoreError as exc:
@@ -23,5 +32,5 @@ def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable
         return False
     widget.notify(done, timeout=3)
     then()
-    console(widget).check_audit()
+    widget.post_message(StoreChanged("audit", *kinds, slugs=slugs))
     return True

@@ -7,7 +7,8 @@ and the user's keymap all read it. Loading and checking run in workers; errors b
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Iterable, Sequence
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.filter import LineFilter
@@ -17,23 +18,24 @@ from textual.theme import Theme
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from engram.store.audit.ops import verify_log
+from engram.store.audit.verify import Verdict
 from engram.store.changes import ChangeFeed, Changes
 from engram.store.errors import StoreError
 from engram.store.importers.run import ImportResult
-from engram.store.search import SearchIndex
-from engram.store.sensitive.convert import lock, unlock
+from engram.store.sensitive.convert import lock
 from engram.store.service import Store
 from engram.store.settings import Settings
 from engram.store.stats import pending_count
 from engram.themes import theme_specs
 from engram.tui.keymap import Action, bindings, unknown_ids
-from engram.tui.panes.queue import QueuePane
-from engram.tui.panes.scopes import ScopesPane
+from engram.tui.messages import AuditStateChanged, KeysChanged, OpenMemory, StoreChanged
+from engram.tui.panes.base import PaneBase
 from engram.tui.panes.search import SearchPane
 from engram.tui.panes.table import ALL_ACTIONS, BY_ID, CONSOLE_ACTIONS, PANES, Pane
 from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.importer import ImportScreen
-from engram.tui.screens.prompt import TextPrompt
+from engram.tui.screens.unlock import ask_unlock
+from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import ReleasingExecutor, background
 from engram.tui.widgets.safe import ControlFilter
@@ -53,11 +55,14 @@ class EngramApp(App[None]):
         used, say); shown as notifications once it is up."""
         super().__init__()
         self.store = store
+        self.shared = Shared(store)
         self.settings = settings
         self.warnings = list(warnings)
         self.sub_title = str(store.layout.root)
         self.audit_state = "audit: checking…"
         self.feed: ChangeFeed | None = None
+        self.feed_lock = threading.Lock()
+        self.look_again = False
         for spec in theme_specs():
             self.register_theme(Theme(**spec))
         theme = settings.theme or DEFAULT_THEME
@@ -90,7 +95,7 @@ class EngramApp(App[None]):
         with TabbedContent(id="panes"):
             for pane in PANES:
                 with TabPane(pane.tab_label, id=pane.id):
-                    yield pane.widget(self.store)
+                    yield pane.widget(self.shared)
         yield Footer()
 
     def on_load(self) -> None:
@@ -107,6 +112,7 @@ class EngramApp(App[None]):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
         self.check_audit()
+        self.watch_store()  # the feed's first look: what later looks compare with
         self.action_show_pane("queue")
         self.set_interval(WATCH_SECONDS, self.tick)
 
@@ -127,17 +133,22 @@ class EngramApp(App[None]):
         try:
             verdict = verify_log(self.store)
         except StoreError as exc:
-            state = f"audit: unreadable ({exc})"
-        else:
-            where = f"at line {verdict.bad_line}" if verdict.bad_line else "(checkpoint)"
-            state = {
-                "valid": f"audit: valid, {verdict.lines:,} lines",
-                "torn_tail": "audit: TORN TAIL (engram audit repair)",
-            }.get(verdict.status, f"audit: {verdict.status.upper()} {where}")
-            if verdict.status == "tampered":
-                self.call_from_thread(self.notify, verdict.summary(), title="Audit log", severity="error", timeout=30)
-        self.audit_state = state
-        self.call_from_thread(self.refresh_status)
+            self.audit_state = f"audit: unreadable ({exc})"
+            self.call_from_thread(self.refresh_status)
+            return
+        self.call_from_thread(self.show_audit, verdict, True)
+
+    def show_audit(self, verdict: Verdict, tell: bool = False) -> None:
+        """The audit state in the status line; a tampered log is also said aloud (``tell``) when the console
+        found it itself."""
+        where = f"at line {verdict.bad_line}" if verdict.bad_line else "(checkpoint)"
+        self.audit_state = {
+            "valid": f"audit: valid, {verdict.lines:,} lines",
+            "torn_tail": "audit: TORN TAIL (engram audit repair)",
+        }.get(verdict.status, f"audit: {verdict.status.upper()} {where}")
+        if tell and verdict.status == "tampered":
+            self.notify(verdict.summary(), title="Audit log", severity="error", timeout=30)
+        self.refresh_status()
 
     def tick(self) -> None:
         """Every few seconds: let go of the UI thread's idle database connection (see ``Index.release``: an
@@ -150,22 +161,33 @@ class EngramApp(App[None]):
         """F5: ask the change feed now instead of at the next tick."""
         self.tick()
 
-    @background("watch")
+    @background("watch", exclusive=False)
     def watch_store(self) -> None:
-        """Ask the store's change feed, off the UI thread, what memoryd (or anyone) changed since last time."""
+        """Ask the store's change feed, off the UI thread, what memoryd (or anyone) changed since last time.
+        One look at a time: asked while a look runs (a pane's write during a tick's look), the running look
+        looks once more when it is done, so no ask is lost and none waits in a thread of its own."""
+        self.look_again = True
+        while self.look_again and self.feed_lock.acquire(blocking=False):
+            try:
+                self.look_again = False
+                changes = self.look()
+            finally:
+                self.feed_lock.release()
+            if changes:
+                self.call_from_thread(self.store_changed, changes)
+
+    def look(self) -> Changes | None:
         try:
             if self.feed is None:
                 self.feed = ChangeFeed(self.store)  # the first look: what later looks compare with
-                return
-            changes = self.feed.poll()
+                return None
+            return self.feed.poll()
         except StoreError:
-            return  # a locked or half-rebuilt index: the next tick asks again
-        if changes:
-            self.call_from_thread(self.store_changed, changes)
+            return None  # a locked or half-rebuilt index: the next tick asks again
 
     def store_changed(self, changes: Changes) -> None:
-        """Bring what the person sees up to date: the queue (keeping the cursor on its promotion), the status
-        line and the audit state; a rebuilt index.db is said plainly."""
+        """Bring what the person sees up to date: every pane that shows what changed (a hidden one when it is
+        next shown), the status line and the audit state; a rebuilt index.db is said plainly."""
         if changes.index_replaced:
             self.notify(
                 "index.db was rebuilt or replaced (memoryd's rebuild-index?): `engram check` lists what it "
@@ -174,13 +196,33 @@ class EngramApp(App[None]):
                 severity="warning",
                 timeout=20,
             )
-        if changes.kinds & {"promotions", "index"}:
-            self.query_one(QueuePane).reload()
+        for pane, widget in self.panes():
+            widget.store_changed(changes, pane.id == self.showing)
         if "audit" in changes.kinds:
             self.check_audit()
         self.refresh_status()
 
-    # ------------------------------------------------------------------ panes and shared services
+    def panes(self) -> Iterable[tuple[Pane, PaneBase]]:
+        return ((pane, self.query_one(pane.widget)) for pane in PANES)
+
+    # ------------------------------------------------------------------ what the panes tell the console
+
+    def on_store_changed(self, message: StoreChanged) -> None:
+        """A pane wrote: ask the change feed now, which tells every pane (the writer included) what changed."""
+        self.refresh_status()
+        self.watch_store()
+
+    def on_keys_changed(self, message: KeysChanged) -> None:
+        self.refresh_status()
+        for pane, widget in self.panes():
+            widget.keys_changed(pane.id == self.showing)
+
+    def on_open_memory(self, message: OpenMemory) -> None:
+        self.action_show_pane("search")
+        self.query_one(SearchPane).open_memory(message.slug)
+
+    def on_audit_state_changed(self, message: AuditStateChanged) -> None:
+        self.show_audit(message.verdict)
 
     def action_show_pane(self, name: str) -> None:
         self.query_one("#panes", TabbedContent).active = name
@@ -192,82 +234,16 @@ class EngramApp(App[None]):
         """The id of the pane on screen."""
         return self.query_one("#panes", TabbedContent).active
 
-    def search_index(self) -> SearchIndex | None:
-        return self.query_one(SearchPane).index
-
-    def open_memory(self, slug: str) -> None:
-        self.action_show_pane("search")
-        self.query_one(SearchPane).open_memory(slug)
-
     # ------------------------------------------------------------------ keys of sensitive scopes
 
-    def ask_unlock(self, then: Callable[[], None], scopes: list[str]) -> None:
-        """Unlock the sensitive scopes (memoryd's passphrase, masked; or the OS keyring in random-key mode), then
-        run ``then``. A wrong passphrase or a missing keyring is a notification; nothing else happens. A
-        passphrase no encrypted file can check is asked for a second time."""
-
-        def attempt(passphrase: str | None) -> None:
-            try:
-                opened = unlock(self.store, passphrase)
-            except StoreError as exc:
-                self.notify(str(exc), title="Still locked", severity="error", timeout=10)
-                return
-            if not opened and passphrase is not None:
-                self.confirm_passphrase(passphrase, then)
-                return
-            self.notify(f"unlocked {', '.join(opened)}" if opened else "unlocked", timeout=3)
-            self.keys_changed()
-            then()
-
-        if self.store.keys.key_source != "passphrase":
-            attempt(None)
-            return
-        self.push_screen(
-            TextPrompt(f"Locked sensitive scope {', '.join(scopes)}: memoryd passphrase", password=True),
-            lambda text: attempt(text) if text else None,
-        )
-
-    def ask_new_passphrase(self, then: Callable[[], None]) -> None:
-        """The passphrase the first sensitive scope will be encrypted with, typed twice."""
-        prompt = TextPrompt("memoryd passphrase for sensitive scopes (the first one: choose it)", password=True)
-        self.push_screen(prompt, lambda first: self.confirm_passphrase(first, then) if first else None)
-
-    def confirm_passphrase(self, first: str, then: Callable[[], None]) -> None:
-        """Nothing encrypted can check ``first`` (a typo would lock memories away for good): typed again, the
-        same, it is taken as confirmed; different, nothing changes."""
-
-        def compare(again: str | None) -> None:
-            if again != first:
-                self.notify("the two passphrases differ: nothing changed", severity="error")
-                return
-            try:
-                unlock(self.store, first, confirmed=True)
-            except StoreError as exc:
-                self.notify(str(exc), title="Still locked", severity="error", timeout=10)
-                return
-            self.notify("passphrase confirmed", timeout=3)
-            self.keys_changed()
-            then()
-
-        self.push_screen(
-            TextPrompt("Nothing is encrypted yet to check it against: the same passphrase again", password=True),
-            compare,
-        )
-
     def action_unlock(self) -> None:
-        self.ask_unlock(lambda: None, sorted(self.store.sensitive_scopes()))
+        ask_unlock(self, self.store, sorted(self.store.sensitive_scopes()), lambda: None)
 
     def action_lock(self) -> None:
         """Forget every key; search drops the bodies of sensitive scopes it had read."""
         lock(self.store)
         self.notify("every sensitive scope is locked again", timeout=3)
-        self.keys_changed()
-
-    def keys_changed(self) -> None:
-        self.refresh_status()
-        self.query_one(QueuePane).keys_changed()
-        self.query_one(SearchPane).rebuild()
-        self.query_one(ScopesPane).keys_changed()
+        self.post_message(KeysChanged())
 
     def action_import(self) -> None:
         """Preview, then import, another system's memories; the queue shows the new promotions."""
@@ -280,10 +256,7 @@ class EngramApp(App[None]):
                     title="Import",
                     timeout=8,
                 )
-                self.query_one(QueuePane).reload()
-                self.query_one(SearchPane).rebuild()
-                self.refresh_status()
-                self.check_audit()
+                self.post_message(StoreChanged("memories", "promotions", "audit"))
 
         self.push_screen(ImportScreen(self.store), done)
 

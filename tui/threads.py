@@ -11,13 +11,15 @@ task's own thread.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from textual import work
 from textual.css.query import NoMatches
 from textual.widget import Widget
+from textual.widgets import ProgressBar
 
 from engram.store.errors import StoreError
 
@@ -79,6 +81,30 @@ def deliver(widget: Widget, callback: Callable[..., object], *args: Any, **kwarg
         widget.app.call_from_thread(apply)
     except RuntimeError:  # the console's loop has stopped: nobody to show it to
         pass
+
+
+@contextmanager
+def progress(widget: Widget, bar: str) -> Iterator[Callable[[int, int | None], None]]:
+    """In a worker: show ``widget``'s progress bar ``bar`` (a selector) while the block runs; the block reports
+    ``(done, total)`` through the function it is given. The bar hides again however the block ends. Reports go
+    on about once per hundredth (each waits for the UI thread), or per hundred items when the total is not
+    known."""
+    shown = widget.query_one(bar, ProgressBar)
+    last = -1
+
+    def report(done: int, total: int | None) -> None:
+        nonlocal last
+        step = done * 100 // total if total else done // 100
+        if step != last:
+            last = step
+            deliver(widget, shown.update, total=total, progress=done)
+
+    deliver(widget, shown.update, total=None, progress=0)
+    deliver(widget, setattr, shown, "display", True)
+    try:
+        yield report
+    finally:
+        deliver(widget, setattr, shown, "display", False)
 
 
 def _tell(widget: Widget, exc: Exception) -> None:

@@ -19,12 +19,12 @@ from textual.widgets import Input, ProgressBar, Sparkline, Static
 from engram.store.audit.ops import current_checkpoint, verify_log
 from engram.store.audit.view import AuditLog, parse_filter
 from engram.store.errors import StoreError
-from engram.store.service import Store
-from engram.tui.host import console
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
+from engram.tui.messages import AuditStateChanged
 from engram.tui.panes.base import PaneBase
+from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
-from engram.tui.threads import background, deliver
+from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.linelist import LineList
 
 BAD = Style(color="red", bold=True, reverse=True)
@@ -88,11 +88,11 @@ class AuditList(LineList):
 class AuditPane(PaneBase):
     BINDINGS = bindings(AUDIT_ACTIONS)
     LIST = "#audit-lines"
+    WATCHES = frozenset({"audit"})  # every change appends to the log
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="audit-pane")
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="audit-pane")
         self.audit_log: AuditLog | None = None
-        self.size_loaded = -1
 
     def compose(self) -> ComposeResult:
         yield Static("the log is read when this pane is first shown", id="audit-status")
@@ -111,20 +111,12 @@ class AuditPane(PaneBase):
         self.query_one("#audit-open").display = False
         self.query_one("#audit-progress").display = False
 
-    def on_show(self) -> None:
-        """Read the log when first looked at, and again when it has grown (every change appends to it)."""
-        path = self.store.layout.audit_path
-        size = path.stat().st_size if path.exists() else 0
-        if size != self.size_loaded:
-            self.size_loaded = size
-            self.load()
-
     @background("audit-load")
     def load(self) -> None:
         log = AuditLog(self.store.layout.audit_path)
-        deliver(self, self.loaded, log, log.per_day())
+        deliver(self, self.show_log, log, log.per_day())
 
-    def loaded(self, log: AuditLog, per_day: dict[str, int]) -> None:
+    def show_log(self, log: AuditLog, per_day: dict[str, int]) -> None:
         if self.audit_log is not None:
             self.audit_log.close()
         self.audit_log = log
@@ -166,11 +158,8 @@ class AuditPane(PaneBase):
         log = self.audit_log
         if log is None:
             return
-        bar = self.query_one("#audit-progress", ProgressBar)
-        if not where.empty:
-            deliver(self, setattr, bar, "display", True)
-        lines = log.matching(where, lambda n, total: deliver(self, bar.update, total=total, progress=n))
-        deliver(self, setattr, bar, "display", False)
+        with progress(self, "#audit-progress") as report:
+            lines = log.matching(where, report)
         deliver(self, self.filtered, log, lines, text)
 
     def filtered(self, log: AuditLog, lines: np.ndarray, text: str) -> None:
@@ -185,17 +174,14 @@ class AuditPane(PaneBase):
 
     @background("audit-verify")
     def action_verify(self) -> None:
-        bar = self.query_one("#audit-progress", ProgressBar)
         path = self.store.layout.audit_path
         total = path.stat().st_size if path.exists() else 0
-        deliver(self, setattr, bar, "display", True)
         try:
-            verdict = verify_log(self.store, lambda done: deliver(self, bar.update, total=total, progress=done))
+            with progress(self, "#audit-progress") as report:
+                verdict = verify_log(self.store, lambda done: report(done, total))
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Audit log", severity="error")
             return
-        finally:
-            deliver(self, setattr, bar, "display", False)
         deliver(self, self.verified, verdict)
 
     def verified(self, verdict) -> None:  # noqa: ANN001 (a Verdict)
@@ -208,7 +194,7 @@ class AuditPane(PaneBase):
         listing.refresh()
         if verdict.bad_line:
             self.action_jump_bad()
-        console(self).check_audit()  # the status line follows
+        self.post_message(AuditStateChanged(verdict))  # the status line follows
 
     def action_jump_bad(self) -> None:
         """Show the first bad line (the filter is cleared if it hid it), its neighbours around it."""

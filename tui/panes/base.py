@@ -1,20 +1,59 @@
-"""What every pane is: a widget over the open store, made from the store alone, so the table of panes
-(tui.panes.table) can build each one. It is a Textual Vertical; a pane that wants another layout says so in
-engram.tcss (the graph and supersedes panes are side by side)."""
+"""What every pane is: a widget over the open store, made from what the panes share (tui.shared), so the table
+of panes (tui.panes.table) can build each one.
+
+The contract: a pane reads the store in :meth:`PaneBase.load` the first time it is shown, not with the console.
+When the store changes (the console fans out the change feed's answers and the panes' own writes), a pane that
+shows what changed (:attr:`PaneBase.WATCHES`) follows at once if it is on screen, else it marks itself stale and
+follows when it is next shown. Long work runs in a worker with tui.threads.progress showing its bar.
+
+It is a Textual Vertical; a pane that wants another layout says so in engram.tcss.
+"""
 
 from __future__ import annotations
 
 from textual.containers import Vertical
 
-from engram.store.service import Store
+from engram.store.changes import Changes
+from engram.tui.shared import Shared
 
 
 class PaneBase(Vertical):
     LIST: str | None = None  # selector of the pane's main list, which j k g G move in
+    WATCHES: frozenset[str] = frozenset()  # the change feed's kinds the pane shows (see Changes.kinds)
 
-    def __init__(self, store: Store, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
+    def __init__(self, shared: Shared, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
-        self.store = store
+        self.shared = shared
+        self.store = shared.store
+        self.loaded = False
+        self.stale = False
+
+    def on_show(self) -> None:
+        if not self.loaded:
+            self.loaded = True
+            self.load()
+        elif self.stale:
+            self.stale = False
+            self.follow()
+
+    def load(self) -> None:
+        """Read what the pane shows (start a worker for anything slow). Called when the pane is first shown."""
+
+    def follow(self) -> None:
+        """Show the store's changes; by default, read everything again."""
+        self.load()
+
+    def store_changed(self, changes: Changes, showing: bool) -> None:
+        """The store changed (``showing``: the pane is on screen). Panes that keep something for others (the
+        search index) override this to follow even while hidden."""
+        if self.loaded and changes.kinds & self.WATCHES:
+            if showing:
+                self.follow()
+            else:
+                self.stale = True
+
+    def keys_changed(self, showing: bool) -> None:
+        """Sensitive scopes were unlocked or locked; panes that show lock state or read bodies follow."""
 
     def action_move(self, step: int | str) -> None:
         """j k g G (keymap.list_moves): move in the pane's main list (a LineList or a PlainTable, which take the

@@ -25,14 +25,14 @@ from engram.store.decay import (
     set_ttl,
 )
 from engram.store.errors import StoreError
-from engram.store.service import Store
 from engram.tui.actions import attempt
-from engram.tui.host import console
 from engram.tui.keymap import DECAY_ACTIONS, bindings
+from engram.tui.messages import OpenMemory, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.shared import Shared
 from engram.tui.tables import PlainTable
-from engram.tui.threads import background, deliver
+from engram.tui.threads import background, deliver, progress
 
 STATES = (("alive", "green"), ("dim", "yellow"), ("soft-forgotten", "magenta"), (MOVED, "red"))
 BAR = 30
@@ -50,10 +50,10 @@ def stacked_bar(counts: Counter[str], width: int = BAR) -> Text:
 class DecayPane(PaneBase):
     BINDINGS = bindings(DECAY_ACTIONS)
     LIST = "#decay-list"
+    WATCHES = frozenset({"memories", "index"})
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="decay-pane")
-        self.loaded = False
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="decay-pane")
         self.by_type = False
         self.kind = LISTS[0]
         self.days = 14
@@ -69,10 +69,8 @@ class DecayPane(PaneBase):
     def on_mount(self) -> None:
         self.query_one("#decay-progress").display = False
 
-    def on_show(self) -> None:
-        if not self.loaded:
-            self.loaded = True
-            self.reload()
+    def load(self) -> None:
+        self.reload()
 
     def reload(self) -> None:
         self.show_distribution()
@@ -103,6 +101,7 @@ class DecayPane(PaneBase):
     def show_list(self) -> None:
         entries = listing(self.store, self.kind, self.days)
         table = self.query_one("#decay-list", DataTable)
+        keep = self.current
         table.clear(columns=True)
         table.add_columns("state", "ttl", "expires", "recalled", "title")
         for e in entries:
@@ -114,6 +113,8 @@ class DecayPane(PaneBase):
                 e.title,
                 key=e.slug,
             )
+        if keep is not None and keep in table.rows:  # the store changed under the list: the cursor stays put
+            table.move_cursor(row=table.get_row_index(keep))
         what = {
             "expiring": f"ttl running out within {self.days} days (overdue first)",
             "dim": "dim",
@@ -150,7 +151,7 @@ class DecayPane(PaneBase):
         if slug is None:
             self.notify("the list is empty", timeout=3)
             return
-        attempt(self, lambda: act(slug), f"{slug}: {done}", self.reload)
+        attempt(self, lambda: act(slug), f"{slug}: {done}", self.reload, "memories", slugs=[slug])
 
     def action_revive(self) -> None:
         self._act(lambda slug: revive(self.store, slug), "alive again, recall stamped")
@@ -198,18 +199,16 @@ class DecayPane(PaneBase):
 
     @background("decay-sweep")
     def run_sweep(self, steps: list[Step]) -> None:
-        bar = self.query_one("#decay-progress", ProgressBar)
-        deliver(self, setattr, bar, "display", True)
         try:
-            done = apply_sweep(self.store, steps, lambda n, total: deliver(self, bar.update, total=total, progress=n))
+            with progress(self, "#decay-progress") as report:
+                done = apply_sweep(self.store, steps, report)
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Sweep stopped", severity="error")
         else:
             deliver(self, self.notify, f"swept: {done} memories changed", timeout=5)
-        deliver(self, setattr, bar, "display", False)
         deliver(self, self.reload)
-        deliver(self, console(self).check_audit)
+        self.post_message(StoreChanged("memories", "audit"))
 
     @on(DataTable.RowSelected, "#decay-list")
     def _open(self, event: DataTable.RowSelected) -> None:
-        console(self).open_memory(str(event.row_key.value))
+        self.post_message(OpenMemory(str(event.row_key.value)))

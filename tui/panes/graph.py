@@ -27,12 +27,12 @@ from engram.store.graph import (
     rename_entity,
     supersede_relation,
 )
-from engram.store.service import Store
 from engram.tui.actions import attempt
-from engram.tui.host import console
 from engram.tui.keymap import GRAPH_ACTIONS, bindings
+from engram.tui.messages import OpenMemory
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.shared import Shared
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background, deliver
 from engram.tui.widgets.safe import plain
@@ -40,10 +40,10 @@ from engram.tui.widgets.safe import plain
 
 class GraphPane(PaneBase):
     BINDINGS = bindings(GRAPH_ACTIONS)
+    WATCHES = frozenset({"memories", "index"})  # memoryd extracts entities from the memories it writes
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="graph-pane")
-        self.loaded = False
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="graph-pane")
         self.rows: list[EntityRow] = []
         self.hops = 1
 
@@ -57,10 +57,8 @@ class GraphPane(PaneBase):
             yield Static("", id="entity-conflicts")
             yield PlainTable(id="entity-memories", cursor_type="row")
 
-    def on_show(self) -> None:
-        if not self.loaded:
-            self.loaded = True
-            self.show_entities("")
+    def load(self) -> None:
+        self.show_entities(self.query_one("#graph-filter", Input).value)
 
     @on(Input.Changed, "#graph-filter")
     def _filter(self, event: Input.Changed) -> None:
@@ -190,8 +188,8 @@ class GraphPane(PaneBase):
         )
 
     def _do(self, act: Callable[[], object], done: str) -> None:
-        attempt(self, act, done, lambda: self.show_entities(self.query_one("#graph-filter", Input).value))
+        attempt(self, act, done, self.load)
 
     @on(DataTable.RowSelected, "#entity-memories")
     def _open(self, event: DataTable.RowSelected) -> None:
-        console(self).open_memory(str(event.row_key.value))
+        self.post_message(OpenMemory(str(event.row_key.value)))

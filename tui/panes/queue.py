@@ -4,7 +4,7 @@ that decide them (approve, reject, defer, edit, merge; marks for bulk; undo and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual import on
@@ -14,16 +14,18 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from engram.store import promotions
-from engram.store.errors import StoreError
+from engram.store.errors import Conflict, NotFound, StoreError
 from engram.store.query import QuerySyntaxError, parse
 from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
 from engram.store.service import Store
-from engram.tui.host import console
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
+from engram.tui.messages import OpenMemory, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.screens.unlock import ask_unlock
+from engram.tui.shared import Shared
 from engram.tui.tables import FitTable, fit_columns
 from engram.tui.threads import background, deliver
 from engram.tui.widgets.promotion import PromotionView
@@ -38,16 +40,45 @@ class Step:
 
     label: str
     decisions: list[promotions.Decision]
-    redo: Callable[[], Step]
+    redo: Callable[[], Outcome]
+
+
+@dataclass
+class Outcome:
+    """What a decision, an undo or a redo did: the step, why some promotions were skipped (decided or changed
+    elsewhere meanwhile), and what stopped it early, if anything did."""
+
+    step: Step
+    skipped: list[str] = field(default_factory=list)
+    stopped: str | None = None
+
+
+def _decide_each(label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> Outcome:
+    """Decide each promotion (in a worker). One that another writer (memoryd) decided or removed meanwhile is
+    skipped and named; any other refusal stops the rest. The step redoes the promotions it decided."""
+    done: list[promotions.Decision] = []  # the step's: undo empties it
+    decided: list[int] = []  # what redo decides again
+    outcome = Outcome(Step(label, done, lambda: _decide_each(label, act, list(decided))))
+    for pid in ids:
+        try:
+            done.append(act(pid))
+            decided.append(pid)
+        except (Conflict, NotFound) as exc:
+            outcome.skipped.append(str(exc))
+        except StoreError as exc:
+            outcome.stopped = str(exc)
+            break
+    return outcome
 
 
 class QueuePane(PaneBase):
     BINDINGS = bindings(QUEUE_ACTIONS)
+    WATCHES = frozenset({"promotions", "index"})
 
     sort: reactive[str] = reactive("dura_avg")
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="queue-pane")
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="queue-pane")
         self.items: list[QueueItem] = []
         self.page_no = 0
         self.marked: set[int] = set()
@@ -55,7 +86,7 @@ class QueuePane(PaneBase):
         self.filter_text = ""
         self.undo_stack: list[Step] = []
         self.redo_stack: list[Step] = []
-        self.busy = False
+        self.busy = False  # a decision, an undo or a redo runs: the next waits (set and read on the UI thread)
         self.detail: PromotionDetail | None = None
 
     def compose(self) -> ComposeResult:
@@ -85,6 +116,8 @@ class QueuePane(PaneBase):
 
     def on_mount(self) -> None:
         self.query_one("#queue-filter", Input).display = False
+
+    def load(self) -> None:
         self.reload()
 
     # ------------------------------------------------------------------ loading
@@ -292,43 +325,68 @@ class QueuePane(PaneBase):
             return
         locked = sorted({i.scope_hash for i in items if i.sensitive and not self.store.keys.can_open(i.scope_hash)})
         if locked and label.startswith(("approve", "merge", "edit")):
-            console(self).ask_unlock(lambda: self.decide(label, act, confirm_over), locked)
+            ask_unlock(self, self.store, locked, lambda: self.decide(label, act, confirm_over))
             return
         ids = [i.id for i in items]
         if len(ids) > confirm_over:
             self.app.push_screen(
                 Confirm(f"{label.capitalize()} {len(ids)} promotions?"),
-                lambda yes: yes and self.run_decisions(label, act, ids),
+                lambda yes: self.run_decisions(label, act, ids) if yes else None,
             )
         else:
             self.run_decisions(label, act, ids)
 
-    @background("queue-act", exclusive=False)
     def run_decisions(self, label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> None:
+        """Decide in a worker. Until it is done, another key that decides, undoes or redoes does nothing (so a
+        second ``a`` pressed while the first runs never decides twice)."""
+        self.run_step(lambda: _decide_each(label, act, ids), None, f"{label}: {{n}}")
+
+    def run_step(self, work: Callable[[], Outcome], source: list[Step] | None, message: str) -> None:
+        """The one path of decisions, undo and redo: ``work`` runs in a worker and returns the step it made;
+        ``source`` (undo's or redo's stack) loses its newest step only once the work succeeded."""
+        if self.busy:
+            return
         self.busy = True
-        done: list[promotions.Decision] = []
+        self.step_in_worker(work, source, message)
+
+    @background("queue-act", exclusive=False)
+    def step_in_worker(self, work: Callable[[], Outcome], source: list[Step] | None, message: str) -> None:
+        outcome: Outcome | None = None
         try:
-            for pid in ids:
-                done.append(act(pid))
-        except StoreError as exc:
-            deliver(self, self.notify, str(exc), title=f"{label} stopped", severity="error")
-        finally:
-            self.busy = False
-        if done:
+            outcome = work()
+        finally:  # whatever happened, the queue takes keys again
+            deliver(self, self.stepped, outcome, source, message)
 
-            def redo() -> Step:
-                return Step(label, [act(d.promotion_id) for d in done], redo)
-
-            step = Step(label, done, redo)
-            deliver(self, self.after_decisions, step, len(done))
+    def stepped(self, outcome: Outcome | None, source: list[Step] | None, message: str) -> None:
+        """On the UI thread: move the step between the stacks, say what was skipped or stopped it, and show what
+        is pending now (a row decided elsewhere leaves the list; the cursor keeps its place, so it rests on the
+        next one)."""
+        self.busy = False
+        if outcome is None:
+            self.reload()
+            return
+        step = outcome.step
+        if outcome.skipped:
+            more = f" (and {len(outcome.skipped) - 1} more)" if len(outcome.skipped) > 1 else ""
+            self.notify(outcome.skipped[0] + more, title="Changed elsewhere: skipped", severity="warning", timeout=8)
+        if outcome.stopped:
+            self.notify(outcome.stopped, title="Stopped", severity="error", timeout=8)
+        if source is self.undo_stack:
+            if not step.decisions:  # all undone (a stopped undo keeps the rest on the stack)
+                self.undo_stack.pop()
+                self.redo_stack.append(step)
+        else:
+            if source is self.redo_stack:
+                self.redo_stack.pop()
+            else:
+                self.redo_stack.clear()
+                self.marked.clear()
+            if step.decisions:
+                self.undo_stack.append(step)
+        n = len(step.decisions)
+        self.refresh_after(message.format(n=f"{n} promotion{'s' if n != 1 else ''}"))
         if self.store.audit_warning:
-            deliver(self, self.notify, self.store.audit_warning, severity="warning")
-
-    def after_decisions(self, step: Step, count: int) -> None:
-        self.undo_stack.append(step)
-        self.redo_stack.clear()
-        self.marked.clear()
-        self.refresh_after(f"{step.label}: {count} promotion{'s' if count > 1 else ''} (u undoes)")
+            self.notify(self.store.audit_warning, severity="warning")
 
     def action_approve(self) -> None:
         self.decide("approve", lambda pid: promotions.approve(self.store, pid))
@@ -368,7 +426,7 @@ class QueuePane(PaneBase):
         item = self.current()
         if item is None or self.marked:
             return
-        index = console(self).search_index()
+        index = self.shared.search
         if index is None:
             self.notify("The search index is still loading; try again in a moment", severity="warning")
             return
@@ -381,45 +439,46 @@ class QueuePane(PaneBase):
             MemoryPicker(f"Merge #{item.id} into which memory?", index, f"scope:{item.scope_hash} "), merge_into
         )
 
-    @background("queue-act", exclusive=False)
     def action_undo(self) -> None:
-        self.replay(self.undo_stack, self.redo_stack, self.undo_step, "undid")
+        if self.undo_stack:
+            step = self.undo_stack[-1]
+            self.run_step(lambda: self.undo_step(step), self.undo_stack, f"undid {step.label}")
 
-    @background("queue-act", exclusive=False)
     def action_redo(self) -> None:
-        self.replay(self.redo_stack, self.undo_stack, lambda step: step.redo(), "redid")
+        if self.redo_stack:
+            step = self.redo_stack[-1]
+            self.run_step(step.redo, self.redo_stack, f"redid {step.label}: {{n}}")
 
-    def undo_step(self, step: Step) -> Step:
-        for decision in reversed(step.decisions):
-            promotions.undo(self.store, decision)
-        return step
-
-    def replay(self, source: list[Step], target: list[Step], run: Callable[[Step], Step], verb: str) -> None:
-        """Move the newest step from one stack to the other by undoing or redoing it (in a worker thread)."""
-        if not source or self.busy:
-            return
-        step = source.pop()
-        try:
-            target.append(run(step))
-        except StoreError as exc:
-            deliver(self, self.notify, str(exc), title=f"Could not: {verb} {step.label}", severity="error")
-            return
-        deliver(self, self.refresh_after, f"{verb} {step.label}")
+    def undo_step(self, step: Step) -> Outcome:
+        """Undo the step's decisions newest first, each dropped from the step once done. One that cannot be
+        undone any more (memoryd decided the promotion again, the memory was edited) is skipped and named; any
+        other refusal stops, and the step keeps the rest, so undo again goes on from there."""
+        outcome = Outcome(step)
+        while step.decisions:
+            try:
+                promotions.undo(self.store, step.decisions[-1])
+            except (Conflict, NotFound) as exc:
+                outcome.skipped.append(str(exc))
+            except StoreError as exc:
+                outcome.stopped = str(exc)
+                break
+            step.decisions.pop()
+        return outcome
 
     def refresh_after(self, message: str) -> None:
-        """After a change: say what happened, reload the queue, the status line and the audit state."""
+        """After a change: say what happened, reload the queue, and tell the console (the status line, the
+        audit state and the panes showing memories follow)."""
         self.notify(message, timeout=3)
         self.reload()
-        console(self).refresh_status()
-        console(self).check_audit()
+        self.post_message(StoreChanged("promotions", "memories", "audit"))
 
     # ------------------------------------------------------------------ sensitive scopes
 
-    def keys_changed(self) -> None:
+    def keys_changed(self, showing: bool) -> None:
         """Scopes were unlocked or locked: the page's lock marks follow."""
         self.fill_page(self.query_one("#queue-table", DataTable).cursor_row)
 
     @on(DataTable.RowSelected, "#queue-table")
     def action_open_session(self) -> None:
         if self.detail is not None:
-            console(self).open_memory(self.detail.source_session_slug)
+            self.post_message(OpenMemory(self.detail.source_session_slug))

@@ -20,24 +20,25 @@ from engram.store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_l
 from engram.store.sensitive.convert import Progress, mark_sensitive, unmark_sensitive
 from engram.store.sensitive.grants import Grant, issue_grant, revoke_grant
 from engram.store.sensitive.rekey import rekey_passphrase, rekey_random
-from engram.store.service import Store
 from engram.store.stats import Counts, counts
-from engram.tui.host import console
 from engram.tui.keymap import SCOPES_ACTIONS, bindings
+from engram.tui.messages import KeysChanged, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.grant import GrantScreen
 from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.screens.unlock import ask_new_passphrase, ask_unlock
+from engram.tui.shared import Shared
 from engram.tui.tables import FitTable, PlainTable, fit_columns
-from engram.tui.threads import background, deliver
+from engram.tui.threads import background, deliver, progress
 
 
 class ScopesPane(PaneBase):
     BINDINGS = bindings(SCOPES_ACTIONS)
     LIST = "#scope-list"
+    WATCHES = frozenset({"memories", "index"})
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="scopes-pane")
-        self.checked = False
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="scopes-pane")
         self.infos: list[ScopeInfo] = []
 
     def compose(self) -> ComposeResult:
@@ -54,19 +55,22 @@ class ScopesPane(PaneBase):
 
     def on_mount(self) -> None:
         self.query_one("#scope-progress").display = False
+        self.query_one("#progress").display = False
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "narrow")  # the detail below the list on small terminals
 
-    def on_show(self) -> None:
+    def load(self) -> None:
         """The check reads every file: it starts when the pane is first looked at, not with the console
         (a background thread still takes a share of the interpreter from the keys being typed elsewhere)."""
-        if not self.checked:
-            self.checked = True
-            self.action_recheck()
+        self.action_recheck()
 
-    def keys_changed(self) -> None:
-        if self.checked:
+    def follow(self) -> None:
+        """The counts and the list again; the drift check runs again on r."""
+        self.load_scopes()
+
+    def keys_changed(self, showing: bool) -> None:
+        if self.loaded:
             self.load_scopes()
 
     # ------------------------------------------------------------------ the list of scopes
@@ -183,34 +187,25 @@ class ScopesPane(PaneBase):
             if self.store.keys.can_open(info.scope_hash):
                 then()
             elif self.store.keys.key_source == "passphrase" and not any(i.encrypted for i in self.infos):
-                console(self).ask_new_passphrase(then)  # nothing encrypted yet to check a typed passphrase against
+                ask_new_passphrase(self, self.store, then)  # nothing encrypted yet to check a typed one against
             else:
-                console(self).ask_unlock(then, [info.scope_hash])
+                ask_unlock(self, self.store, [info.scope_hash], then)
 
         self.app.push_screen(Confirm(question), answered)
 
     @background("scopes-convert")
     def convert(self, scope_hash: str, encrypt: bool) -> None:
-        bar = self.query_one("#scope-progress", ProgressBar)
-        deliver(self, setattr, bar, "display", True)
-        deliver(self, bar.update, total=None, progress=0)
-
-        def progress(done: int, total: int) -> None:
-            deliver(self, bar.update, total=total, progress=done)
-
         try:
-            if encrypt:
-                done: Progress = mark_sensitive(self.store, scope_hash, progress)
-            else:
-                done = unmark_sensitive(self.store, scope_hash, progress)
+            with progress(self, "#scope-progress") as report:
+                convert = mark_sensitive if encrypt else unmark_sensitive
+                done: Progress = convert(self.store, scope_hash, report)
         except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
-            deliver(self, console(self).ask_new_passphrase, lambda: self.convert(scope_hash, encrypt))
+            deliver(self, ask_new_passphrase, self, self.store, lambda: self.convert(scope_hash, encrypt))
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Nothing more changed", severity="error", timeout=10)
         else:
             verb = "encrypted" if encrypt else "decrypted"
             deliver(self, self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
-        deliver(self, setattr, bar, "display", False)
         deliver(self, self.after_change, True)
 
     def action_label(self) -> None:
@@ -279,23 +274,17 @@ class ScopesPane(PaneBase):
     @background("scopes-convert")
     def run_rekey(self, scope_hash: str | None, passphrase: str | None) -> None:
         """``passphrase``: every sensitive scope to it; else ``scope_hash`` to a new random key."""
-        bar = self.query_one("#scope-progress", ProgressBar)
-        deliver(self, setattr, bar, "display", True)
-
-        def progress(done: int, total: int) -> None:
-            deliver(self, bar.update, total=total, progress=done)
-
         try:
-            if passphrase is not None:
-                done = rekey_passphrase(self.store, passphrase, lambda _scope, n, total: progress(n, total))
-            else:
-                done = rekey_random(self.store, scope_hash or "", progress)
+            with progress(self, "#scope-progress") as report:
+                if passphrase is not None:
+                    done = rekey_passphrase(self.store, passphrase, lambda _scope, n, total: report(n, total))
+                else:
+                    done = rekey_random(self.store, scope_hash or "", report)
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
         else:
             where = f"{len(done.scopes)} scopes" if passphrase is not None else f"scope {scope_hash}"
             deliver(self, self.notify, f"{where}: {done.done:,} memories under the new key", timeout=5)
-        deliver(self, setattr, bar, "display", False)
         deliver(self, self.after_change, True)
 
     def action_grant(self) -> None:
@@ -341,37 +330,28 @@ class ScopesPane(PaneBase):
     def after_change(self, files_changed: bool = False) -> None:
         """Reload the list; when memories were encrypted or decrypted, the queue's lock marks and the search
         index follow (the same as after an unlock)."""
+        self.load_scopes()
         if files_changed:
-            console(self).keys_changed()
-        else:
-            self.load_scopes()
-            console(self).refresh_status()
-        console(self).check_audit()
+            self.post_message(KeysChanged())
+        self.post_message(StoreChanged("memories", "audit"))
 
     # ------------------------------------------------------------------ the drift check
 
     def action_recheck(self) -> None:
-        self.query_one("#progress", ProgressBar).update(total=None, progress=0)
         self.load_scopes()
         self.run_check()
 
     @background("scopes-check")
     def run_check(self) -> None:
         """Load the counts, then read every file and compare it with the index, all off the UI thread."""
-        bar = self.query_one("#progress", ProgressBar)
-
-        def progress(done: int, total: int) -> None:
-            # deliver waits for the UI: report about every 1%, not every file
-            if done == total or done % max(1, total // 100) == 0:
-                deliver(self, bar.update, total=total, progress=done)
-
         try:
             deliver(self, self.show_counts, counts(self.store))
-            report = check(self.store, progress)
+            with progress(self, "#progress") as report:
+                found = check(self.store, report)
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Check failed", severity="error")
             return
-        deliver(self, self.show_report, report)
+        deliver(self, self.show_report, found)
 
     def show_counts(self, c: Counts) -> None:
         promos = ", ".join(f"{n} {s}" for s, n in sorted(c.promotions.items())) or "none"

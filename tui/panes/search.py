@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 
 from rich.text import Text
 from textual import on
@@ -10,29 +11,39 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Input, Markdown, ProgressBar, Static
 
+from engram.store.changes import Changes
 from engram.store.errors import StoreError
 from engram.store.explain import explain
 from engram.store.search import SearchIndex, SearchResult
-from engram.store.service import Store
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
+from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
-from engram.tui.threads import background, deliver
+from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.hitlist import HitList
 
 SHOWN = 100
 
 
 class SearchPane(PaneBase):
+    """The search index is the console's, not only this pane's (the merge picker and "add link" use it), so it
+    follows every change of memories even while the pane is hidden: in a worker, the old index answering until
+    the new one is ready."""
+
     BINDINGS = bindings(SEARCH_ACTIONS)
     LIST = "#search-results"
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="search-pane")
-        self.index: SearchIndex | None = None
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="search-pane")
         self.result = SearchResult([], 0)
-        self.shown = False
         self.locked: frozenset[str] = frozenset()  # sensitive scopes without a key, as of the last load
+        self.changed: set[str] = set()  # memories changed and not yet in the index
+        self.pending = threading.Lock()  # guards ``changed`` (the UI thread adds, a refresh takes)
+        self.refreshing = threading.Lock()
+
+    @property
+    def index(self) -> SearchIndex | None:
+        return self.shared.search
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -47,49 +58,73 @@ class SearchPane(PaneBase):
 
     def on_mount(self) -> None:
         self.query_one("#search-open").display = False
-        self.load()
+        self.query_one("#search-progress").display = False
+        self.load_index()
 
     @background("search-load")
-    def load(self) -> None:
+    def load_index(self) -> None:
         """Titles, triggers and fields (index.db only, quick): the merge picker needs them from the start."""
         index = SearchIndex.load(self.store)
         deliver(self, self.ready, index)
 
     def ready(self, index: SearchIndex) -> None:
-        self.index = index
+        self.shared.search = index
         self.locked = frozenset(s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s))
         _keep_out_of_gc()
         self.run_search(self.query_one("#search-query", Input).value)
-        if self.shown:
+        if self.loaded and not index.enriched:
             self.enrich(index)
 
-    def on_show(self) -> None:
+    def load(self) -> None:
         """Bodies and tags are read from every file only once someone opens the pane: at 100k memories that is a
         minute of work, which should not compete with the queue for nothing."""
-        if not self.shown:
-            self.shown = True
-            if self.index is not None:
-                self.enrich(self.index)
+        if self.index is not None and not self.index.enriched:
+            self.enrich(self.index)
+
+    def store_changed(self, changes: Changes, showing: bool) -> None:
+        """Memories came, changed or went: a fresh index, carrying over what did not change. A rebuilt index.db
+        may hold other rows for the same slugs: everything is read again."""
+        if changes.index_replaced:
+            self.rebuild()
+        elif changes.memories and self.index is not None:
+            with self.pending:
+                self.changed |= changes.memories
+            self.refresh_index()
+
+    def keys_changed(self, showing: bool) -> None:
+        self.rebuild()
+
+    @background("search-refresh", exclusive=False)
+    def refresh_index(self) -> None:
+        """One refresh at a time, each from the index the last one delivered (``deliver`` waits for it), so an
+        older index never replaces a newer one; a refresh that finds its changes taken by the one before has
+        nothing left to do."""
+        with self.refreshing:
+            with self.pending:
+                changed, self.changed = self.changed, set()
+            index = self.index
+            if not changed or index is None:
+                return
+            deliver(self, self.ready, index.refreshed(self.store, changed))
 
     def rebuild(self) -> None:
-        """Scopes were unlocked or locked, or an import added memories: the index is built again, so bodies of
-        scopes just unlocked become searchable, those of scopes just locked leave memory, and imported memories
-        are found. Until then the old index is dropped, not kept."""
-        self.index = None
+        """Scopes were unlocked or locked, or index.db was rebuilt: the index is built again, so bodies of scopes
+        just unlocked become searchable and those of scopes just locked leave memory. Until then the old index is
+        dropped, not kept."""
+        self.shared.search = None
         self.query_one("#search-status", Static).update("reloading the index…")
-        self.load()
+        self.load_index()
 
     @background("search-enrich")
     def enrich(self, index: SearchIndex) -> None:
-        bar = self.query_one("#search-progress", ProgressBar)
-        deliver(self, setattr, bar, "display", True)
-        index.enrich(self.store, lambda done, total: deliver(self, bar.update, total=total, progress=done))
-        deliver(self, self.enriched)
+        with progress(self, "#search-progress") as report:
+            index.enrich(self.store, report)
+        deliver(self, self.enriched, index)
 
-    def enriched(self) -> None:
+    def enriched(self, index: SearchIndex) -> None:
         _keep_out_of_gc()
-        self.query_one("#search-progress", ProgressBar).display = False
-        self.run_search(self.query_one("#search-query", Input).value)
+        if index is self.index:
+            self.run_search(self.query_one("#search-query", Input).value)
 
     @on(Input.Changed, "#search-query")
     def _changed(self, event: Input.Changed) -> None:

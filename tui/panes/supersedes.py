@@ -19,7 +19,6 @@ from textual.widgets.tree import TreeNode
 
 from engram.store.errors import StoreError
 from engram.store.memories import add_supersede, view_memory
-from engram.store.service import Store
 from engram.store.supersedes import (
     FILE_ONLY,
     PROPOSED,
@@ -33,12 +32,12 @@ from engram.store.supersedes import (
     undo_supersede,
 )
 from engram.tui.actions import attempt
-from engram.tui.host import console
 from engram.tui.keymap import SUPERSEDES_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
-from engram.tui.threads import background, deliver
+from engram.tui.shared import Shared
+from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.safe import plain
 from engram.tui.widgets.sidediff import side_by_side
 
@@ -47,10 +46,10 @@ DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you", FILE_ONLY: "file
 
 class SupersedesPane(PaneBase):
     BINDINGS = bindings(SUPERSEDES_ACTIONS)
+    WATCHES = frozenset({"memories", "index"})
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store, id="supersedes-pane")
-        self.loaded = False
+    def __init__(self, shared: Shared) -> None:
+        super().__init__(shared, id="supersedes-pane")
         self.listed: Listed | None = None  # the files' frontmatter links, once read
 
     def compose(self) -> ComposeResult:
@@ -63,11 +62,13 @@ class SupersedesPane(PaneBase):
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "narrow")  # the two memories need the full width on small terminals
 
-    def on_show(self) -> None:
-        if not self.loaded:
-            self.loaded = True
-            self.reload()
-            self.read_files()
+    def load(self) -> None:
+        self.reload()
+        self.read_files()
+
+    def follow(self) -> None:
+        """The index's links again, with the files' links as read (reading every file again is `load`'s)."""
+        self.reload()
 
     @background("supersedes-load")
     def reload(self, changed: str | None = None) -> None:
@@ -85,14 +86,12 @@ class SupersedesPane(PaneBase):
     @background("supersedes-files")
     def read_files(self) -> None:
         """Read every file's ``supersedes`` (one read per file), with a progress bar, then show the full forest."""
-        bar = self.query_one("#chains-progress", ProgressBar)
         try:
-            listed = listed_links(self.store, lambda n, total: deliver(self, bar.update, total=total, progress=n))
+            with progress(self, "#chains-progress") as report:
+                listed = listed_links(self.store, report)
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Supersedes", severity="error")
             return
-        finally:
-            deliver(self, setattr, bar, "display", False)
         self.listed = listed
         self.reload()
 
@@ -228,7 +227,7 @@ class SupersedesPane(PaneBase):
 
     def action_add(self) -> None:
         current = self.current
-        index = console(self).search_index()
+        index = self.shared.search
         if current is None or index is None:
             self.notify("put the cursor on a memory (the search index may still be loading)", timeout=3)
             return
@@ -239,7 +238,7 @@ class SupersedesPane(PaneBase):
         )
 
     def _do(self, act: Callable[[], object], done: str, newer: str) -> None:
-        attempt(self, act, f"link {done}", lambda: self.reload(newer))
+        attempt(self, act, f"link {done}", lambda: self.reload(newer), "memories", slugs=[newer])
 
 
 def _decided(link: Link) -> str:

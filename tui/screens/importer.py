@@ -19,7 +19,7 @@ from engram.store.importers.base import Options
 from engram.store.importers.run import ImportResult, Preview, apply_import, preview
 from engram.store.service import Store
 from engram.tui.tables import PlainTable
-from engram.tui.threads import background, deliver
+from engram.tui.threads import background, deliver, progress
 
 SYSTEMS = {
     "openrelix": "OpenRelix state root",
@@ -100,21 +100,18 @@ class ImportScreen(ModalScreen[ImportResult | None]):
 
     @background("import")
     def read_preview(self, system: str, path: str, options: Options) -> None:
-        bar = self.query_one("#import-progress", ProgressBar)
-        deliver(self, self._busy, f"reading {system} at {path}…")
+        deliver(self, self._say, f"reading {system} at {path}…")
         try:
-            plan = preview(self.store, importer(system), path, options, lambda n: deliver(self, self._read_so_far, n))
+            with progress(self, "#import-progress"):  # how many items there are is known only at the end
+                plan = preview(
+                    self.store, importer(system), path, options, lambda n: deliver(self, self._read_so_far, n)
+                )
         except StoreError as exc:
             deliver(self, self._failed, str(exc))
             return
-        finally:
-            deliver(self, setattr, bar, "display", False)
         deliver(self, self.show_preview, plan)
 
-    def _busy(self, text: str) -> None:
-        bar = self.query_one("#import-progress", ProgressBar)
-        bar.display = True
-        bar.update(total=None, progress=0)
+    def _say(self, text: str) -> None:
         self.query_one("#import-summary", Static).update(escape(text))
 
     def _read_so_far(self, n: int) -> None:
@@ -155,10 +152,10 @@ class ImportScreen(ModalScreen[ImportResult | None]):
 
     @background("import")
     def write(self, plan: Preview) -> None:
-        bar = self.query_one("#import-progress", ProgressBar)
-        deliver(self, self._busy, f"importing {plan.items:,} items…")
+        deliver(self, self._say, f"importing {plan.items:,} items…")
         try:
-            result = apply_import(self.store, plan, lambda n, total: deliver(self, bar.update, total=total, progress=n))
+            with progress(self, "#import-progress") as report:
+                result = apply_import(self.store, plan, report)
         except StoreError as exc:
             deliver(self, self._failed, f"{exc} (what was written stays; running it again finishes)")
             return

@@ -1,0 +1,193 @@
+"""The console's shape: panes tell the console what they did through messages and never call the app; the
+console fans the store's changes out to every pane (a hidden one follows when it is next shown); the queue never
+decides twice, never sits on a row decided elsewhere, and keeps an undo step until its undo succeeded. The
+change feed's look is called directly: no test waits on the clock."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from helpers import events, settle
+from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_saves
+from textual.app import App
+from textual.widgets import Input, Static
+
+from engram.store import promotions
+from engram.store.domain import MemoryType
+from engram.store.errors import DatabaseLocked
+from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.index import Memory, Promotion
+from engram.tui.app import EngramApp
+from engram.tui.panes.audit import AuditPane
+from engram.tui.panes.queue import QueuePane
+from engram.tui.panes.search import SearchPane
+
+SIZE = (140, 45)
+TUI = Path(__file__).parent.parent / "tui"
+PLAIN = "710d5aaf7a15"
+
+
+async def look(app: EngramApp, pilot) -> None:
+    app.watch_store()
+    await settle(app, pilot)
+
+
+async def search(app: EngramApp, pilot, text: str) -> list[str]:
+    box = app.query_one("#search-query", Input)
+    box.value = text
+    await settle(app, pilot)
+    return [hit.slug for hit in app.query_one(SearchPane).result.hits]
+
+
+def test_panes_and_screens_reach_the_app_only_through_textual_and_messages():
+    """No pane, screen, widget or action helper imports the console's app or uses an attribute of it that
+    Textual's App does not have: what they need from it they ask with a message."""
+    own = set(vars(EngramApp)) - set(dir(App))
+    assert {"check_audit", "refresh_status", "store_changed"} <= own  # the check below means something
+    for path in sorted(TUI.glob("**/*.py")):
+        if path.name in ("app.py", "cli.py") or path.parent.name == "tui" and path.name == "__main__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "engram.tui.app", f"{path.name} imports the app"
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "app":
+                assert node.attr not in own, f"{path.name}:{node.lineno} calls the app's own {node.attr}"
+
+
+async def test_a_memory_engram_approves_is_found_by_search_at_once(store):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await look(app, pilot)
+        first = app.query_one(QueuePane).items[0].id
+        await pilot.press("a")
+        await settle(app, pilot)
+        slug = Memory.get(Memory.slug.startswith(f"promoted-{first}-")).slug
+        await pilot.press("2")
+        assert slug in await search(app, pilot, slug)
+
+
+async def test_a_memory_memoryd_writes_is_found_by_title_and_body_after_the_next_look(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2")  # the bodies are read once the pane is shown
+        await settle(app, pilot)
+        await look(app, pilot)
+        memoryd_saves(
+            fixture_root,
+            MemoryDoc(
+                frontmatter=Frontmatter(
+                    title="Zanzibar rollout notes",
+                    slug="zanzibar-rollout",
+                    type=MemoryType.FACT,
+                    scope_hash=PLAIN,
+                    source="claude-code",
+                    created_at=datetime(2026, 11, 24, tzinfo=UTC),
+                ),
+                body="The quokkaflag must stay off until the migration ends.\n",
+            ),
+        )
+        assert await search(app, pilot, "zanzibar") == []
+        await look(app, pilot)
+        assert await search(app, pilot, "zanzibar") == ["zanzibar-rollout"]
+        assert await search(app, pilot, "quokkaflag") == ["zanzibar-rollout"]  # its body, read just now
+
+
+async def test_a_hidden_pane_marks_itself_stale_and_follows_when_shown(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await look(app, pilot)
+        await pilot.press("6")  # the audit pane reads the log
+        await settle(app, pilot)
+        pane = app.query_one(AuditPane)
+        before = len(pane.audit_log)
+        await pilot.press("1")
+        memoryd_append(
+            fixture_root / "audit" / "audit.jsonl",
+            {"scope_hash": "91c2073b561e", "event_type": "access_granted", "tool": "search_memory"},
+        )
+        await look(app, pilot)
+        assert pane.stale and len(pane.audit_log) == before  # hidden: nothing read yet
+        await pilot.press("6")
+        await settle(app, pilot)
+        assert not pane.stale and len(pane.audit_log) == before + 1
+
+
+async def test_a_row_memoryd_decided_under_the_cursor_is_said_and_left(store, fixture_root):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await look(app, pilot)
+        queue = app.query_one(QueuePane)
+        gone, after = queue.items[0].id, queue.items[1].id
+        memoryd_decides(fixture_root, gone, "rejected")  # the console has not looked since
+        lines = len(events(fixture_root))
+        await pilot.press("a")
+        await settle(app, pilot)
+        said = [n for n in app._notifications if f"#{gone}" in n.message]
+        assert said and said[0].title == "Changed elsewhere: skipped" and "rejected" in said[0].message
+        assert gone not in {i.id for i in queue.items} and queue.current().id == after
+        assert "6 pending" in str(app.query_one("#status", Static).render())
+        assert Promotion.get_by_id(gone).status == "rejected" and len(events(fixture_root)) == lines
+        assert queue.undo_stack == []
+
+
+async def test_a_second_a_while_a_decision_runs_decides_once(store, monkeypatch):
+    release, calls = threading.Event(), []
+    approve = promotions.approve
+
+    def slow(store, pid, *args):
+        calls.append(pid)
+        release.wait(10)
+        return approve(store, pid, *args)
+
+    monkeypatch.setattr(promotions, "approve", slow)
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.press("a", "u")  # while the first runs: neither decides nor undoes
+        release.set()
+        await settle(app, pilot)
+        assert len(calls) == 1 and len(app.query_one(QueuePane).undo_stack) == 1
+
+
+@pytest.mark.parametrize("failure", ["locked", "changed"])
+async def test_undo_keeps_its_step_until_it_succeeded(store, monkeypatch, failure):
+    """A database locked for a moment: the step stays, and undo again undoes it. A promotion decided again
+    elsewhere: it cannot be undone any more, so undo says so and the step leaves the stack."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        queue = app.query_one(QueuePane)
+        first = queue.items[0].id
+        await pilot.press("a")
+        await settle(app, pilot)
+        undo = promotions.undo
+        if failure == "locked":
+
+            def locked(*args):
+                raise DatabaseLocked("index.db is locked by another writer")
+
+            monkeypatch.setattr(promotions, "undo", locked)
+            await pilot.press("u")
+            await settle(app, pilot)
+            assert len(queue.undo_stack) == 1 and Promotion.get_by_id(first).status == "approved"
+            monkeypatch.setattr(promotions, "undo", undo)
+            await pilot.press("u")
+            await settle(app, pilot)
+            assert Promotion.get_by_id(first).status == "pending"
+        else:
+            memoryd_decides(store.layout.root, first, "rejected")
+            await pilot.press("u")
+            await settle(app, pilot)
+            assert any("nothing to undo" in n.message for n in app._notifications)
+        assert queue.undo_stack == [] and len(queue.redo_stack) == 1

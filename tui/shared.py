@@ -1,0 +1,19 @@
+"""What the panes share besides the store, handed to each when the console builds it (dependency injection,
+not a call into the app): the search index the search pane loads, which the merge picker and "add link" need
+too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from engram.store.service import Store
+
+if TYPE_CHECKING:  # numpy and rapidfuzz load with the search pane's worker, not with the console
+    from engram.store.search import SearchIndex
+
+
+@dataclass
+class Shared:
+    store: Store
+    search: SearchIndex | None = None  # None until the search pane has loaded it
