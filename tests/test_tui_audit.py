@@ -10,7 +10,8 @@ from engram.store.audit.view import AuditLog, parse_filter
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 from engram.tui.app import EngramApp
-from engram.tui.panes.audit import BAD, AuditList
+from engram.tui.colours import role
+from engram.tui.panes.audit import AuditList
 
 SIZE = (140, 45)
 
@@ -64,7 +65,7 @@ async def test_verify_finds_and_highlights_the_first_bad_line(fixture_root):
             await settle(app, pilot)
             assert "TAMPERED" in str(app.query_one("#audit-status", Static).render())
             assert listing.bad_line == 4 and listing.current_line == 4  # jumped to it
-            assert listing.row_style(listing.cursor) == BAD
+            assert listing.row_style(listing.cursor) == role(app, "bad", bold=True, reverse=True)
 
 
 async def test_print_checkpoint(store):

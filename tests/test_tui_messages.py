@@ -6,6 +6,7 @@ change feed's look is called directly: no test waits on the clock."""
 from __future__ import annotations
 
 import ast
+import re
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import events, settle
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_saves
+from rich.color import Color
 from textual.app import App
 from textual.widgets import Input, Static
 
@@ -21,10 +23,13 @@ from engram.store.domain import MemoryType
 from engram.store.errors import DatabaseLocked
 from engram.store.frontmatter import Frontmatter, MemoryDoc
 from engram.store.index import Memory, Promotion
+from engram.store.settings import Settings
 from engram.tui.app import EngramApp
+from engram.tui.colours import role
 from engram.tui.panes.audit import AuditPane
 from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.search import SearchPane
+from engram.tui.widgets.promotion import dura_bar
 
 SIZE = (140, 45)
 TUI = Path(__file__).parent.parent / "tui"
@@ -191,3 +196,27 @@ async def test_undo_keeps_its_step_until_it_succeeded(store, monkeypatch, failur
             await settle(app, pilot)
             assert any("nothing to undo" in n.message for n in app._notifications)
         assert queue.undo_stack == [] and len(queue.redo_stack) == 1
+
+
+COLOUR_NAME = re.compile(r"""["'\[](?:b |bold |dim )?(?:red|green|yellow|magenta|cyan|blue)\b""")
+
+
+def test_code_names_no_colour_only_roles_the_theme_colours():
+    found = [
+        f"{path.name}:{n}"
+        for path in sorted(TUI.glob("**/*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if COLOUR_NAME.search(line)
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize("theme", ["engram-dark", "engram-high-contrast", "engram-light"])
+async def test_a_dura_bar_takes_its_colours_from_the_theme(store, theme):
+    app = EngramApp(store, Settings(theme=theme))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        variables = app.get_css_variables()
+        bar = dura_bar(0.9, lambda name: role(app, name))
+        assert bar.spans[0].style.color == Color.parse(variables["success"])
+        assert role(app, "bad").color == Color.parse(variables["error"])

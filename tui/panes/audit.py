@@ -19,6 +19,7 @@ from textual.widgets import Input, ProgressBar, Sparkline, Static
 from engram.store.audit.ops import current_checkpoint, verify_log
 from engram.store.audit.view import AuditLog, parse_filter
 from engram.store.errors import StoreError
+from engram.tui.colours import role
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
 from engram.tui.messages import AuditStateChanged
 from engram.tui.panes.base import PaneBase
@@ -27,7 +28,6 @@ from engram.tui.terminal_safe import visible
 from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.linelist import LineList
 
-BAD = Style(color="red", bold=True, reverse=True)
 NARROW = 110
 
 
@@ -70,7 +70,9 @@ class AuditList(LineList):
         )
 
     def row_style(self, row: int) -> Style | None:
-        return BAD if self.bad_line is not None and int(self.lines[row]) == self.bad_line else None
+        if self.bad_line is not None and int(self.lines[row]) == self.bad_line:
+            return role(self, "bad", bold=True, reverse=True)
+        return None
 
     def _line(self, n: str, ts: str, actor: str, event: str, scope: str, target: str) -> Text:
         if self.size.width < NARROW:  # no actor, and the time without year and seconds: room for the target

@@ -26,6 +26,7 @@ from engram.store.decay import (
 )
 from engram.store.errors import StoreError
 from engram.tui.actions import attempt
+from engram.tui.colours import Paint, role
 from engram.tui.keymap import DECAY_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, StoreChanged
 from engram.tui.panes.base import PaneBase
@@ -34,16 +35,16 @@ from engram.tui.shared import Shared
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background, deliver, progress
 
-STATES = (("alive", "green"), ("dim", "yellow"), ("soft-forgotten", "magenta"), (MOVED, "red"))
+STATES = (("alive", "good"), ("dim", "warn"), ("soft-forgotten", "other"), (MOVED, "bad"))  # colour roles
 BAR = 30
 
 
-def stacked_bar(counts: Counter[str], width: int = BAR) -> Text:
+def stacked_bar(counts: Counter[str], paint: Paint, width: int = BAR) -> Text:
     """The states of a group as one bar; the numbers sit in their own columns, so colour only repeats them."""
     total = sum(counts.values()) or 1
     bar = Text()
     for (state, style), mark in zip(STATES, "█▓▒░", strict=True):
-        bar.append(mark * round(width * counts.get(state, 0) / total), style=style)
+        bar.append(mark * round(width * counts.get(state, 0) / total), style=paint(style))
     return bar
 
 
@@ -86,7 +87,9 @@ class DecayPane(PaneBase):
         table.clear(columns=True)
         table.add_columns("type" if self.by_type else "scope", *(s for s, _ in STATES), "")
         for name, counts in sorted(groups.items(), key=lambda kv: -sum(kv[1].values())):
-            table.add_row(name, *(str(counts.get(s, 0)) for s, _ in STATES), stacked_bar(counts))
+            table.add_row(
+                name, *(str(counts.get(s, 0)) for s, _ in STATES), stacked_bar(counts, lambda name: role(self, name))
+            )
         self.query_one("#decay-title", Static).update(
             f"[b]Decay by {'type' if self.by_type else 'scope'}[/b]  (█ alive ▓ dim ▒ soft-forgotten ░ moved to "
             "forgotten/) · t by type/scope · s sweep"

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from rich.console import Group
 from rich.markup import escape
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -32,6 +33,7 @@ from engram.store.supersedes import (
     undo_supersede,
 )
 from engram.tui.actions import attempt
+from engram.tui.colours import role
 from engram.tui.keymap import SUPERSEDES_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.pick import MemoryPicker
@@ -114,7 +116,7 @@ class SupersedesPane(PaneBase):
     def _add(self, parent: TreeNode, node: Node) -> None:
         for link, child in node.links:
             label = Text.assemble(
-                ("supersedes ", "dim"), (f"[{_decided(link)}] ", _style(link)), self._memory_label(child)
+                ("supersedes ", "dim"), (f"[{_decided(link)}] ", self._style(link)), self._memory_label(child)
             )
             if link.listed is False:  # memoryd's digest writes only the index: common, so quiet
                 label.append("  · index only", style="dim")
@@ -123,12 +125,17 @@ class SupersedesPane(PaneBase):
             else:
                 parent.add_leaf(label, data=(link, child))
 
-    @staticmethod
-    def _memory_label(node: Node) -> Text:
+    def _memory_label(self, node: Node) -> Text:
         text = plain(node.title or node.slug)
         if node.cycle:
-            text.append("  ↻ cycle: already above", style="bold red")
+            text.append("  ↻ cycle: already above", style=role(self, "bad", bold=True))
         return text
+
+    def _style(self, link: Link) -> Style | str:
+        """Proposed links stand out (they wait for a person); yours and file-only ones are told apart."""
+        roles = {PROPOSED: ("warn", True), "user": ("note", False), FILE_ONLY: ("other", False)}
+        name, bold = roles.get(link.decided_by, ("", False))
+        return role(self, name, bold=bold) if name else "dim"
 
     @property
     def current(self) -> tuple[Link | None, Node] | None:
@@ -155,8 +162,8 @@ class SupersedesPane(PaneBase):
         listed = {
             None: "",
             True: "listed in the newer file's frontmatter\n",
-            False: "[yellow]only in the index[/]: the newer file's frontmatter does not list it (c confirms "
-            "and writes it there)\n",
+            False: f"[{role(self, 'warn')}]only in the index[/]: the newer file's frontmatter does not list it "
+            "(c confirms and writes it there)\n",
         }[link.listed]
         decided = (
             "only the newer file's frontmatter lists it (c records it in the index)"
@@ -177,7 +184,9 @@ class SupersedesPane(PaneBase):
             )
             return
         table = side_by_side(
-            f"# {older.frontmatter.title}\n\n{older.body}", f"# {newer.frontmatter.title}\n\n{newer.body}"
+            f"# {older.frontmatter.title}\n\n{older.body}",
+            f"# {newer.frontmatter.title}\n\n{newer.body}",
+            lambda name: role(self, name),
         )
         deliver(self, self.query_one("#chain-detail", Static).update, Group(Text.from_markup(head), table))
 
@@ -244,7 +253,3 @@ class SupersedesPane(PaneBase):
 def _decided(link: Link) -> str:
     who = DECIDED.get(link.decided_by, link.decided_by)
     return who if link.confidence is None else f"{who} {link.confidence:.2f}"
-
-
-def _style(link: Link) -> str:
-    return {PROPOSED: "bold yellow", "user": "cyan", FILE_ONLY: "magenta"}.get(link.decided_by, "dim")

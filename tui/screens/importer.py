@@ -5,6 +5,7 @@ progress bar. Reading and writing run in workers; nothing is written before the 
 from __future__ import annotations
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,6 +19,7 @@ from engram.store.importers import IMPORTERS, importer
 from engram.store.importers.base import Options
 from engram.store.importers.run import ImportResult, Preview, apply_import, preview
 from engram.store.service import Store
+from engram.tui.colours import role
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background, deliver, progress
 
@@ -118,7 +120,7 @@ class ImportScreen(ModalScreen[ImportResult | None]):
         self.query_one("#import-summary", Static).update(f"read {n:,} items…")
 
     def _failed(self, message: str) -> None:
-        self.query_one("#import-summary", Static).update(f"[b red]{escape(message)}[/]")
+        self.query_one("#import-summary", Static).update(Text(message, style=role(self, "bad", bold=True)))
         self.notify(message, title="Nothing imported", severity="error")
 
     def show_preview(self, plan: Preview) -> None:

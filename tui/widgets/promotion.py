@@ -8,13 +8,14 @@ from textual.containers import VerticalScroll
 from textual.widgets import Markdown, Static
 
 from engram.store.queue import DURA_LABELS, PromotionDetail
+from engram.tui.colours import Paint, role
 from engram.tui.terminal_safe import visible
 
 
-def dura_bar(value: float, width: int = 20) -> Text:
+def dura_bar(value: float, paint: Paint, width: int = 20) -> Text:
     """A score as a bar, its number beside it (the colour only repeats what the number says)."""
     filled = round(value * width)
-    style = "green" if value >= 0.8 else "yellow" if value >= 0.6 else "red"
+    style = paint("good" if value >= 0.8 else "warn" if value >= 0.6 else "bad")
     return Text.assemble(("█" * filled, style), ("░" * (width - filled), "dim"), f" {value:.2f}")
 
 
@@ -45,7 +46,7 @@ class PromotionView(VerticalScroll):
         dura = Text()
         for key, label in DURA_LABELS.items():
             dura.append(f"{key} {label:<9}")
-            dura.append_text(dura_bar(detail.dura.get(key, 0.0)))
+            dura.append_text(dura_bar(detail.dura.get(key, 0.0), lambda name: role(self, name)))
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
         self.query_one("#detail-body", Markdown).update(visible(detail.body))

@@ -8,6 +8,8 @@ import difflib
 from rich.table import Table
 from rich.text import Text
 
+from engram.tui.colours import Paint
+
 Row = tuple[str | None, str | None, str]  # (older line, newer line, difflib tag); None where a side has none
 
 
@@ -22,12 +24,15 @@ def aligned(older: list[str], newer: list[str]) -> list[Row]:
     return rows
 
 
-def side_by_side(older: str, newer: str) -> Table:
-    """A two-column table, older on the left (removed lines red), newer on the right (added lines green)."""
+def side_by_side(older: str, newer: str, paint: Paint) -> Table:
+    """A two-column table, older on the left (removed lines in the theme's "bad" colour), newer on the right
+    (added lines in its "good" one)."""
     table = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
     table.add_column("older", ratio=1, overflow="fold")
     table.add_column("newer", ratio=1, overflow="fold")
     for left, right, tag in aligned(older.splitlines(), newer.splitlines()):
         same = tag == "equal"
-        table.add_row(Text(left or "", style="" if same else "red"), Text(right or "", style="" if same else "green"))
+        table.add_row(
+            Text(left or "", style="" if same else paint("bad")), Text(right or "", style="" if same else paint("good"))
+        )
     return table
