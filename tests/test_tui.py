@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 from helpers import events, settle
-from textual.widgets import DataTable, Input, Markdown, Static
+from textual.widgets import DataTable, Input, Markdown, Static, Tree
 
 from engram.store.domain import MemoryType
 from engram.store.errors import StoreError
@@ -316,10 +316,15 @@ async def test_read_only_root_is_announced_and_refuses(fixture_root):
             assert "READ-ONLY" in str(app.query_one("#status", Static).render())
 
 
-async def test_small_terminal_stacks_the_detail(console):
+async def test_small_terminal_stacks_the_detail_and_a_wide_one_puts_it_beside(console):
+    """Textual's breakpoints: below 110 columns the screen is -narrow and the detail goes under the list."""
     async with console.run_test(size=(80, 24)) as pilot:
         await settle(console, pilot)
-        assert console.query_one(QueuePane).has_class("narrow")
+        table, detail = console.query_one("#queue-table"), console.query_one("#queue-detail")
+        assert console.screen.has_class("-narrow") and detail.region.y > table.region.y
+        await pilot.resize_terminal(160, 40)
+        await settle(console, pilot)
+        assert console.screen.has_class("-wide") and detail.region.x > table.region.x
 
 
 async def test_search_highlights_the_typed_words(console):
@@ -408,20 +413,27 @@ async def test_every_pane_comes_from_the_table(store):
             assert app.showing == pane.id and app.focused is app.query_one(pane.focus)
 
 
-@pytest.mark.parametrize(("pane", "table"), [("decay", "#decay-list"), ("scopes", "#scope-list")])
-async def test_j_k_g_G_move_in_the_decay_and_scopes_lists(store, pane, table):
+@pytest.mark.parametrize(
+    ("pane", "listing"),
+    [("decay", "#decay-list"), ("scopes", "#scope-list"), ("graph", "#entities"), ("supersedes", "#chains")],
+)
+async def test_j_k_g_G_move_in_every_list(store, pane, listing):
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         app.action_show_pane(pane)
         await settle(app, pilot)
-        listed = app.query_one(table, DataTable)
-        assert listed.row_count > 2
+        widget = app.query_one(listing)
+        if isinstance(widget, Tree):
+            at, last = (lambda: widget.cursor_line), widget.last_line
+        else:
+            at, last = (lambda: widget.cursor_row), widget.row_count - 1
+        assert last >= 2
         await pilot.press("j", "j")
-        assert listed.cursor_row == 2
+        assert at() == 2
         await pilot.press("k")
-        assert listed.cursor_row == 1
+        assert at() == 1
         await pilot.press("G")
-        assert listed.cursor_row == listed.row_count - 1
+        assert at() == last
         await pilot.press("g")
-        assert listed.cursor_row == 0
+        assert at() == 0

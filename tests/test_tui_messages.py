@@ -141,7 +141,7 @@ async def test_a_row_memoryd_decided_under_the_cursor_is_said_and_left(store, fi
         assert gone not in {i.id for i in queue.items} and queue.current().id == after
         assert "6 pending" in str(app.query_one("#status", Static).render())
         assert Promotion.get_by_id(gone).status == "rejected" and len(events(fixture_root)) == lines
-        assert queue.undo_stack == []
+        assert queue.undo_stack == [] and not any("0 promotions" in n.message for n in app._notifications)
 
 
 async def test_a_second_a_while_a_decision_runs_decides_once(store, monkeypatch):
@@ -220,3 +220,21 @@ async def test_a_dura_bar_takes_its_colours_from_the_theme(store, theme):
         bar = dura_bar(0.9, lambda name: role(app, name))
         assert bar.spans[0].style.color == Color.parse(variables["success"])
         assert role(app, "bad").color == Color.parse(variables["error"])
+
+
+async def test_a_dialog_key_is_remapped_like_any_other(store):
+    """Keys of dialogs and lists are in the registry too: here ``confirm.yes`` moves to ``j`` and a bulk
+    approval is confirmed with it."""
+    app = EngramApp(store, Settings(keys={"confirm.yes": "j"}))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        queue = app.query_one(QueuePane)
+        first, second = queue.items[0].id, queue.items[1].id
+        await pilot.press("space", "space", "a")
+        await settle(app, pilot)
+        await pilot.press("y")  # no longer yes
+        await settle(app, pilot)
+        assert Promotion.get_by_id(first).status == "pending"
+        await pilot.press("j")
+        await settle(app, pilot)
+        assert {Promotion.get_by_id(p).status for p in (first, second)} == {"approved"}

@@ -4,7 +4,7 @@ chain and brings the other panes up to date)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from textual.widget import Widget
 
@@ -12,16 +12,9 @@ from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
 from engram.tui.messages import StoreChanged
 
 
-def attempt(
-    widget: Widget,
-    act: Callable[[], object],
-    done: str,
-    then: Callable[[], None],
-    *kinds: str,
-    slugs: Iterable[str] = (),
-) -> bool:
-    """Run ``act`` (a store call); on success notify ``done``, run ``then`` and post :class:`StoreChanged` with
-    ``kinds`` (what the action changes, besides the audit log it appends to). Returns whether it succeeded."""
+def attempt(widget: Widget, act: Callable[[], object], done: str, then: Callable[[], None]) -> bool:
+    """Run ``act`` (a store call); on success notify ``done``, run ``then`` and post :class:`StoreChanged`.
+    Returns whether it succeeded."""
     try:
         act()
     except StoreError as exc:
@@ -32,5 +25,5 @@ def attempt(
         return False
     widget.notify(done, timeout=3)
     then()
-    widget.post_message(StoreChanged("audit", *kinds, slugs=slugs))
+    widget.post_message(StoreChanged())
     return True

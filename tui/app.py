@@ -48,6 +48,8 @@ WATCH_SECONDS = 1.0  # how often the store's change feed is asked (a few stat ca
 class EngramApp(App[None]):
     CSS_PATH = "engram.tcss"
     TITLE = "engram"
+    # Below 110 columns every screen has the class -narrow: details go below their lists (engram.tcss)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = bindings(CONSOLE_ACTIONS)
 
     def __init__(self, store: Store, settings: Settings = Settings(), warnings: Sequence[str] = ()) -> None:
@@ -256,7 +258,7 @@ class EngramApp(App[None]):
                     title="Import",
                     timeout=8,
                 )
-                self.post_message(StoreChanged("memories", "promotions", "audit"))
+                self.post_message(StoreChanged())
 
         self.push_screen(ImportScreen(self.store), done)
 

@@ -89,6 +89,7 @@ SUPERSEDES_ACTIONS = (
     Action("supersedes.reject", "x", "reject", "Reject"),
     Action("supersedes.undo", "u", "undo", "Undo link"),
     Action("supersedes.add", "a", "add", "Add link"),
+    *list_moves("supersedes", "Top", "Bottom"),
 )
 
 DECAY_ACTIONS = (
@@ -109,6 +110,7 @@ GRAPH_ACTIONS = (
     Action("graph.rename", "R", "rename", "Rename"),
     Action("graph.merge", "M", "merge", "Merge alias"),
     Action("graph.supersede", "s", "supersede", "Supersede relation"),
+    *list_moves("graph", "Top", "Bottom"),
 )
 
 AUDIT_ACTIONS = (
@@ -119,6 +121,51 @@ AUDIT_ACTIONS = (
     Action("audit.back", "escape", "back", "Back", show=False),
     *list_moves("audit", "Newest", "Oldest"),
 )
+
+
+LIST_ACTIONS = (  # every LineList: search results, audit lines
+    Action("list.up", "up", "move(-1)", "Up", show=False),
+    Action("list.down", "down", "move(1)", "Down", show=False),
+    Action("list.page_up", "pageup", "move('-page')", "Page up", show=False),
+    Action("list.page_down", "pagedown", "move('page')", "Page down", show=False),
+    Action("list.first", "home", "move('-all')", "First", show=False),
+    Action("list.last", "end", "move('all')", "Last", show=False),
+    Action("list.open", "enter", "select", "Open", show=False),
+)
+
+TABLE_ACTIONS = (  # every table: the queue, decay, scopes, graph, findings, pickers
+    Action("table.up", "up", "cursor_up", "Up", show=False),
+    Action("table.down", "down", "cursor_down", "Down", show=False),
+    Action("table.left", "left", "cursor_left", "Left", show=False),
+    Action("table.right", "right", "cursor_right", "Right", show=False),
+    Action("table.page_up", "pageup", "page_up", "Page up", show=False),
+    Action("table.page_down", "pagedown", "page_down", "Page down", show=False),
+    Action("table.first", "home", "scroll_home", "First", show=False),
+    Action("table.last", "end", "scroll_end", "Last", show=False),
+    Action("table.top", "ctrl+home", "scroll_top", "Top", show=False),
+    Action("table.bottom", "ctrl+end", "scroll_bottom", "Bottom", show=False),
+    Action("table.select", "enter", "select_cursor", "Select", show=False),
+)
+
+CANCEL = Action("dialog.cancel", "escape", "cancel", "Cancel")  # every dialog that can be left unanswered
+CONFIRM_ACTIONS = (
+    Action("confirm.yes", "y,enter", "answer(True)", "Yes"),
+    Action("confirm.no", "n,escape", "answer(False)", "No"),
+)
+EDIT_ACTIONS = (
+    Action("edit.save", "ctrl+s", "save", "Approve with edits"),
+    Action("edit.external", "ctrl+e", "external", "Body in $EDITOR"),
+    CANCEL,
+)
+GRANT_ACTIONS = (
+    CANCEL,
+    Action("grant.once", "o", "pick('once')", "Grant once", show=False),
+    Action("grant.session", "s", "pick('session')", "Grant for a session", show=False),
+    Action("grant.task", "t", "pick('task')", "Grant for a task", show=False),
+)
+HELP_ACTIONS = (Action("help.close", "escape", "close", "Close"),)
+IMPORT_ACTIONS = (Action("import.back", "escape", "back", "Back"),)
+DIALOG_ACTIONS = (CANCEL, *CONFIRM_ACTIONS, *EDIT_ACTIONS[:2], *GRANT_ACTIONS[1:], *HELP_ACTIONS, *IMPORT_ACTIONS)
 
 
 def bindings(actions: tuple[Action, ...]) -> list[BindingType]:

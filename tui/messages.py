@@ -8,23 +8,15 @@ left the screen is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from textual.message import Message
 
 from engram.store.audit.verify import Verdict
 
 
 class StoreChanged(Message):
-    """A pane (or a screen) wrote to the store: ``kinds`` names what it changed, in the change feed's words
-    (``promotions``, ``memories``, ``audit``), ``slugs`` the memories when it knows them. The console asks the
-    change feed at once, so every pane, the status line and the audit state follow without waiting for the
-    next tick, and re-checks the audit chain the write appended to."""
-
-    def __init__(self, *kinds: str, slugs: Iterable[str] = ()) -> None:
-        super().__init__()
-        self.kinds = frozenset(kinds)
-        self.slugs = frozenset(slugs)
+    """The store changed: a pane (or a screen) wrote to it, or found another writer had. The console asks the
+    change feed at once, which says exactly what changed, so every pane, the status line and the audit state
+    follow without waiting for the next tick."""
 
 
 class KeysChanged(Message):

@@ -9,11 +9,15 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from engram.tui.keymap import TABLE_ACTIONS, bindings
 from engram.tui.widgets.safe import plain
 
 
-class PlainTable(DataTable[object]):
-    """A DataTable whose text cells are data, never markup: each str cell is shown as :func:`plain` text."""
+class PlainTable(DataTable[object], inherit_bindings=False):
+    """A DataTable whose text cells are data, never markup: each str cell is shown as :func:`plain` text. Its
+    keys are the registry's (tui.keymap.TABLE_ACTIONS), so they can be remapped like every other."""
+
+    BINDINGS = bindings(TABLE_ACTIONS)
 
     def add_row(
         self, *cells: object, height: int | None = 1, key: str | None = None, label: TextType | None = None

@@ -154,7 +154,7 @@ class DecayPane(PaneBase):
         if slug is None:
             self.notify("the list is empty", timeout=3)
             return
-        attempt(self, lambda: act(slug), f"{slug}: {done}", self.reload, "memories", slugs=[slug])
+        attempt(self, lambda: act(slug), f"{slug}: {done}", self.reload)
 
     def action_revive(self) -> None:
         self._act(lambda slug: revive(self.store, slug), "alive again, recall stamped")
@@ -210,7 +210,7 @@ class DecayPane(PaneBase):
         else:
             deliver(self, self.notify, f"swept: {done} memories changed", timeout=5)
         deliver(self, self.reload)
-        self.post_message(StoreChanged("memories", "audit"))
+        self.post_message(StoreChanged())
 
     @on(DataTable.RowSelected, "#decay-list")
     def _open(self, event: DataTable.RowSelected) -> None:

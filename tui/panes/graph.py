@@ -40,6 +40,7 @@ from engram.tui.widgets.safe import plain
 
 class GraphPane(PaneBase):
     BINDINGS = bindings(GRAPH_ACTIONS)
+    LIST = "#entities"
     WATCHES = frozenset({"memories", "index"})  # memoryd extracts entities from the memories it writes
 
     def __init__(self, shared: Shared) -> None:

@@ -99,9 +99,6 @@ class QueuePane(PaneBase):
             yield FitTable(id="queue-table", cursor_type="row", zebra_stripes=True)
             yield PromotionView(id="queue-detail")
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "narrow")  # detail below the list on small terminals
-
     @on(FitTable.Resized, "#queue-table")
     def setup_columns(self) -> None:
         table = self.query_one("#queue-table", DataTable)
@@ -384,7 +381,11 @@ class QueuePane(PaneBase):
             if step.decisions:
                 self.undo_stack.append(step)
         n = len(step.decisions)
-        self.refresh_after(message.format(n=f"{n} promotion{'s' if n != 1 else ''}"))
+        if n or source is self.undo_stack:
+            self.refresh_after(message.format(n=f"{n} promotion{'s' if n != 1 else ''}"))
+        else:  # everything was skipped (and said): engram changed nothing, but the store had changed
+            self.reload()
+            self.post_message(StoreChanged())
         if self.store.audit_warning:
             self.notify(self.store.audit_warning, severity="warning")
 
@@ -470,7 +471,7 @@ class QueuePane(PaneBase):
         audit state and the panes showing memories follow)."""
         self.notify(message, timeout=3)
         self.reload()
-        self.post_message(StoreChanged("promotions", "memories", "audit"))
+        self.post_message(StoreChanged())
 
     # ------------------------------------------------------------------ sensitive scopes
 

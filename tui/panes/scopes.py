@@ -57,9 +57,6 @@ class ScopesPane(PaneBase):
         self.query_one("#scope-progress").display = False
         self.query_one("#progress").display = False
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "narrow")  # the detail below the list on small terminals
-
     def load(self) -> None:
         """The check reads every file: it starts when the pane is first looked at, not with the console
         (a background thread still takes a share of the interpreter from the keys being typed elsewhere)."""
@@ -333,7 +330,7 @@ class ScopesPane(PaneBase):
         self.load_scopes()
         if files_changed:
             self.post_message(KeysChanged())
-        self.post_message(StoreChanged("memories", "audit"))
+        self.post_message(StoreChanged())
 
     # ------------------------------------------------------------------ the drift check
 

@@ -141,8 +141,9 @@ class SearchPane(PaneBase):
             return
         self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
         scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
+        matches = "memory matches" if self.result.total == 1 else "memories match"
         status = self.result.error or (
-            f"{self.result.total} memories match · searching {scope}"
+            f"{self.result.total} {matches} · searching {scope}"
             + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else "")
         )
         self.query_one("#search-status", Static).update(Text(status))

@@ -40,6 +40,7 @@ from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.shared import Shared
 from engram.tui.threads import background, deliver, progress
+from engram.tui.widgets.movetree import MoveTree
 from engram.tui.widgets.safe import plain
 from engram.tui.widgets.sidediff import side_by_side
 
@@ -48,6 +49,7 @@ DECIDED = {"auto": "auto", "digest": "PROPOSED", "user": "you", FILE_ONLY: "file
 
 class SupersedesPane(PaneBase):
     BINDINGS = bindings(SUPERSEDES_ACTIONS)
+    LIST = "#chains"
     WATCHES = frozenset({"memories", "index"})
 
     def __init__(self, shared: Shared) -> None:
@@ -57,12 +59,9 @@ class SupersedesPane(PaneBase):
     def compose(self) -> ComposeResult:
         with Vertical(id="chains-box"):
             yield ProgressBar(id="chains-progress", show_eta=False)
-            yield Tree("supersedes", id="chains")
+            yield MoveTree("supersedes", id="chains")
         with VerticalScroll(id="chain-side"):
             yield Static("", id="chain-detail")
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "narrow")  # the two memories need the full width on small terminals
 
     def load(self) -> None:
         self.reload()
@@ -247,7 +246,7 @@ class SupersedesPane(PaneBase):
         )
 
     def _do(self, act: Callable[[], object], done: str, newer: str) -> None:
-        attempt(self, act, f"link {done}", lambda: self.reload(newer), "memories", slugs=[newer])
+        attempt(self, act, f"link {done}", lambda: self.reload(newer))
 
 
 def _decided(link: Link) -> str:

@@ -10,11 +10,14 @@ from engram.tui.keymap import (
     APP_ACTIONS,
     AUDIT_ACTIONS,
     DECAY_ACTIONS,
+    DIALOG_ACTIONS,
     GRAPH_ACTIONS,
+    LIST_ACTIONS,
     QUEUE_ACTIONS,
     SCOPES_ACTIONS,
     SEARCH_ACTIONS,
     SUPERSEDES_ACTIONS,
+    TABLE_ACTIONS,
     Action,
 )
 from engram.tui.panes.audit import AuditPane
@@ -60,4 +63,10 @@ SHOW_ACTIONS = tuple(
     Action(f"app.pane.{pane.id}", pane.key, f"show_pane('{pane.id}')", pane.title, show=False) for pane in PANES
 )
 CONSOLE_ACTIONS = APP_ACTIONS + SHOW_ACTIONS  # the app's own bindings
-ALL_ACTIONS = CONSOLE_ACTIONS + tuple(action for pane in PANES for action in pane.actions)
+ALL_ACTIONS = (
+    CONSOLE_ACTIONS
+    + tuple(action for pane in PANES for action in pane.actions)
+    + DIALOG_ACTIONS
+    + LIST_ACTIONS
+    + TABLE_ACTIONS
+)  # every key of the console, dialogs and list movement included: all under ?, all remappable

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, TextArea
@@ -13,16 +12,13 @@ from engram.store.errors import StoreError
 from engram.store.external_edit import edit_in_editor
 from engram.store.promotions import Edits
 from engram.store.queue import PromotionDetail
+from engram.tui.keymap import EDIT_ACTIONS, bindings
 
 
 class EditScreen(ModalScreen[Edits | None]):
     """ctrl+s approves with the edits; Escape cancels."""
 
-    BINDINGS = [
-        Binding("ctrl+s", "save", "Approve with edits"),
-        Binding("ctrl+e", "external", "Body in $EDITOR"),
-        Binding("escape", "cancel", "Cancel"),
-    ]
+    BINDINGS = bindings(EDIT_ACTIONS)
 
     def __init__(self, detail: PromotionDetail, sensitive: bool) -> None:
         super().__init__()

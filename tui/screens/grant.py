@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
+
+from engram.tui.keymap import GRANT_ACTIONS, bindings
 
 CHOICES = (
     ("once", "once: the next 90 seconds"),
@@ -20,12 +21,7 @@ CHOICES = (
 class GrantScreen(ModalScreen[tuple[str, str | None] | None]):
     """Pick a duration (arrows or o/s/t, Enter); a task may then be named. Escape cancels."""
 
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel"),
-        Binding("o", "pick('once')", show=False),
-        Binding("s", "pick('session')", show=False),
-        Binding("t", "pick('task')", show=False),
-    ]
+    BINDINGS = bindings(GRANT_ACTIONS)
 
     def __init__(self, scope: str) -> None:
         super().__init__()

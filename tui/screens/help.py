@@ -9,12 +9,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label
 
+from engram.tui.keymap import HELP_ACTIONS, bindings
 from engram.tui.panes.table import ALL_ACTIONS
 from engram.tui.tables import PlainTable
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "close", "Close")]
+    BINDINGS = bindings(HELP_ACTIONS)
 
     def __init__(self, keymap: dict[str, str]) -> None:
         super().__init__()

@@ -8,7 +8,6 @@ from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, OptionList, ProgressBar, Static
@@ -20,6 +19,7 @@ from engram.store.importers.base import Options
 from engram.store.importers.run import ImportResult, Preview, apply_import, preview
 from engram.store.service import Store
 from engram.tui.colours import role
+from engram.tui.keymap import IMPORT_ACTIONS, bindings
 from engram.tui.tables import PlainTable
 from engram.tui.threads import background, deliver, progress
 
@@ -35,7 +35,7 @@ SHOWN = 12  # findings listed per kind; the rest are counted
 class ImportScreen(ModalScreen[ImportResult | None]):
     """Escape goes back from the preview to the form, and from the form out."""
 
-    BINDINGS = [Binding("escape", "back", "Back")]
+    BINDINGS = bindings(IMPORT_ACTIONS)
 
     def __init__(self, store: Store) -> None:
         super().__init__()
@@ -77,9 +77,6 @@ class ImportScreen(ModalScreen[ImportResult | None]):
         for hidden in ("#import-progress", "#import-preview", "#import-go"):
             self.query_one(hidden).display = False
         self.query_one("#import-system", OptionList).highlighted = 0
-
-    def on_resize(self) -> None:
-        self.query_one("#import-dialog").set_class(self.size.width < 110, "narrow")
 
     @on(OptionList.OptionSelected, "#import-system")
     def _system(self) -> None:

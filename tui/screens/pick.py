@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from engram.store.search import SearchIndex
+from engram.tui.keymap import CANCEL, bindings
 from engram.tui.widgets.safe import plain
 
 
 class MemoryPicker(ModalScreen[str | None]):
     """Type to search; Enter on a result picks it; Escape cancels."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = bindings((CANCEL,))
 
     def __init__(self, question: str, index: SearchIndex, query: str = "") -> None:
         super().__init__()

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
+
+from engram.tui.keymap import CANCEL, CONFIRM_ACTIONS, bindings
 
 
 class TextPrompt(ModalScreen[str | None]):
     """Ask for one line; Enter answers (possibly empty), Escape cancels (None)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = bindings((CANCEL,))
 
     def __init__(self, question: str, placeholder: str = "", password: bool = False, value: str = "") -> None:
         super().__init__()
@@ -34,7 +35,7 @@ class TextPrompt(ModalScreen[str | None]):
 class Confirm(ModalScreen[bool]):
     """Ask yes or no; y or Enter is yes."""
 
-    BINDINGS = [Binding("y,enter", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS = bindings(CONFIRM_ACTIONS)
 
     def __init__(self, question: str) -> None:
         super().__init__()

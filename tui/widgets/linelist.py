@@ -11,27 +11,20 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from engram.tui.keymap import LIST_ACTIONS, bindings
+
 
 class LineList(ScrollView, can_focus=True):
     """Rows under a header line; the cursor row is highlighted and Enter (or a click) selects it."""
 
     COMPONENT_CLASSES = {"linelist--header", "linelist--cursor", "linelist--stripe"}
-    BINDINGS = [
-        Binding("up", "move(-1)", "Up", show=False),
-        Binding("down", "move(1)", "Down", show=False),
-        Binding("pageup", "move('-page')", "Page up", show=False),
-        Binding("pagedown", "move('page')", "Page down", show=False),
-        Binding("home", "move('-all')", "First", show=False),
-        Binding("end", "move('all')", "Last", show=False),
-        Binding("enter", "select", "Open", show=False),
-    ]
+    BINDINGS = bindings(LIST_ACTIONS)
 
     cursor: reactive[int] = reactive(0, repaint=False)
 
