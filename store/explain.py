@@ -1,13 +1,15 @@
-""" "Why is this here": one memory with everything that explains it, as Markdown for the console."""
+""" "Why is this here": one memory with everything that explains it, as data, or as Markdown for the console."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
 from engram.store.audit.verify import EventFilter, events
-from engram.store.frontmatter import parse
+from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.index import Promotion, SupersedesChain
 from engram.store.memories import view_memory
 from engram.store.promotions import dura_of
@@ -15,41 +17,95 @@ from engram.store.sensitive import binding
 from engram.store.service import Store
 
 
+@dataclass
+class Explanation:
+    """One memory with what explains it: the console renders it as Markdown, ``engram show --json`` as data."""
+
+    slug: str
+    doc: MemoryDoc
+    warnings: list[str]
+    promotion: dict[str, Any] | None  # the promotion it came from: id, status, session, DURA, reasoning
+    supersedes: list[dict[str, Any]]  # rows where it is the newer memory
+    superseded_by: list[dict[str, Any]]
+    events: list[dict[str, Any]]  # its audit events, oldest first
+
+    def markdown(self) -> str:
+        fm = self.doc.frontmatter
+        why = []
+        if self.promotion is not None:
+            p = self.promotion
+            dura = ", ".join(f"{k} {v:.2f}" for k, v in p["dura"].items())
+            why.append(
+                f"- Promoted from session `{p['session']}` (promotion #{p['id']}, {p['status']}); DURA {dura}; "
+                f"reasoning: {p['reasoning'] or '—'}"
+            )
+        elif fm.promoted_from:
+            why.append(f"- Promoted from session `{fm.promoted_from}`")
+        why.append(f"- Source: {fm.source}; created {fm.created_at.isoformat()}")
+        why += [
+            f"- Supersedes `{r['older']}` ({r['decided_by']}, {r['confidence']:.2f}): {r['reason'] or ''}"
+            for r in self.supersedes
+        ]
+        why += [f"- Superseded by `{r['newer']}` ({r['decided_by']}): {r['reason'] or ''}" for r in self.superseded_by]
+        trail = [
+            f"- {e.get('ts', '')[:19]} {e.get('event_type')} by {e.get('actor', 'memoryd')}: {_short(e.get('details'))}"
+            for e in self.events[-20:]
+        ]
+        frontmatter = yaml.safe_dump(fm.to_yaml_dict(), sort_keys=False, allow_unicode=True)
+        parts = [f"# {fm.title}", *self.warnings, self.doc.body, "---", "## Frontmatter", f"```yaml\n{frontmatter}```"]
+        parts += ["## Why is this here", "\n".join(why), "## Audit events", "\n".join(trail) or "none"]
+        return "\n\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "frontmatter": self.doc.frontmatter.to_yaml_dict(),
+            "body": self.doc.body,
+            "warnings": self.warnings,
+            "promotion": self.promotion,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "audit_events": self.events,
+        }
+
+
 def explain(store: Store, slug: str) -> str:
+    """:func:`explanation` as Markdown, for the console."""
+    return explanation(store, slug).markdown()
+
+
+def explanation(store: Store, slug: str) -> Explanation:
     """The memory's body and frontmatter, the promotion it came from (DURA, reasoning), its source session,
     what it supersedes and what supersedes it, and its audit events. Opening a sensitive memory is audited."""
     doc = view_memory(store, slug)
-    fm = doc.frontmatter
-    parts = [
-        f"# {fm.title}",
-        *_binding_warning(store, slug),
-        doc.body,
-        "---",
-        "## Frontmatter",
-        "```yaml\n" + yaml.safe_dump(fm.to_yaml_dict(), sort_keys=False, allow_unicode=True) + "```",
-    ]
-    why = []
     promotion = Promotion.get_or_none(Promotion.id == _promotion_id(slug)) if slug.startswith("promoted-") else None
-    if promotion is not None:
-        dura = ", ".join(f"{k} {v:.2f}" for k, v in dura_of(promotion).items())
-        why.append(
-            f"- Promoted from session `{promotion.source_session_slug}` (promotion #{promotion.id}, "
-            f"{promotion.status}); DURA {dura}; reasoning: {promotion.reasoning or '—'}"
-        )
-    elif fm.promoted_from:
-        why.append(f"- Promoted from session `{fm.promoted_from}`")
-    why.append(f"- Source: {fm.source}; created {fm.created_at.isoformat()}")
-    for row in SupersedesChain.select().where(SupersedesChain.newer_memory_id == slug):
-        why.append(f"- Supersedes `{row.older_memory_id}` ({row.decided_by}, {row.confidence:.2f}): {row.reason or ''}")
-    for row in SupersedesChain.select().where(SupersedesChain.older_memory_id == slug):
-        why.append(f"- Superseded by `{row.newer_memory_id}` ({row.decided_by}): {row.reason or ''}")
-    parts += ["## Why is this here", "\n".join(why)]
-    trail = [
-        f"- {e.get('ts', '')[:19]} {e.get('event_type')} by {e.get('actor', 'memoryd')}: {_short(e.get('details'))}"
-        for e in events(store.layout.audit_path, EventFilter(target=slug))
-    ]
-    parts += ["## Audit events", "\n".join(trail[-20:]) or "none"]
-    return "\n\n".join(parts)
+    return Explanation(
+        slug,
+        doc,
+        _binding_warning(store, slug),
+        None
+        if promotion is None
+        else {
+            "id": promotion.id,
+            "status": promotion.status,
+            "session": promotion.source_session_slug,
+            "dura": dura_of(promotion),
+            "reasoning": promotion.reasoning,
+        },
+        [_link(r) for r in SupersedesChain.select().where(SupersedesChain.newer_memory_id == slug)],
+        [_link(r) for r in SupersedesChain.select().where(SupersedesChain.older_memory_id == slug)],
+        list(events(store.layout.audit_path, EventFilter(target=slug))),
+    )
+
+
+def _link(row: SupersedesChain) -> dict[str, Any]:
+    return {
+        "newer": row.newer_memory_id,
+        "older": row.older_memory_id,
+        "decided_by": row.decided_by,
+        "confidence": row.confidence,
+        "reason": row.reason,
+    }
 
 
 def _binding_warning(store: Store, slug: str) -> list[str]:

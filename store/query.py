@@ -2,8 +2,9 @@
 
 ``a b`` both; ``a | b`` either; ``'exact`` substring; ``^prefix``; ``suffix$``; ``^whole$``; ``!term`` not;
 field filters ``type:`` ``scope:`` ``tag:`` ``state:`` ``source:`` (value prefix, case-insensitive, ``!`` works
-too); ``\\ `` is a literal space. A plain term matches as a case-insensitive substring; ranking (rapidfuzz) is
-the searcher's business, not the parser's.
+too); in the review queue also ``dura:>0.7`` ``dura:<=0.5`` (the DURA average) and ``age:>7`` (days since it was
+proposed; ``7d`` too); ``\\ `` is a literal space. A plain term matches as a case-insensitive substring;
+ranking (rapidfuzz) is the searcher's business, not the parser's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 FIELDS = ("type", "scope", "tag", "state", "source")
+NUMERIC = ("dura", "age")  # compared, not matched: the queue's fields (parse(..., numeric=True))
+_COMPARE = re.compile(r"^(<=|>=|<|>|=)?(\d+(?:\.\d+)?)d?$")
+_OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__, "=": float.__eq__}
 
 
 class QuerySyntaxError(ValueError):
@@ -22,7 +26,7 @@ class QuerySyntaxError(ValueError):
 @dataclass(frozen=True)
 class Term:
     text: str  # lowercased
-    kind: str = "substring"  # substring | exact | prefix | suffix | equal
+    kind: str = "substring"  # substring | exact | prefix | suffix | equal; for a NUMERIC field: < <= > >= =
     negate: bool = False
     field: str | None = None  # one of FIELDS, or None for the text of the memory
 
@@ -43,8 +47,9 @@ class Query:
 _FIELD_RE = re.compile(r"^(!?)([a-z]+):(.*)$")
 
 
-def parse(text: str) -> Query:
-    """Parse a query; raises :class:`QuerySyntaxError` with what is wrong."""
+def parse(text: str, numeric: bool = False) -> Query:
+    """Parse a query; raises :class:`QuerySyntaxError` with what is wrong. ``numeric``: the NUMERIC fields are
+    known (the review queue has them; memories do not)."""
     groups: list[tuple[Term, ...]] = []
     current: list[Term] = []
     pending_or = False
@@ -54,7 +59,7 @@ def parse(text: str) -> Query:
                 raise QuerySyntaxError("'|' needs a term on both sides")
             pending_or = True
             continue
-        term = _term(token)
+        term = _term(token, numeric)
         if pending_or:
             current.append(term)
             pending_or = False
@@ -90,15 +95,21 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
-def _term(token: str) -> Term:
+def _term(token: str, numeric: bool) -> Term:
     field_match = _FIELD_RE.match(token)
+    if numeric and field_match and field_match.group(2) in NUMERIC:
+        negate, name, value = field_match.groups()
+        compared = _COMPARE.match(value.strip())
+        if compared is None:
+            raise QuerySyntaxError(f"{name}: takes a number with < <= > >= or = before it (e.g. {name}:>0.7)")
+        return Term(compared.group(2), compared.group(1) or "=", bool(negate), name)
     if field_match and field_match.group(2) in FIELDS:
         negate, name, value = field_match.groups()
         if not value:
             raise QuerySyntaxError(f"{name}: needs a value")
         return Term(value.lower(), "prefix", bool(negate), name)
     if field_match and not token.startswith(("'", "^")):
-        known = ", ".join(f"{f}:" for f in FIELDS)
+        known = ", ".join(f"{f}:" for f in FIELDS + (NUMERIC if numeric else ()))
         raise QuerySyntaxError(f"unknown field {field_match.group(2)}: (fields are {known})")
     negate = token.startswith("!")
     if negate:
@@ -127,6 +138,9 @@ def matches(query: Query, haystack: str, fields: Mapping[str, Sequence[str]]) ->
 
 
 def _one(term: Term, haystack: str, fields: Mapping[str, Sequence[str]]) -> bool:
+    if term.field in NUMERIC:
+        hit = any(_OPS[term.kind](float(v), float(term.text)) for v in fields.get(term.field, ()))
+        return hit != term.negate
     if term.field is not None:
         values = fields.get(term.field, ())
         hit = any(v.startswith(term.text) for v in values)

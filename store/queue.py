@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, tuples
 from engram.store.promotions import dura_of, parse_json_list
-from engram.store.query import Query, matches
+from engram.store.query import Query, matches, parse
 from engram.store.service import Store
 
 SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
@@ -48,6 +49,8 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
         else {}
     )
     sensitive = store.sensitive_scopes()
+    sources = dict(tuples(Memory.select(Memory.slug, Memory.source))) if not query.empty else {}
+    now = store.now()
     items = []
     for p in Promotion.select().where(Promotion.status == "pending"):
         note = notes.get(p.id)
@@ -63,7 +66,8 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
             note.defer_reason if note else None,
             p.scope_hash in sensitive,
         )
-        if query.empty or matches(query, _haystack(item, p.proposed_body), _fields(item)):
+        fields = _fields(item, sources.get(p.source_session_slug, ""), now)
+        if query.empty or matches(query, _haystack(item, p.proposed_body), fields):
             items.append(item)
     items.sort(key=_sort_key(sort))
     items.sort(key=lambda i: i.deferred)  # stable: deferred sink, each part keeps the chosen order
@@ -82,13 +86,27 @@ def _haystack(item: QueueItem, body: str) -> str:
     return " ".join([item.title, *item.triggers, body]).lower()
 
 
-def _fields(item: QueueItem) -> dict[str, list[str]]:
+def queue_query(text: str) -> Query:
+    """The queue's filter: the search syntax with ``dura:`` and ``age:`` comparisons."""
+    return parse(text, numeric=True)
+
+
+def _fields(item: QueueItem, source: str, now: datetime) -> dict[str, list[str]]:
+    """``source`` is the source session's (claude-code, codex, ...); ``age`` whole days since it was proposed."""
+    try:
+        created = datetime.fromisoformat(item.created_at.replace("Z", "+00:00"))
+    except (ValueError, TypeError, AttributeError):  # memoryd's created_at is ISO-8601; anything else has no age
+        age = []
+    else:
+        age = [str((now - (created if created.tzinfo else created.replace(tzinfo=UTC))).days)]
     return {
         "type": [item.type],
         "scope": [item.scope_hash],
         "state": ["deferred" if item.deferred else "pending"],
         "tag": [],
-        "source": ["promotion"],
+        "source": [source.lower()],
+        "dura": [str(item.dura_avg)],
+        "age": age,
     }
 
 

@@ -315,3 +315,14 @@ class _Words:
             if k != anchor:
                 at = at[self.units[at + k] == pattern[k]]
         return np.searchsorted(self.starts, at, side="right") - 1  # repeats are harmless to _bits
+
+
+def snippet(text: str, words: list[str], width: int = 120) -> str:
+    """About ``width`` characters of ``text`` around the first of ``words`` it contains (case-insensitive), on
+    one line; the start of the text when it contains none."""
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    at = min((i for w in words if w and (i := lowered.find(w.lower())) >= 0), default=0)
+    start = max(0, at - width // 3)
+    piece = flat[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")

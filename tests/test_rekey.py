@@ -138,7 +138,9 @@ def test_the_keyring_keeps_memoryds_passphrase_in_step(fixture_root, memory_keyr
 
 def test_a_rekey_to_the_source_memoryd_does_not_use_is_refused(fixture_root):
     files = sensitive_files(fixture_root)
-    assert run_cli(fixture_root, "scope", "rekey", FINANCE, "--to", "random") == 2
+    assert (
+        run_cli(fixture_root, "scope", "rekey", FINANCE, "--to", "random") == 1
+    )  # a refusal: exit 1, and nothing changed
     assert sensitive_files(fixture_root) == files
 
 

@@ -54,7 +54,7 @@ def test_panes_and_screens_reach_the_app_only_through_textual_and_messages():
     own = set(vars(EngramApp)) - set(dir(App))
     assert {"check_audit", "refresh_status", "store_changed"} <= own  # the check below means something
     for path in sorted(TUI.glob("**/*.py")):
-        if path.name in ("app.py", "cli.py") or path.parent.name == "tui" and path.name == "__main__.py":
+        if path.name == "app.py" or path.parent.name == "cli":  # the app itself; the CLI starts it
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

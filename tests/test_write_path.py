@@ -183,6 +183,7 @@ NOT_ONE_EVENT = {
     "queue.pending_queue": "reads only",
     "queue.promotion_detail": "reads only (names sensitive files, never opens them)",
     "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
+    "explain.explanation": "reads; opening a sensitive memory goes through view_memory, which audits it",
     "sensitive.convert.unlock": "derives keys in memory; nothing on disk changes",
     "scopes.resolve_scope": "reads only",
     "scopes.project_dir": "reads only",

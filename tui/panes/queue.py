@@ -15,8 +15,8 @@ from textual.widgets import DataTable, Input, Static
 
 from engram.store import promotions
 from engram.store.errors import Conflict, NotFound, StoreError
-from engram.store.query import QuerySyntaxError, parse
-from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail
+from engram.store.query import QuerySyntaxError
+from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail, queue_query
 from engram.store.service import Store
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, StoreChanged
@@ -123,7 +123,7 @@ class QueuePane(PaneBase):
     def reload(self, keep: int | None = None) -> None:
         """Load the pending promotions off the UI thread, then show the page holding ``keep`` (or the cursor)."""
         try:
-            items = pending_queue(self.store, self.sort, parse(self.filter_text))
+            items = pending_queue(self.store, self.sort, queue_query(self.filter_text))
         except (StoreError, QuerySyntaxError) as exc:
             deliver(self, self.notify, str(exc), severity="error")
             return
@@ -289,7 +289,7 @@ class QueuePane(PaneBase):
     @on(Input.Submitted, "#queue-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         try:
-            parse(event.value)
+            queue_query(event.value)
         except QuerySyntaxError as exc:
             self.notify(str(exc), severity="error")
             return

@@ -1,0 +1,82 @@
+"""The ``engram`` command: opens the console, or runs one store command and reports.
+
+Exit codes: 0 success, 1 a finding (drift, something left unrepaired) or a refusal (a promotion decided
+already), 2 could not run. Errors are one line
+on stderr. Every command takes ``--root DIR``; every report takes ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from engram import __version__
+from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, StoreError
+from engram.store.query import QuerySyntaxError
+from engram.tui.cli import audit, decay, graph, importing, links, memories, promotions, root, scopes
+from engram.tui.cli.common import EXIT_ERROR, EXIT_FINDING, EXIT_OK, Handler, confirming, tell_notices
+from engram.tui.completion import autocomplete
+from engram.tui.terminal_safe import SafeWriter
+
+MODULES = (root, memories, promotions, links, decay, graph, scopes, importing, audit)
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    """The parser, and each command's handler by its words ("audit verify")."""
+    root_help = "data root (default: $MEMORYD_DATA_ROOT, else ~/.local/share/memoryd)"
+    # --root is taken before or after the subcommand: a subcommand's own default must not overwrite the value
+    # given before it (argparse's parents would), so there it is only set when given
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help=root_help)
+    report = argparse.ArgumentParser(add_help=False)
+    report.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    parser = argparse.ArgumentParser(prog="engram", description="Review and keep a memoryd memory store trustworthy.")
+    parser.add_argument("--root", metavar="DIR", help=root_help)
+    parser.add_argument("--version", action="version", version=f"engram {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    handlers: dict[str, Handler] = {}
+    for module in MODULES:
+        handlers.update(module.add_commands(sub, common, report))
+    return parser, handlers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, handlers = _parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks what can follow: answer and exit (see tui/completion.py)
+        autocomplete(parser)
+    args = parser.parse_args(argv)
+    command = args.command or "open"
+    group = getattr(args, f"{command}_command", None)  # "audit" "verify": the handler of "audit verify"
+    handler = handlers[f"{command} {group}" if group else command]
+    if command in ("open", "demo"):  # the console draws its own screen
+        return _run(handler, args)
+    streams = sys.stdout, sys.stderr  # everything else prints data: nothing in it may drive the terminal
+    sys.stdout, sys.stderr = SafeWriter(sys.stdout), SafeWriter(sys.stderr)
+    try:
+        return _run(handler, args)
+    finally:
+        if sys.stdout is not None:
+            sys.stdout, sys.stderr = streams
+
+
+def _run(handler: Handler, args: argparse.Namespace) -> int:
+    try:
+        return confirming(handler, args)
+    except Conflict as exc:  # a refusal: the store is not in the state the command needs (a decided promotion)
+        print(f"engram: {exc}", file=sys.stderr)
+        return EXIT_FINDING
+    except (StoreError, QuerySyntaxError) as exc:
+        print(f"engram: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:  # `engram ls | head`: the reader left; say nothing more (before OSError: it is one)
+        sys.stdout = None
+        return EXIT_OK
+    except ENVIRONMENT_ERRORS as exc:  # disk full, read-only file system, a damaged index page: one line
+        print(f"engram: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+    finally:
+        tell_notices()

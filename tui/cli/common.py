@@ -1,0 +1,99 @@
+"""What every command shares: exit codes, opening the store (with memoryd's passphrase when a command needs
+it), printing text or JSON, and what the stores a command opened left unsaid."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from engram.store.errors import (
+    PassphraseUnconfirmed,
+)
+from engram.store.sensitive.crypto import PASSPHRASE_ENV
+from engram.store.service import Store
+from engram.tui.completion import Completer
+
+EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
+NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
+SCOPE_HELP = "scope hash, or the project's path"
+
+Handler = Callable[[argparse.Namespace], int]
+Subparsers = argparse._SubParsersAction  # what add_subparsers returns: each command module adds its parsers to it
+
+
+def timestamp(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO-8601 date or time") from None
+
+
+def completed(action: argparse.Action, completer: Completer) -> None:
+    action.completer = completer  # type: ignore[attr-defined]  # where argcomplete looks
+
+
+OPENED: list[Store] = []  # every store a command opened: what each left unsaid is told when the command ends
+
+
+def open_store(args: argparse.Namespace, **options: Any) -> Store:
+    store = Store.open(args.root, **options)
+    OPENED.append(store)
+    return store
+
+
+def tell_notices() -> None:
+    for notice in dict.fromkeys(store.notice for store in OPENED if store.notice):
+        print(f"engram: {notice}", file=sys.stderr)
+    OPENED.clear()
+
+
+def emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else text)
+
+
+def open_with_key(args: argparse.Namespace, needs_key: Callable[[Store], bool] = lambda store: True) -> Store:
+    """The store, with memoryd's passphrase from the environment or, where ``needs_key`` says the command will
+    want it, a masked prompt at a terminal (asked once per run, a second time only when :func:`_confirming`
+    wants it)."""
+    store = open_store(args)
+    keys = store.keys
+    if keys.key_source != "passphrase":
+        return store
+    if keys.passphrase is None and sys.stdin.isatty() and needs_key(store):
+        args.typed_passphrase = getattr(args, "typed_passphrase", None) or getpass.getpass(
+            f"memoryd passphrase (or set {PASSPHRASE_ENV}): "
+        )
+        keys.set_passphrase(args.typed_passphrase)
+    again = getattr(args, "passphrase_again", None)
+    if again is not None and keys.passphrase is not None:
+        if again != keys.passphrase:
+            raise PassphraseUnconfirmed("the two passphrases differ: nothing changed")
+        keys.confirmed = True
+    return store
+
+
+def confirming(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run ``command``; when it stops because nothing on the root can check the passphrase (it stops before
+    writing anything), ask for it again at a terminal and run it once more with the two compared."""
+    try:
+        return command(args)
+    except PassphraseUnconfirmed:
+        if not sys.stdin.isatty() or getattr(args, "passphrase_again", None) is not None:
+            raise
+    args.passphrase_again = getpass.getpass("nothing is encrypted yet to check it against: the same passphrase again: ")
+    return command(args)
+
+
+def encrypted(*slugs: str) -> Callable[[Store], bool]:
+    """For :func:`open_with_key`: the command needs the key when one of these memories is encrypted (a slug
+    that is no memory stops the command here, with the store's one-line error)."""
+
+    def needs(store: Store) -> bool:
+        return any(store.memory(slug).body_path.endswith(".md.enc") for slug in slugs)
+
+    return needs

@@ -1,0 +1,77 @@
+"""Memories from scripts: search them with the console's query syntax and ranking, and show one with
+everything that explains it. Both use the store code the console uses (``SearchIndex``, ``explanation``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from engram.store.explain import explanation
+from engram.store.memories import view_memory
+from engram.store.query import QuerySyntaxError
+from engram.store.search import Hit, SearchIndex, snippet
+from engram.store.service import Store
+from engram.tui.cli.common import EXIT_OK, Handler, Subparsers, emit, encrypted, open_with_key
+from engram.tui.cli_progress import cli_progress
+
+
+def add_commands(
+    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
+) -> dict[str, Handler]:
+    search = sub.add_parser(
+        "search",
+        parents=[common, report],
+        help="search memories as the console does (bodies of locked sensitive scopes are never read)",
+    )
+    search.add_argument("query", help="words, 'exact, ^prefix, suffix$, !not, a | b, type: scope: tag: state: source:")
+    search.add_argument("--limit", type=int, default=20, metavar="N", help="at most N hits (default 20)")
+    show = sub.add_parser("show", parents=[common, report], help="one memory and why it is there")
+    show.add_argument("slug", metavar="SLUG")
+    return {"search": _search, "show": _show}
+
+
+def _search(args: argparse.Namespace) -> int:
+    """The key, if any, comes from the environment: a search never prompts, and a locked scope's hits are
+    titles only (index.db holds them in clear for memoryd anyway)."""
+    with open_with_key(args, lambda store: False) as store:
+        index = SearchIndex.load(store)
+        with cli_progress("reading bodies") as advance:
+            index.enrich(store, advance)
+        result = index.search(args.query, limit=max(1, args.limit))
+        if result.error:
+            raise QuerySyntaxError(result.error)
+        hits = [_hit(store, hit, rank, result.words) for rank, hit in enumerate(result.hits, 1)]
+    text = "\n".join(
+        f"{h['rank']:>3} {h['type']:<10} {h['scope']:<13} {h['slug']}  {h['title']}"
+        + (f"\n      {h['snippet']}" if h["snippet"] else "")
+        for h in hits
+    )
+    emit(args, {"total": result.total, "hits": hits}, text or f"no memory matches {args.query!r}")
+    return EXIT_OK
+
+
+def _hit(store: Store, hit: Hit, rank: int, words: list[str]) -> dict[str, object]:
+    """A hit with a snippet of its body around the match; none for a locked scope. Reading an unlocked
+    sensitive memory for its snippet is audited, as opening it in the console is."""
+    locked = hit.encrypted and not store.keys.can_open(hit.scope_hash)
+    text = None if locked else view_memory(store, hit.slug).body
+    return {
+        "rank": rank,
+        "slug": hit.slug,
+        "title": hit.title,
+        "type": hit.type,
+        "scope": hit.scope_hash,
+        "state": hit.decay_state,
+        "locked": locked,
+        "snippet": None if text is None else snippet(text, words),
+    }
+
+
+def _show(args: argparse.Namespace) -> int:
+    with open_with_key(args, encrypted(args.slug)) as store:
+        found = explanation(store, args.slug)
+    if args.json:
+        print(json.dumps(found.to_json(), ensure_ascii=False, indent=2, default=str))
+    else:
+        print(found.markdown())
+    return EXIT_OK

@@ -1,0 +1,183 @@
+"""The commands on a whole root: open the console, the demo, shell completion, check, repair, rebuild-index,
+ls and stats."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from engram.store.demo import DEMO_PASSPHRASE, build_demo
+from engram.store.drift.check import KINDS, check
+from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
+from engram.store.drift.repair import repair
+from engram.store.errors import (
+    NoIndex,
+)
+from engram.store.paths import engram_state_dir
+from engram.store.service import Store
+from engram.store.settings import settings_or_defaults
+from engram.store.stats import counts, list_memories
+from engram.tui.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    Handler,
+    Subparsers,
+    emit,
+    open_store,
+)
+from engram.tui.cli_progress import cli_progress
+from engram.tui.completion import SHELLS, shell_script
+
+
+def add_commands(
+    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
+) -> dict[str, Handler]:
+    sub.add_parser("open", parents=[common], help="open the console (the default)")
+    demo = sub.add_parser("demo", parents=[common], help="write a synthetic demo root and open it")
+    demo.add_argument(
+        "--memories",
+        type=int,
+        default=3000,
+        metavar="N",
+        help="how many memories (default 3000: every pane with something to show)",
+    )
+    demo.add_argument("--seed", type=int, default=7, help="random seed (same seed, same root)")
+    demo.add_argument("--no-open", action="store_true", help="write the root but do not open the console")
+    sub.add_parser("check", parents=[common, report], help="report drift between files and index")
+    sub.add_parser("repair", parents=[common, report], help="fix what check finds, without loss")
+    sub.add_parser(
+        "rebuild-index",
+        parents=[common, report],
+        help="rebuild index rows from the files, keeping promotions, graph, decay and sensitivity",
+    )
+    sub.add_parser("ls", parents=[common, report], help="list every memory with its type, scope and state")
+    sub.add_parser("stats", parents=[common, report], help="counts of memories, promotions and the graph")
+    completion = sub.add_parser("completion", help="print the shell hook for completion: eval it in your shell's rc")
+    completion.add_argument("shell", choices=SHELLS)
+    return {
+        "open": _open,
+        "demo": _demo,
+        "completion": _completion,
+        "check": _check,
+        "repair": _repair,
+        "rebuild-index": _rebuild,
+        "ls": _ls,
+        "stats": _stats,
+    }
+
+
+def _open(args: argparse.Namespace) -> int:
+    from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
+
+    settings, problem = settings_or_defaults()  # a broken config.toml is said in the console, not fatal
+    with Store.open(args.root, actor="engram-tui") as store:
+        EngramApp(store, settings, warnings=[problem] if problem else []).run()
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    root = Path(args.root) if args.root else engram_state_dir() / "demo-root"
+    with Store.open(root, actor="engram-demo", create=True) as store:
+        if counts(store).memories:
+            print(f"{root} already holds a demo; opening it", file=sys.stderr)
+        else:
+            made = build_demo(store, args.memories, args.seed)
+            print(f"demo root {root}: " + ", ".join(f"{v} {k}" for k, v in made.items()), file=sys.stderr)
+        print(f"the sensitive scope's passphrase is {DEMO_PASSPHRASE!r}", file=sys.stderr)
+    if args.no_open:
+        return EXIT_OK
+    args.root = str(root)
+    return _open(args)
+
+
+def _completion(args: argparse.Namespace) -> int:
+    print(shell_script(args.shell))
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        opened = open_store(args, create_index=False)
+    except NoIndex as exc:  # a finding, not a reason to write an empty index.db
+        emit(args, {"drift": True, "index_missing": str(exc)}, f"drift found: {exc}")
+        return EXIT_FINDING
+    with opened as store:
+        with cli_progress("checking files") as advance:
+            report = check(store, advance)
+    lines = [f"{report.files} files, {report.rows} index rows"]
+    for kind, item in report.to_json()["findings"].items():
+        lines.append(f"{item['count']:6d}  {kind}: {item['meaning']}" + ("  [repairable]" if item["fixable"] else ""))
+        lines.extend(f"          {e['path'] or ''}  {e['detail']}".rstrip() for e in item["examples"])
+    lines.append("drift found: run `engram repair`" if report.drift else "no drift")
+    emit(args, report.to_json(), "\n".join(lines))
+    return EXIT_FINDING if report.drift else EXIT_OK
+
+
+def _repair(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        result = repair(store)
+    remaining = result.remaining.to_json() if result.remaining else {}
+    left = {k: v for k, v in remaining.get("findings", {}).items() if k != "locked_file"}
+    text = "\n".join(
+        [
+            *(f"fixed: {m}" for m in result.fixed),
+            *(f"failed: {m}" for m in result.failed),
+            *(f"left: {v['count']} {k} ({KINDS[k][0]})" for k, v in left.items()),
+            f"{len(result.fixed)} fixed, {len(result.failed)} failed, {sum(v['count'] for v in left.values())} left",
+        ]
+    )
+    emit(args, {"fixed": result.fixed, "failed": result.failed, "remaining": remaining}, text)
+    return EXIT_FINDING if left or result.failed else EXIT_OK
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    store, aside = open_for_rebuild(args.root, "engram-cli")
+    with store:
+        with cli_progress("reading files") as advance:
+            result = rebuild_index(store, advance)
+    data = {
+        "indexed": result.indexed,
+        "removed": result.removed,
+        "kept_locked": result.kept_locked,
+        "kept_for_promotions": result.kept_for_promotions,
+        "skipped": result.skipped,
+        "moved_aside": aside,
+    }
+    lines = [
+        f"indexed {result.indexed} files, removed {result.removed} rows without files, "
+        f"kept {result.kept_locked} rows of locked encrypted files"
+    ]
+    if aside:
+        lines.insert(0, f"index.db was not a database: moved aside to {aside}")
+    lines += [f"kept (promotions refer to it): {s}" for s in result.kept_for_promotions]
+    lines += [f"skipped: {s}" for s in result.skipped]
+    emit(args, data, "\n".join(lines))
+    return EXIT_FINDING if result.skipped else EXIT_OK
+
+
+def _ls(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        items = list_memories(store)
+    text = "\n".join(
+        f"{i.type:<10} {i.scope_hash:<13} {i.decay_state:<14} {i.state:<22} {i.slug}  {i.title}" for i in items
+    )
+    emit(args, [vars(i) for i in items], text)
+    return EXIT_OK
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        c = counts(store)
+    text = "\n".join(
+        [
+            f"memories {c.memories} ({c.encrypted} encrypted)",
+            "by type: " + ", ".join(f"{k} {v}" for k, v in c.by_type.items()),
+            "by decay: " + ", ".join(f"{k} {v}" for k, v in c.by_decay.items()),
+            "promotions: " + ", ".join(f"{k} {v}" for k, v in sorted(c.promotions.items())),
+            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes",
+            "sensitive scopes: " + (", ".join(c.sensitive_scopes) or "none"),
+        ]
+    )
+    emit(args, c.to_json(), text)
+    return EXIT_OK
