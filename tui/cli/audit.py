@@ -20,6 +20,7 @@ from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
     Handler,
+    Parser,
     Subparsers,
     emit,
     open_store,
@@ -28,9 +29,7 @@ from engram.tui.cli.common import (
 from engram.tui.cli_progress import cli_progress
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     audit = sub.add_parser("audit", parents=[common], help="the audit hash chain").add_subparsers(
         dest="audit_command", required=True
     )

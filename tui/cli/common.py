@@ -11,9 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from engram.store.errors import (
-    PassphraseUnconfirmed,
-)
+from engram.store.errors import PassphraseUnconfirmed
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.service import Store
 from engram.tui.completion import Completer
@@ -23,6 +21,7 @@ NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
 SCOPE_HELP = "scope hash, or the project's path"
 
 Handler = Callable[[argparse.Namespace], int]
+Parser = argparse.ArgumentParser
 Subparsers = argparse._SubParsersAction  # what add_subparsers returns: each command module adds its parsers to it
 
 

@@ -7,15 +7,13 @@ import argparse
 from dataclasses import asdict
 
 from engram.store.decay import LISTS, apply_sweep, forget_now, listing, plan_sweep, revive, set_ttl
-from engram.tui.cli.common import EXIT_OK, Handler, Subparsers, emit, encrypted, open_store, open_with_key
+from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_store, open_with_key
 from engram.tui.cli_progress import cli_progress
 
 DONE = {"revive": "alive again, recall stamped", "pin": "pinned (no ttl)", "forget": "forgotten"}
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     group = sub.add_parser("decay", parents=[common], help="how memories fade").add_subparsers(
         dest="decay_command", required=True
     )

@@ -8,12 +8,10 @@ from dataclasses import asdict
 from typing import Any
 
 from engram.store.graph import Hop, conflicts, entities, merge_entities, neighbourhood, rename_entity
-from engram.tui.cli.common import EXIT_OK, Handler, Subparsers, emit, open_store
+from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, open_store
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     group = sub.add_parser("graph", parents=[common], help="the entity graph").add_subparsers(
         dest="graph_command", required=True
     )

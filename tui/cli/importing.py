@@ -8,20 +8,11 @@ from pathlib import Path
 from engram.store.importers import IMPORTERS, importer
 from engram.store.importers.base import Options
 from engram.store.importers.run import Preview, apply_import, preview
-from engram.tui.cli.common import (
-    EXIT_FINDING,
-    EXIT_OK,
-    Handler,
-    Subparsers,
-    emit,
-    open_store,
-)
+from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, emit, open_store
 from engram.tui.cli_progress import cli_progress
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     imp = sub.add_parser(
         "import", parents=[common, report], help="bring another system's memories in as sessions and pending promotions"
     )

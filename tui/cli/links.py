@@ -8,14 +8,12 @@ from dataclasses import asdict
 
 from engram.store.memories import add_supersede
 from engram.store.supersedes import PROPOSED, confirm_supersede, links, reject_supersede, undo_supersede
-from engram.tui.cli.common import EXIT_OK, Handler, Subparsers, emit, encrypted, open_with_key
+from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
 
 DONE = {"confirm": "confirmed", "reject": "rejected", "undo": "undone", "add": "added"}
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     group = sub.add_parser("supersedes", parents=[common], help="which memory replaces which").add_subparsers(
         dest="supersedes_command", required=True
     )

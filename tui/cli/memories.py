@@ -11,13 +11,11 @@ from engram.store.memories import view_memory
 from engram.store.query import QuerySyntaxError
 from engram.store.search import Hit, SearchIndex, snippet
 from engram.store.service import Store
-from engram.tui.cli.common import EXIT_OK, Handler, Subparsers, emit, encrypted, open_with_key
+from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
 from engram.tui.cli_progress import cli_progress
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     search = sub.add_parser(
         "search",
         parents=[common, report],

@@ -19,6 +19,7 @@ from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
     Handler,
+    Parser,
     Subparsers,
     completed,
     emit,
@@ -34,9 +35,7 @@ WHERE_HELP = (
 )
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     promos = sub.add_parser("promotions", parents=[common], help="the review queue from scripts").add_subparsers(
         dest="promotions_command", required=True
     )

@@ -11,28 +11,17 @@ from engram.store.demo import DEMO_PASSPHRASE, build_demo
 from engram.store.drift.check import KINDS, check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
-from engram.store.errors import (
-    NoIndex,
-)
+from engram.store.errors import NoIndex
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store
 from engram.store.settings import settings_or_defaults
 from engram.store.stats import counts, list_memories
-from engram.tui.cli.common import (
-    EXIT_FINDING,
-    EXIT_OK,
-    Handler,
-    Subparsers,
-    emit,
-    open_store,
-)
+from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, emit, open_store
 from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import SHELLS, shell_script
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     sub.add_parser("open", parents=[common], help="open the console (the default)")
     demo = sub.add_parser("demo", parents=[common], help="write a synthetic demo root and open it")
     demo.add_argument(

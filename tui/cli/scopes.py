@@ -8,11 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from engram.store.errors import (
-    BadInput,
-    KeyUnavailable,
-    WrongKey,
-)
+from engram.store.errors import BadInput, KeyUnavailable, WrongKey
 from engram.store.scopes import default_discovery_dirs, project_dir, resolve_scope, scopes
 from engram.store.sensitive.convert import check_key, mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
@@ -24,6 +20,7 @@ from engram.tui.cli.common import (
     NEW_PASSPHRASE_ENV,
     SCOPE_HELP,
     Handler,
+    Parser,
     Subparsers,
     completed,
     emit,
@@ -34,9 +31,7 @@ from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import complete_scopes
 
 
-def add_commands(
-    sub: Subparsers, common: argparse.ArgumentParser, report: argparse.ArgumentParser
-) -> dict[str, Handler]:
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
     scope = sub.add_parser("scope", parents=[common], help="sensitive scopes").add_subparsers(
         dest="scope_command", required=True
     )
