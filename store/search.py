@@ -53,6 +53,9 @@ class SearchResult:
     total: int
     error: str | None = None
     words: list[str] = field(default_factory=list)  # the typed text to highlight in results
+    # each hit's rapidfuzz weighted ratio against its title (0-100) when the query was ranked that way (up to
+    # RANK_LIMIT hits with text terms), else None: newest first, title matches ahead
+    scores: list[float | None] = field(default_factory=list)
 
 
 class SearchIndex:
@@ -173,8 +176,14 @@ class SearchIndex:
             for term in group:
                 either |= self._term(term)
             found &= either
-        ranked = self._rank(query, found, limit)
-        return SearchResult([self.rows[i] for i in ranked], found.bit_count(), words=query.positive_text())
+        scores: dict[int, float] = {}
+        ranked = self._rank(query, found, limit, scores)
+        return SearchResult(
+            [self.rows[i] for i in ranked],
+            found.bit_count(),
+            words=query.positive_text(),
+            scores=[scores.get(i) for i in ranked],
+        )
 
     def _key(self, term: Term) -> tuple[str, str, str]:
         return ("fts" if self._uses_fts(term) else "scan", term.kind, term.text)
@@ -215,10 +224,11 @@ class SearchIndex:
     def _uses_fts(self, term: Term) -> bool:
         return term.kind in ("substring", "exact") and len(term.text) >= 3 and self.fts is not None
 
-    def _rank(self, query: Query, found: int, limit: int) -> list[int]:
+    def _rank(self, query: Query, found: int, limit: int, scored_as: dict[int, float]) -> list[int]:
         """The best ``limit`` of ``found``: memories whose title, triggers or slug answer every part of the query
-        come first. Up to RANK_LIMIT hits are ordered by rapidfuzz's weighted ratio against the title; a larger set
-        stays newest first within each part, and only the page asked for is ever listed."""
+        come first. Up to RANK_LIMIT hits are ordered by rapidfuzz's weighted ratio against the title (put in
+        ``scored_as`` by row); a larger set stays newest first within each part, and only the page asked for is
+        ever listed."""
         groups = [terms for g in query.groups if (terms := [t for t in g if not t.negate and t.field is None])]
         if not groups:
             return _indexes(found, limit).tolist()
@@ -237,6 +247,7 @@ class SearchIndex:
         )
         scores = {k: score for _, score, k in scored}
         order = sorted(range(len(candidates)), key=lambda k: (not (in_head >> candidates[k]) & 1, -scores[k]))
+        scored_as.update((candidates[k], round(float(scores[k]), 1)) for k in order[:limit])
         return [candidates[k] for k in order[:limit]]
 
     def _verify(self, t: str, candidates: int, texts: list[str]) -> int:

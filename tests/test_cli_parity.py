@@ -44,7 +44,8 @@ def test_search_ranks_like_the_console_and_gives_a_snippet(capsys, fixture_root)
     data = json.loads(out)
     assert code == 0 and data["total"] > 3 and len(data["hits"]) == 3
     first = data["hits"][0]
-    assert set(first) == {"rank", "slug", "title", "type", "scope", "state", "locked", "snippet"}
+    assert set(first) == {"rank", "score", "slug", "title", "type", "scope", "state", "locked", "snippet"}
+    assert all(0 <= h["score"] <= 100 for h in data["hits"])  # ranked by rapidfuzz, as the console ranks
     assert "kafka" in (first["title"] + first["snippet"]).lower()
 
 
@@ -301,3 +302,13 @@ def test_a_proposed_link_is_confirmed_or_rejected(capsys, fixture_root):
     code, _, err = run(capsys, fixture_root, "supersedes", "reject", first["newer"], first["older"])
     assert code == 1 and err.count("\n") == 1  # only a proposed link can be rejected: a refusal
     loads_in_memoryd(fixture_root)
+
+
+def test_edit_in_the_editor_then_approve(capsys, fixture_root, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("EDITOR", "sed -i 1s/^/EDITED-IN-EDITOR:\\ /")
+    code, out, _ = run(capsys, fixture_root, "promotions", "edit", "17", "--approve", "--json")
+    made = json.loads(out)
+    assert code == 0 and made["body"].startswith("EDITED-IN-EDITOR: ")
+    assert "EDITED-IN-EDITOR: " in (fixture_root / Memory.get(Memory.slug == made["slug"]).body_path).read_text()
+    assert list((tmp_path / "state").rglob("promotion-*")) == []  # the temp file is gone

@@ -38,7 +38,10 @@ def _search(args: argparse.Namespace) -> int:
         result = index.search(args.query, limit=max(1, args.limit))
         if result.error:
             raise QuerySyntaxError(result.error)
-        hits = [_hit(store, hit, rank, result.words) for rank, hit in enumerate(result.hits, 1)]
+        hits = [
+            {**_hit(store, hit, result.words), "rank": rank, "score": score}
+            for rank, (hit, score) in enumerate(zip(result.hits, result.scores, strict=True), 1)
+        ]
     text = "\n".join(
         f"{h['rank']:>3} {h['type']:<10} {h['scope']:<13} {h['slug']}  {h['title']}"
         + (f"\n      {h['snippet']}" if h["snippet"] else "")
@@ -48,13 +51,12 @@ def _search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hit(store: Store, hit: Hit, rank: int, words: list[str]) -> dict[str, object]:
+def _hit(store: Store, hit: Hit, words: list[str]) -> dict[str, object]:
     """A hit with a snippet of its body around the match; none for a locked scope. Reading an unlocked
     sensitive memory for its snippet is audited, as opening it in the console is."""
     locked = hit.encrypted and not store.keys.can_open(hit.scope_hash)
     text = None if locked else view_memory(store, hit.slug).body
     return {
-        "rank": rank,
         "slug": hit.slug,
         "title": hit.title,
         "type": hit.type,
