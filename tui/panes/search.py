@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 from rich.text import Text
 from textual import on
@@ -40,6 +41,7 @@ class SearchPane(PaneBase):
         self.changed: set[str] = set()  # memories changed and not yet in the index
         self.pending = threading.Lock()  # guards ``changed`` (the UI thread adds, a refresh takes)
         self.refreshing = threading.Lock()
+        self.quiet_until = 0.0  # monotonic time before which the next refresh waits (see refresh_index)
 
     @property
     def index(self) -> SearchIndex | None:
@@ -98,14 +100,20 @@ class SearchPane(PaneBase):
     def refresh_index(self) -> None:
         """One refresh at a time, each from the index the last one delivered (``deliver`` waits for it), so an
         older index never replaces a newer one; a refresh that finds its changes taken by the one before has
-        nothing left to do."""
+        nothing left to do. Back to back, a refresh waits as long as the last one took: changes arriving
+        meanwhile are taken in together."""
         with self.refreshing:
+            time.sleep(max(0.0, self.quiet_until - time.monotonic()))
             with self.pending:
                 changed, self.changed = self.changed, set()
             index = self.index
             if not changed or index is None:
                 return
-            deliver(self, self.ready, index.refreshed(self.store, changed))
+            started = time.monotonic()
+            fresh = index.refreshed(self.store, changed)
+            # a root memoryd writes to all the time: refreshes at most half the time, so typing keeps its share
+            self.quiet_until = 2 * time.monotonic() - started
+            deliver(self, self.ready, fresh)
 
     def rebuild(self) -> None:
         """Scopes were unlocked or locked, or index.db was rebuilt: the index is built again, so bodies of scopes
