@@ -1,6 +1,7 @@
 """The search syntax shared by the queue filter and the search pane, modelled on fzf's.
 
-``a b`` both; ``a | b`` either; ``'exact`` substring; ``^prefix``; ``suffix$``; ``^whole$``; ``!term`` not;
+``a b`` both; ``a | b`` either; ``'exact`` substring, ``"two words"`` a phrase; ``^prefix``; ``suffix$``;
+``^whole$``; ``!term`` or ``-term`` not;
 field filters ``type:`` ``scope:`` ``tag:`` ``state:`` ``source:`` (value prefix, case-insensitive, ``!`` works
 too); in the review queue also ``dura:>0.7`` ``dura:<=0.5`` (the DURA average) and ``age:>7`` (days since it was
 proposed; ``7d`` too); ``\\ `` is a literal space. A plain term matches as a case-insensitive substring;
@@ -44,7 +45,7 @@ class Query:
         return [t.text for g in self.groups for t in g if not t.negate and t.field is None]
 
 
-_FIELD_RE = re.compile(r"^(!?)([a-z]+):(.*)$")
+_FIELD_RE = re.compile(r"^([!-]?)([a-z]+):(.*)$")
 
 
 def parse(text: str, numeric: bool = False) -> Query:
@@ -75,14 +76,22 @@ def parse(text: str, numeric: bool = False) -> Query:
 
 
 def _tokens(text: str) -> list[str]:
-    out, buf, escaped = [], [], False
+    """Words split at whitespace; ``\\`` escapes the next character; ``"two words"`` is one token, the exact
+    phrase (as ``'two\\ words`` would be), with ``!`` or ``-`` before it to exclude it."""
+    out: list[str] = []
+    buf: list[str] = []
+    escaped = quoted = False
     for ch in text:
         if escaped:
             buf.append(ch)
             escaped = False
         elif ch == "\\":
             escaped = True
-        elif ch.isspace():
+        elif ch == '"' and (quoted or not buf or "".join(buf) in ("!", "-")):
+            if not quoted:
+                buf.append("'")  # the phrase is an exact term
+            quoted = not quoted
+        elif ch.isspace() and not quoted:
             if buf:
                 out.append("".join(buf))
                 buf = []
@@ -111,7 +120,7 @@ def _term(token: str, numeric: bool) -> Term:
     if field_match and not token.startswith(("'", "^")):
         known = ", ".join(f"{f}:" for f in FIELDS + (NUMERIC if numeric else ()))
         raise QuerySyntaxError(f"unknown field {field_match.group(2)}: (fields are {known})")
-    negate = token.startswith("!")
+    negate = token.startswith("!") or (token.startswith("-") and len(token) > 1)
     if negate:
         token = token[1:]
     kind = "substring"

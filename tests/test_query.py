@@ -23,7 +23,45 @@ PARSES = [
     ("tag:Backend | tag:ops", Query(((Term("backend", "prefix", False, "tag"), Term("ops", "prefix", False, "tag")),))),
     (r"two\ words", Query(((Term("two words"),),))),
     ("数据 质量", Query(((Term("数据"),), (Term("质量"),)))),
+    ('"Two  Words" x', Query(((Term("two  words", "exact"),), (Term("x"),)))),
+    ("-not", Query(((Term("not", negate=True),),))),
+    ('-"a b"', Query(((Term("a b", "exact", True),),))),
+    ("-type:session", Query(((Term("session", "prefix", True, "type"),),))),
+    ("x-y -", Query(((Term("x-y"),), (Term("-"),)))),
 ]
+
+QUEUE_PARSES = [
+    ("dura:>0.7", Term("0.7", ">", False, "dura")),
+    ("dura:<=0.5", Term("0.5", "<=", False, "dura")),
+    ("age:>7d", Term("7", ">", False, "age")),
+    ("!age:3", Term("3", "=", True, "age")),
+]
+
+
+@pytest.mark.parametrize("text, term", QUEUE_PARSES)
+def test_the_queue_compares_dura_and_age(text, term):
+    assert parse(text, numeric=True) == Query(((term,),))
+    with pytest.raises(QuerySyntaxError, match="unknown field"):
+        parse(text)  # memories have no DURA or age field
+
+
+@pytest.mark.parametrize(
+    "text, fields, hit",
+    [
+        ("dura:>0.7", {"dura": ["0.75"]}, True),
+        ("dura:>0.7", {"dura": ["0.7"]}, False),
+        ("dura:>=0.7 age:<30", {"dura": ["0.7"], "age": ["12"]}, True),
+        ("!age:>7", {"age": ["12"]}, False),
+        ("dura:>0.5", {}, False),
+    ],
+)
+def test_numeric_fields_compare(text, fields, hit):
+    assert matches(parse(text, numeric=True), "", fields) == hit
+
+
+def test_a_comparison_that_is_no_number_is_refused():
+    with pytest.raises(QuerySyntaxError, match="takes a number"):
+        parse("dura:high", numeric=True)
 
 
 @pytest.mark.parametrize("text, expected", PARSES)

@@ -21,7 +21,11 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         parents=[common, report],
         help="search memories as the console does (bodies of locked sensitive scopes are never read)",
     )
-    search.add_argument("query", help="words, 'exact, ^prefix, suffix$, !not, a | b, type: scope: tag: state: source:")
+    search.add_argument(
+        "query",
+        help='words, "a phrase", \'exact, ^prefix, suffix$, !not or -not, a | b, type: scope: tag: state: source: '
+        "(a query that starts with - goes after --)",
+    )
     search.add_argument("--limit", type=int, default=20, metavar="N", help="at most N hits (default 20)")
     show = sub.add_parser("show", parents=[common, report], help="one memory and why it is there")
     show.add_argument("slug", metavar="SLUG")
