@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from peewee import EXCLUDED, SQL
 
@@ -372,9 +372,19 @@ class Store:
         ``keep_runtime`` keeps an existing row's decay state and recall figures where they are further along
         than the file's: memoryd records those in the index only.
         """
-        items = list(items)
-        rows = [memory_row(doc, relpath) for doc, relpath in items]
-        triggers = [(doc.frontmatter.slug, t) for doc, _ in items for t in dict.fromkeys(doc.frontmatter.triggers)]
+        self.upsert_index_entries([index_entry(doc, relpath) for doc, relpath in items], keep_runtime=keep_runtime)
+
+    def upsert_index_entries(self, entries: Sequence[IndexEntry], *, keep_runtime: bool = False) -> None:
+        """:meth:`upsert_memory_rows` from what the files contribute (:func:`index_entry`), so a caller that reads
+        many files need not hold their documents until it writes."""
+        for part in chunked(entries, 10 * _BATCH):  # rows as dicts for a part at a time, not for every memory
+            self._upsert_rows(
+                [dict(zip(_ROW_COLUMNS, e.values, strict=True)) for e in part],
+                [(e.values[0], t) for e in part for t in e.triggers],
+                keep_runtime,
+            )
+
+    def _upsert_rows(self, rows: list[dict[str, Any]], triggers: list[tuple[str, str]], keep_runtime: bool) -> None:
         if keep_runtime:
             for batch in chunked(rows, _BATCH):
                 olds = {m.slug: m for m in Memory.select().where(Memory.slug.in_([r["slug"] for r in batch]))}
@@ -428,6 +438,27 @@ _ROW_COLUMNS = (
     "body_path",
     "scope_sensitive",
 )
+
+
+class IndexEntry(NamedTuple):
+    """What one memory file puts in the index: its ``memories`` row (values in _ROW_COLUMNS order) and its
+    triggers. A few hundred bytes, where the parsed document holds the whole body."""
+
+    values: tuple[Any, ...]
+    triggers: tuple[str, ...]
+
+    @property
+    def slug(self) -> str:
+        return str(self.values[0])
+
+    @property
+    def relpath(self) -> str:
+        return str(self.values[_ROW_COLUMNS.index("body_path")])
+
+
+def index_entry(doc: MemoryDoc, relpath: str) -> IndexEntry:
+    row = memory_row(doc, relpath)
+    return IndexEntry(tuple(row[c] for c in _ROW_COLUMNS), tuple(dict.fromkeys(doc.frontmatter.triggers)))
 
 
 def memory_row(doc: MemoryDoc, relpath: str) -> dict[str, Any]:

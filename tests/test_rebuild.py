@@ -51,3 +51,33 @@ def test_corrupt_index_is_moved_aside_and_rebuilt(fixture_root, unlocked_keys):
         result = rebuild_index(store)
         assert aside and (fixture_root / aside).exists()
         assert result.indexed == 198
+
+
+def test_rebuild_holds_no_parsed_file_when_it_writes(store, monkeypatch):
+    """Each parsed file is let go once what it puts in the index is taken: at 100k memories, holding every body
+    until the write cost hundreds of MB. By the time the rows are written, no parsed document is alive."""
+    import gc
+    import weakref
+
+    import engram.store.drift.rebuild as rebuild
+
+    parsed: list[weakref.ref] = []
+
+    def parse(data, relpath):
+        doc = real_parse(data, relpath)
+        parsed.append(weakref.ref(doc))
+        return doc
+
+    real_parse = rebuild.parse
+    monkeypatch.setattr(rebuild, "parse", parse)
+    alive_at_write: list[int] = []
+    upsert = store.upsert_index_entries
+
+    def watched(entries, **options):
+        gc.collect()
+        alive_at_write.append(sum(ref() is not None for ref in parsed))
+        return upsert(entries, **options)
+
+    monkeypatch.setattr(store, "upsert_index_entries", watched)
+    result = rebuild_index(store)
+    assert result.indexed > 150 and len(parsed) > 150 and alive_at_write == [0]

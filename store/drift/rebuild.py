@@ -18,10 +18,10 @@ from pathlib import Path
 
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable
-from engram.store.frontmatter import MemoryDoc, parse
+from engram.store.frontmatter import parse
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
-from engram.store.service import Change, Store
+from engram.store.service import Change, IndexEntry, Store, index_entry
 
 
 @dataclass
@@ -62,13 +62,18 @@ def open_for_rebuild(root: str | os.PathLike[str] | None, actor: str) -> tuple[S
     return Store.open(layout.root, actor=actor, create=True), aside
 
 
-def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = None) -> RebuildResult:
-    """Re-read every file and rewrite the rows they own; one transaction, one audit event."""
-    result = RebuildResult()
-    files = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
-    docs: dict[str, tuple[str, MemoryDoc]] = {}  # slug -> (relpath, doc); first file in path order wins
-    locked: set[str] = set()
-    existing = {m.body_path: m.slug for m in Memory.select(Memory.body_path, Memory.slug)}
+def _read_entries(
+    store: Store,
+    files: list[FileEntry],
+    existing: dict[str, str],
+    locked: set[str],
+    result: RebuildResult,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, IndexEntry]:
+    """Slug -> what its file puts in the index; the first file in path order wins. Only that is kept of each
+    file: its body is not needed once its fingerprint is taken, and 100k bodies held at once cost hundreds of
+    MB. Files without a key go to ``locked``, unreadable ones to ``result.skipped``."""
+    entries: dict[str, IndexEntry] = {}
     for done, entry in enumerate(files, 1):
         if progress is not None:
             progress(done, len(files))
@@ -81,33 +86,43 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
             result.skipped.append(str(exc))
             continue
         slug = doc.frontmatter.slug
-        if slug in docs:
+        if slug in entries:
             # Two files, one slug: the file the index already points at keeps it; `engram repair` re-slugs
             # the other.
             if existing.get(entry.relpath) == slug:
-                docs[slug], loser = (entry.relpath, doc), docs[slug][0]
+                entries[slug], loser = index_entry(doc, entry.relpath), entries[slug].relpath
             else:
                 loser = entry.relpath
-            result.skipped.append(f"{loser}: slug {slug} already used by {docs[slug][0]}")
+            result.skipped.append(f"{loser}: slug {slug} already used by {entries[slug].relpath}")
             continue
-        docs[slug] = (entry.relpath, doc)
+        entries[slug] = index_entry(doc, entry.relpath)
+    return entries
+
+
+def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = None) -> RebuildResult:
+    """Re-read every file and rewrite the rows they own; one transaction, one audit event."""
+    result = RebuildResult()
+    files = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
+    locked: set[str] = set()
+    existing = {m.body_path: m.slug for m in Memory.select(Memory.body_path, Memory.slug)}
+    entries = _read_entries(store, files, existing, locked, result, progress)
     referenced = {p.source_session_slug for p in Promotion.select(Promotion.source_session_slug).distinct()}
 
     def index_update() -> None:
         keep = {existing[rel] for rel in locked if rel in existing}
         result.kept_locked = len(keep)
         upserts = []
-        for relpath, doc in docs.values():
-            squatter = existing.get(relpath)
-            if squatter is not None and squatter != doc.frontmatter.slug:
+        for item in entries.values():
+            squatter = existing.get(item.relpath)
+            if squatter is not None and squatter != item.slug:
                 if squatter in referenced:
-                    result.skipped.append(f"{relpath}: its old row {squatter} still has promotions")
+                    result.skipped.append(f"{item.relpath}: its old row {squatter} still has promotions")
                     continue
                 Memory.delete().where(Memory.slug == squatter).execute()
-            upserts.append((doc, relpath))
-        store.upsert_memory_rows(upserts, keep_runtime=True)
+            upserts.append(item)
+        store.upsert_index_entries(upserts, keep_runtime=True)
         result.indexed = len(upserts)
-        stale = [m.slug for m in Memory.select(Memory.slug) if m.slug not in docs and m.slug not in keep]
+        stale = [m.slug for m in Memory.select(Memory.slug) if m.slug not in entries and m.slug not in keep]
         for slug in stale:
             if slug in referenced:
                 result.kept_for_promotions.append(slug)
