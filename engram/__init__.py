@@ -7,7 +7,6 @@ adds exactly one name to site-packages.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 # Run from a checkout (``PYTHONPATH`` at the repository, or ``python -m engram`` inside it) rather than
@@ -16,7 +15,15 @@ _CHECKOUT = Path(__file__).resolve().parent.parent
 if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "store" / "service.py").is_file():
     __path__.append(str(_CHECKOUT))
 
-try:
-    __version__ = version("engram")
-except PackageNotFoundError:  # run from a checkout that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> str:
+    """``engram.__version__``, from the package metadata when first asked for: reading the metadata costs tens
+    of milliseconds that every start of the console would otherwise pay."""
+    if name != "__version__":
+        raise AttributeError(f"module 'engram' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("engram")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "0+unknown"

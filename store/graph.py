@@ -13,7 +13,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from peewee import fn
-from rapidfuzz import fuzz, process
 
 from engram.store.errors import BadInput, Conflict, NotFound
 from engram.store.index import Entity, Memory, Relation, tuples
@@ -68,6 +67,8 @@ def entities(store: Store, text: str = "", scope: str | None = None, limit: int 
     if not text.strip():
         return sorted(rows, key=lambda r: (-r.mentions, r.name))[:limit]
     names = [" ".join((r.name, *r.aliases)) for r in rows]
+    from rapidfuzz import fuzz, process  # loaded by the first fuzzy look-up, not with every command
+
     ranked = process.extract(text, names, scorer=fuzz.WRatio, limit=None, score_cutoff=60)
     wanted = _squash(text)
     # the name containing what was typed (spaces, - and _ ignored) first: "acme web" is acme-web, not "me"

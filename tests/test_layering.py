@@ -38,6 +38,13 @@ def test_the_cli_starts_without_textual():
     assert "textual" not in loaded_after("import engram.tui.cli")
 
 
+def test_the_console_starts_without_what_its_first_frame_does_not_need():
+    """numpy and rapidfuzz (search, the audit log's view) load when first used: the console's start pays for
+    neither."""
+    late = {"numpy", "rapidfuzz", "engram.store.search", "engram.store.audit.view"}
+    assert late & loaded_after("import engram.tui.cli, engram.tui.app") == set()
+
+
 def store_modules() -> list[str]:
     return sorted(
         "engram.store." + ".".join(p.relative_to(ROOT / "store").with_suffix("").parts)

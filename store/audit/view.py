@@ -129,6 +129,10 @@ class AuditLog:
             return {"seq": n, "line": n, "event_type": "(unparsable line)", "text": raw.decode("utf-8", "replace")}
         return {"seq": n, **obj, "line": n}
 
+    def every_line(self) -> np.ndarray:
+        """The numbers of every line, 1 to the last."""
+        return np.arange(1, len(self) + 1, dtype=np.int64)
+
     def matching(self, where: AuditFilter, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Line numbers that pass ``where``, in order (every line when it is empty: nothing is parsed)."""
         total = len(self)

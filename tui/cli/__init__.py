@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 
-from engram import __version__
 from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, StoreError
 from engram.store.query import QuerySyntaxError
 from engram.tui.cli import audit, decay, graph, importing, links, memories, promotions, root, scopes
@@ -34,12 +33,22 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
     parser = argparse.ArgumentParser(prog="engram", description="Review and keep a memoryd memory store trustworthy.")
     parser.add_argument("--root", metavar="DIR", help=root_help)
-    parser.add_argument("--version", action="version", version=f"engram {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command")
     handlers: dict[str, Handler] = {}
     for module in MODULES:
         handlers.update(module.add_commands(sub, common, report))
     return parser, handlers
+
+
+class _Version(argparse.Action):
+    """``--version``: the package metadata is read only when it is asked for (see engram.__getattr__)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import engram
+
+        print(f"engram {engram.__version__}")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:

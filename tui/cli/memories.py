@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from engram.store.explain import explanation
 from engram.store.memories import view_memory
 from engram.store.query import QuerySyntaxError
-from engram.store.search import Hit, SearchIndex, snippet
 from engram.store.service import Store
+
+if TYPE_CHECKING:
+    from engram.store.search import Hit
 from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
 from engram.tui.cli_progress import cli_progress
 
@@ -35,6 +38,8 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 def _search(args: argparse.Namespace) -> int:
     """The key, if any, comes from the environment: a search never prompts, and a locked scope's hits are
     titles only (index.db holds them in clear for memoryd anyway)."""
+    from engram.store.search import SearchIndex  # numpy and rapidfuzz: loaded by the command that uses them
+
     with open_with_key(args, lambda store: False) as store:
         index = SearchIndex.load(store)
         with cli_progress("reading bodies") as advance:
@@ -58,6 +63,8 @@ def _search(args: argparse.Namespace) -> int:
 def _hit(store: Store, hit: Hit, words: list[str]) -> dict[str, object]:
     """A hit with a snippet of its body around the match; none for a locked scope. Reading an unlocked
     sensitive memory for its snippet is audited, as opening it in the console is."""
+    from engram.store.search import snippet
+
     locked = hit.encrypted and not store.keys.can_open(hit.scope_hash)
     text = None if locked else view_memory(store, hit.slug).body
     return {

@@ -5,9 +5,10 @@ checkpoint; and a timeline of events per day."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import date, timedelta
+from typing import TYPE_CHECKING
 
-import numpy as np
 from rich.markup import escape
 from rich.style import Style
 from rich.text import Text
@@ -17,7 +18,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, ProgressBar, Sparkline, Static
 
 from engram.store.audit.ops import current_checkpoint, verify_log
-from engram.store.audit.view import AuditLog, parse_filter
 from engram.store.errors import StoreError
 from engram.tui.colours import role
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
@@ -28,6 +28,11 @@ from engram.tui.terminal_safe import visible
 from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.linelist import LineList
 
+if TYPE_CHECKING:  # numpy loads with the log, when the pane is first shown
+    import numpy as np
+
+    from engram.store.audit.view import AuditFilter, AuditLog
+
 NARROW = 110
 
 
@@ -37,12 +42,13 @@ class AuditList(LineList):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self.audit_log: AuditLog | None = None
-        self.lines = np.zeros(0, dtype=np.int64)  # line numbers shown, newest first
+        self.lines: Sequence[int] | np.ndarray = ()  # line numbers shown, newest first
         self.bad_line: int | None = None
 
     def show(self, log: AuditLog, lines: np.ndarray, at_line: int | None = None) -> None:
         self.audit_log, self.lines = log, lines[::-1]
-        row = int(np.flatnonzero(self.lines == at_line)[0]) if at_line is not None and at_line in self.lines else 0
+        shown = self.lines
+        row = int((shown == at_line).argmax()) if at_line is not None and at_line in shown else 0
         self.reset(row)
 
     @property
@@ -115,6 +121,8 @@ class AuditPane(PaneBase):
 
     @background("audit-load")
     def load(self) -> None:
+        from engram.store.audit.view import AuditLog  # numpy: loaded when the log is first read
+
         log = AuditLog(self.store.layout.audit_path)
         deliver(self, self.show_log, log, log.per_day())
 
@@ -122,7 +130,7 @@ class AuditPane(PaneBase):
         if self.audit_log is not None:
             self.audit_log.close()
         self.audit_log = log
-        self.query_one(AuditList).show(log, np.arange(1, len(log) + 1, dtype=np.int64))
+        self.query_one(AuditList).show(log, log.every_line())
         self.show_timeline(per_day)
         self.query_one("#audit-status", Static).update(f"{len(log):,} lines · v verifies the chain")
         if self.query_one("#audit-filter", Input).value:
@@ -149,6 +157,8 @@ class AuditPane(PaneBase):
 
     def run_filter(self, text: str) -> None:
         try:
+            from engram.store.audit.view import parse_filter
+
             where = parse_filter(text)
         except StoreError as exc:
             self.notify(str(exc), title="Filter", severity="error")
@@ -156,7 +166,7 @@ class AuditPane(PaneBase):
         self.filter_lines(where, text)
 
     @background("audit-filter")
-    def filter_lines(self, where, text: str) -> None:  # noqa: ANN001 (an AuditFilter)
+    def filter_lines(self, where: AuditFilter, text: str) -> None:
         log = self.audit_log
         if log is None:
             return
@@ -205,7 +215,7 @@ class AuditPane(PaneBase):
             self.notify("no bad line found (v verifies)", timeout=3)
             return
         self.query_one("#audit-filter", Input).value = ""
-        listing.show(self.audit_log, np.arange(1, len(self.audit_log) + 1, dtype=np.int64), at_line=listing.bad_line)
+        listing.show(self.audit_log, self.audit_log.every_line(), at_line=listing.bad_line)
         listing.focus()
 
     @background("audit-verify")

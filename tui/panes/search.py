@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -15,13 +16,15 @@ from textual.widgets import Input, Markdown, ProgressBar, Static
 from engram.store.changes import Changes
 from engram.store.errors import StoreError
 from engram.store.explain import explain
-from engram.store.search import SearchIndex, SearchResult
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
 from engram.tui.panes.base import PaneBase
 from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.hitlist import HitList
+
+if TYPE_CHECKING:  # numpy and rapidfuzz load with the index's worker, not with the console
+    from engram.store.search import SearchIndex, SearchResult
 
 SHOWN = 100
 
@@ -36,7 +39,7 @@ class SearchPane(PaneBase):
 
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="search-pane")
-        self.result = SearchResult([], 0)
+        self.result: SearchResult | None = None  # the last search's, once the index is loaded
         self.locked: frozenset[str] = frozenset()  # sensitive scopes without a key, as of the last load
         self.changed: set[str] = set()  # memories changed and not yet in the index
         self.pending = threading.Lock()  # guards ``changed`` (the UI thread adds, a refresh takes)
@@ -66,6 +69,8 @@ class SearchPane(PaneBase):
     @background("search-load")
     def load_index(self) -> None:
         """Titles, triggers and fields (index.db only, quick): the merge picker needs them from the start."""
+        from engram.store.search import SearchIndex  # numpy and rapidfuzz: loaded here, off the first frame
+
         index = SearchIndex.load(self.store)
         deliver(self, self.ready, index)
 
@@ -145,7 +150,7 @@ class SearchPane(PaneBase):
         self.show_hits()
 
     def show_hits(self) -> None:
-        if self.index is None:
+        if self.index is None or self.result is None:
             return
         self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
         scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from engram.store.search import SearchIndex
 from engram.tui.keymap import CANCEL, bindings
 from engram.tui.widgets.safe import plain
+
+if TYPE_CHECKING:  # numpy and rapidfuzz load with the search index's worker, not with the console
+    from engram.store.search import SearchIndex
 
 
 class MemoryPicker(ModalScreen[str | None]):

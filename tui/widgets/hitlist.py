@@ -8,14 +8,17 @@ and only the lines on screen are drawn, so results follow typing with no visible
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.cells import set_cell_size
 from rich.style import Style
 from rich.text import Text
 
-from engram.store.search import Hit
 from engram.tui.widgets.linelist import LineList
 from engram.tui.widgets.safe import plain
+
+if TYPE_CHECKING:  # numpy and rapidfuzz load with the search index's worker, not with the console
+    from engram.store.search import Hit
 
 COLUMNS = (("type", 10), ("scope", 12), ("state", 16), ("created", 10))  # then the title takes the rest
 NARROW = 100  # below this width the title keeps room to be read: type and a shorter state only
