@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -238,3 +239,59 @@ async def test_a_dialog_key_is_remapped_like_any_other(store):
         await pilot.press("j")
         await settle(app, pilot)
         assert {Promotion.get_by_id(p).status for p in (first, second)} == {"approved"}
+
+
+def _memoryd_writes_a_memory(root: Path, n: int) -> None:
+    memoryd_saves(
+        root,
+        MemoryDoc(
+            frontmatter=Frontmatter(
+                title=f"Another note {n}",
+                slug=f"another-note-{n}",
+                type=MemoryType.FACT,
+                scope_hash=PLAIN,
+                source="claude-code",
+                created_at=datetime(2026, 11, 24, tzinfo=UTC),
+            ),
+            body="text\n",
+        ),
+    )
+
+
+@pytest.mark.parametrize("pane", ["supersedes", "graph", "audit"])
+async def test_a_pane_on_screen_follows_the_store_without_moving_the_cursor(store, fixture_root, pane):
+    """memoryd writing every few seconds must not pull the cursor away from what a person reads."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await look(app, pilot)
+        app.action_show_pane(pane)
+        await settle(app, pilot)
+        await pilot.press("j", "j", "j")
+        await settle(app, pilot)
+        widget = app.query_one({"supersedes": "#chains", "graph": "#entities", "audit": "#audit-lines"}[pane])
+
+        def where() -> object:
+            if pane == "supersedes":
+                return widget.cursor_node.data[1].slug
+            if pane == "graph":
+                return app.query_one("GraphPane").current.id
+            return widget.current_line
+
+        before = where()
+        _memoryd_writes_a_memory(fixture_root, 1)
+        with sqlite3.connect(
+            fixture_root / "index.db"
+        ) as con:  # memoryd's digest links two memories: a new chain on top
+            con.execute(
+                "INSERT INTO supersedes_chain (newer_memory_id, older_memory_id, confidence, decided_at, decided_by, "
+                "reason) VALUES (?, ?, 0.97, '2026-11-24T00:00:00+00:00', 'auto', 'newer')",
+                (
+                    "2026-04-15-Don_t_risk_calling_fetch_in_useEffect_wi-1776211759",
+                    "2026-04-03-0ad3f2d6-c878-4ae0-a32e-f1eac3693486",
+                ),
+            )
+        memoryd_append(fixture_root / "audit" / "audit.jsonl", {"event_type": "memory_saved", "target_id": "x"})
+        await look(app, pilot)
+        await settle(app, pilot)
+        assert where() == before

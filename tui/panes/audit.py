@@ -130,7 +130,8 @@ class AuditPane(PaneBase):
         if self.audit_log is not None:
             self.audit_log.close()
         self.audit_log = log
-        self.query_one(AuditList).show(log, log.every_line())
+        listing = self.query_one(AuditList)
+        listing.show(log, log.every_line(), at_line=listing.current_line)  # new lines come in above, not under it
         self.show_timeline(per_day)
         self.query_one("#audit-status", Static).update(f"{len(log):,} lines · v verifies the chain")
         if self.query_one("#audit-filter", Input).value:

@@ -73,14 +73,17 @@ class GraphPane(PaneBase):
         words = text.split()
         scope = next((w[6:] for w in words if w.startswith("scope:")), None)
         name = " ".join(w for w in words if not w.startswith("scope:"))
+        keep = self.current.id if self.current is not None else None
         self.rows = entities(self.store, name, scope)
         table = self.query_one("#entities", DataTable)
         table.clear(columns=True)
         table.add_columns("entity", "type", "mentions", "last seen")
         for row in self.rows:
             table.add_row(row.name, row.type, str(row.mentions), row.last_seen[:10], key=row.id)
+        at = next((i for i, row in enumerate(self.rows) if row.id == keep), 0)  # the store changed: stay put
         if self.rows:
-            self.show_entity(self.rows[0])
+            table.move_cursor(row=at)
+            self.show_entity(self.rows[at])
 
     @property
     def current(self) -> EntityRow | None:

@@ -98,6 +98,7 @@ class SupersedesPane(PaneBase):
 
     def show_forest(self, roots: list[Node]) -> None:
         tree = self.query_one("#chains", Tree)
+        keep = _place(self.current)
         tree.clear()
         read = (
             "reading the files' frontmatter…"
@@ -111,6 +112,16 @@ class SupersedesPane(PaneBase):
         for root in roots:
             self._add(tree.root.add(self._memory_label(root), data=(None, root), expand=True), root)
         tree.root.expand()
+        if keep is not None:  # the store changed under the tree: the cursor stays on its memory or link
+            self.call_after_refresh(self._move_to, keep)
+
+    def _move_to(self, place: tuple[str, str | None]) -> None:
+        tree = self.query_one("#chains", Tree)
+        for line in range(tree.last_line + 1):
+            node = tree.get_node_at_line(line)
+            if node is not None and _place(node.data) == place:
+                tree.move_cursor_to_line(line)
+                return
 
     def _add(self, parent: TreeNode, node: Node) -> None:
         for link, child in node.links:
@@ -247,6 +258,14 @@ class SupersedesPane(PaneBase):
 
     def _do(self, act: Callable[[], object], done: str, newer: str) -> None:
         attempt(self, act, f"link {done}", lambda: self.reload(newer))
+
+
+def _place(data: tuple[Link | None, Node] | None) -> tuple[str, str | None] | None:
+    """Where a tree line is, in terms that survive a reload: its memory, and the link it hangs by."""
+    if not data:
+        return None
+    link, node = data
+    return node.slug, None if link is None else link.newer
 
 
 def _decided(link: Link) -> str:
