@@ -16,7 +16,7 @@ from engram.store.audit.verify import events
 from engram.store.drift.scan import FileEntry, half_scrubbed, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse
-from engram.store.index import Memory, Promotion, Rekey
+from engram.store.index import Binding, Memory, Promotion, Rekey
 from engram.store.promotions import promoted_slug
 from engram.store.sensitive import binding
 from engram.store.service import Store
@@ -158,9 +158,10 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
                 f"scope {entry.scope_hash} is sensitive",
                 scope_hash=entry.scope_hash,
             )
+    bound = binding.bindings(store)
     for done, entry in enumerate(files, 1):
         present.add(entry.relpath)
-        _check_file(store, entry, by_path.get(entry.relpath), rows, report)
+        _check_file(store, entry, by_path.get(entry.relpath), rows, bound, report)
         if progress is not None:
             progress(done, len(files))
     for row in rows.values():
@@ -294,7 +295,14 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
         )
 
 
-def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[str, Memory], report: Report) -> None:
+def _check_file(
+    store: Store,
+    entry: FileEntry,
+    row: Memory | None,
+    rows: dict[str, Memory],
+    bound: dict[str, Binding],
+    report: Report,
+) -> None:
     try:
         data, plaintext = store.read_file(entry.relpath)
         doc = parse(plaintext, entry.relpath)
@@ -311,7 +319,7 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
         return
     fm = doc.frontmatter
     if entry.encrypted:
-        _check_binding(store, entry, data, doc, plaintext, report)
+        _check_binding(store, entry, data, doc, plaintext, bound, report)
     if row is None:
         owner = rows.get(fm.slug)
         detail = f"slug {fm.slug} is taken by {owner.body_path}" if owner else f"slug {fm.slug}"
@@ -345,9 +353,15 @@ def _check_file(store: Store, entry: FileEntry, row: Memory | None, rows: dict[s
 
 
 def _check_binding(
-    store: Store, entry: FileEntry, data: bytes, doc: MemoryDoc, plaintext: bytes, report: Report
+    store: Store,
+    entry: FileEntry,
+    data: bytes,
+    doc: MemoryDoc,
+    plaintext: bytes,
+    bound: dict[str, Binding],
+    report: Report,
 ) -> None:
-    state = binding.verify(store, entry.relpath, data, doc, plaintext)
+    state = binding.verify(store, entry.relpath, data, doc, plaintext, bound)
     if state.state in (binding.UNBOUND, binding.CHANGED):
         report.unbound.setdefault(entry.scope_hash, []).append(entry.relpath)
     elif state.state in (binding.SWAPPED, binding.ROLLED_BACK) and not _rekeying(store, entry.scope_hash):

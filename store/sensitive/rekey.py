@@ -186,10 +186,11 @@ def _rekey_scope(
     store.keys.adopt(scope_hash, new_key)
     if before_finish is not None:
         before_finish()
+    bound = binding.bindings(store)
     stale = [
         (rel, doc, data, plain)
         for rel, doc, data, plain in split.done
-        if binding.verify(store, rel, data, doc, plain).state != binding.BOUND
+        if binding.verify(store, rel, data, doc, plain, bound).state != binding.BOUND
     ]
 
     def finish() -> None:
