@@ -114,11 +114,15 @@ class RootLayout:
 
     def resolve(self, body_path: str) -> Path:
         """Absolute path of a ``body_path``, refusing anything that lands outside ``scopes/``."""
+        return Path(self.inside(body_path))
+
+    def inside(self, body_path: str) -> str:
+        """:meth:`resolve` as a string, for the many callers that only check (a ``check`` of 100k files asks
+        twice per file: pathlib's objects were a seventh of its time)."""
         if not body_path or "\x00" in body_path:
             raise UnsafePath(f"body_path {body_path!r} is empty or has a NUL byte")
-        candidate = Path(body_path)
-        full = candidate if candidate.is_absolute() else self.root / candidate
-        real = self._realpath(str(full))
+        full = body_path if os.path.isabs(body_path) else os.path.join(self._root, body_path)
+        real = self._realpath(full)
         scopes = self._real_scopes_dir
         if real != scopes and not real.startswith(scopes + os.sep):
             raise UnsafePath(f"body_path {body_path!r} escapes the data root's scopes/ directory")
@@ -141,6 +145,10 @@ class RootLayout:
     @functools.cached_property
     def _real_dirs(self) -> dict[str, str]:
         return {}
+
+    @functools.cached_property
+    def _root(self) -> str:
+        return str(self.root)
 
     @functools.cached_property
     def _real_scopes_dir(self) -> str:

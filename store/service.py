@@ -156,7 +156,7 @@ class Store:
     def read_file(self, relpath: str) -> tuple[bytes, bytes]:
         """A memory file's bytes as stored, and its plaintext (decrypted in memory for ``.md.enc``): one read
         for callers that check the stored bytes too (the binding manifest)."""
-        data = read_regular(self.layout.resolve(relpath))
+        data = read_regular(self.layout.inside(relpath))
         if relpath.endswith(".md.enc"):
             scope = relpath.split("/")[1]
             return data, decrypt(data, self.keys.key_for(scope), scope, relpath)
@@ -415,7 +415,7 @@ class Store:
 
     def safe_relpath(self, body_path: str) -> str:
         """Validate an index ``body_path`` before it is read or written."""
-        self.layout.resolve(body_path)
+        self.layout.inside(body_path)
         if not (body_path.endswith(".md") or body_path.endswith(".md.enc")):
             raise UnsafePath(f"body_path {body_path!r} is not a memory file")
         return body_path

@@ -217,6 +217,7 @@ NOT_ONE_EVENT = {
     "sensitive.rekey.plan_passphrase_rekey": "reads only",
     "sensitive.binding.record": "the binding row of one encrypted write, inside that write's transaction",
     "sensitive.binding.verify": "reads only",
+    "sensitive.binding.bindings": "reads only",
     "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
     "drift.repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
     "scopes.scopes": "reads only",

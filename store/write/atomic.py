@@ -88,7 +88,7 @@ def flush_written(paths: Iterable[Path]) -> None:
         fsync_dir(folder)
 
 
-def read_regular(path: Path, limit: int = 64 * 1024 * 1024) -> bytes:
+def read_regular(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
     """A regular file's bytes. Opened without following a symlink and without blocking (a FIFO where a memory
     should be would hang a reader forever), then checked to be a regular file of sane size before reading."""
     try:
