@@ -49,6 +49,18 @@ async def search(app: EngramApp, pilot, text: str) -> list[str]:
     return [hit.slug for hit in app.query_one(SearchPane).result.hits]
 
 
+def memoryd_writes_a_fact(root: Path, slug: str, title: str, body: str) -> None:
+    fm = Frontmatter(
+        title=title,
+        slug=slug,
+        type=MemoryType.FACT,
+        scope_hash=PLAIN,
+        source="claude-code",
+        created_at=datetime(2026, 11, 24, tzinfo=UTC),
+    )
+    memoryd_saves(root, MemoryDoc(frontmatter=fm, body=body))
+
+
 def test_panes_and_screens_reach_the_app_only_through_textual_and_messages():
     """No pane, screen, widget or action helper imports the console's app or uses an attribute of it that
     Textual's App does not have: what they need from it they ask with a message."""
@@ -85,19 +97,8 @@ async def test_a_memory_memoryd_writes_is_found_by_title_and_body_after_the_next
         await pilot.press("2")  # the bodies are read once the pane is shown
         await settle(app, pilot)
         await look(app, pilot)
-        memoryd_saves(
-            fixture_root,
-            MemoryDoc(
-                frontmatter=Frontmatter(
-                    title="Zanzibar rollout notes",
-                    slug="zanzibar-rollout",
-                    type=MemoryType.FACT,
-                    scope_hash=PLAIN,
-                    source="claude-code",
-                    created_at=datetime(2026, 11, 24, tzinfo=UTC),
-                ),
-                body="The quokkaflag must stay off until the migration ends.\n",
-            ),
+        memoryd_writes_a_fact(
+            fixture_root, "zanzibar-rollout", "Zanzibar rollout notes", "The quokkaflag must stay off until the end.\n"
         )
         assert await search(app, pilot, "zanzibar") == []
         await look(app, pilot)
@@ -241,23 +242,6 @@ async def test_a_dialog_key_is_remapped_like_any_other(store):
         assert {Promotion.get_by_id(p).status for p in (first, second)} == {"approved"}
 
 
-def _memoryd_writes_a_memory(root: Path, n: int) -> None:
-    memoryd_saves(
-        root,
-        MemoryDoc(
-            frontmatter=Frontmatter(
-                title=f"Another note {n}",
-                slug=f"another-note-{n}",
-                type=MemoryType.FACT,
-                scope_hash=PLAIN,
-                source="claude-code",
-                created_at=datetime(2026, 11, 24, tzinfo=UTC),
-            ),
-            body="text\n",
-        ),
-    )
-
-
 @pytest.mark.parametrize("pane", ["supersedes", "graph", "audit"])
 async def test_a_pane_on_screen_follows_the_store_without_moving_the_cursor(store, fixture_root, pane):
     """memoryd writing every few seconds must not pull the cursor away from what a person reads."""
@@ -279,7 +263,7 @@ async def test_a_pane_on_screen_follows_the_store_without_moving_the_cursor(stor
             return widget.current_line
 
         before = where()
-        _memoryd_writes_a_memory(fixture_root, 1)
+        memoryd_writes_a_fact(fixture_root, "another-note", "Another note", "text\n")
         with sqlite3.connect(
             fixture_root / "index.db"
         ) as con:  # memoryd's digest links two memories: a new chain on top
