@@ -114,7 +114,8 @@ class EngramApp(App[None]):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
         self.check_audit()
-        self.watch_store()  # the feed's first look: what later looks compare with
+        self.call_after_refresh(self.watch_store)  # the feed's first look (what later looks compare with): after
+        # the first frame, which it would otherwise compete with on a large root
         self.action_show_pane("queue")
         self.set_interval(WATCH_SECONDS, self.tick)
 
