@@ -317,6 +317,9 @@ def _proposals(w: _Writer, count: int) -> list[Proposal]:
     """What agents proposed, as they do: every seventh a near-copy of an earlier proposal (the same idea with
     other numbers), every fifth proposing to supersede an existing memory of its scope and type."""
     out: list[Proposal] = []
+    same_kind: dict[tuple[str, MemoryType], list[str]] = {}  # slugs by (scope, type): one pass, not one per proposal
+    for doc in w.docs:
+        same_kind.setdefault((doc.frontmatter.scope_hash, doc.frontmatter.type), []).append(doc.frontmatter.slug)
     for i in range(count):
         if i % 7 == 6 and out:
             earlier = w.rng.choice(out)
@@ -328,15 +331,7 @@ def _proposals(w: _Writer, count: int) -> list[Proposal]:
         project = next(p for p in PROJECTS if scope_hash_of(p[0]) == fm.scope_hash)
         mtype = w.rng.choice([t for t in MemoryType if t is not MemoryType.SESSION])
         title = w.fill(_TITLES[project[1]][mtype], project)
-        older = (
-            [
-                d.frontmatter.slug
-                for d in w.docs
-                if d.frontmatter.scope_hash == fm.scope_hash and d.frontmatter.type is mtype
-            ]
-            if i % 5 == 4
-            else []
-        )
+        older = same_kind.get((fm.scope_hash, mtype), []) if i % 5 == 4 else []
         out.append(
             Proposal(
                 source_session_slug=fm.slug,

@@ -608,6 +608,18 @@ def _locked_or(exc: OperationalError, path: Path) -> Exception:
     return StoreError(f"{path}: {exc}")
 
 
+@contextmanager
+def as_peewee_errors() -> Iterator[None]:
+    """For statements run on a raw sqlite3 cursor (bulk ``executemany``): their errors raised as peewee's, as
+    every other statement raises them, so a write transaction turns them into Conflict or DatabaseLocked."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityError(*exc.args) from exc
+    except sqlite3.OperationalError as exc:
+        raise OperationalError(*exc.args) from exc
+
+
 class _LenientConnection(sqlite3.Connection):
     """Text another writer stored as bytes that are not UTF-8 (an agent's proposal, a damaged page) would fail
     every query that reads its row, so ``list``, ``check``, ``repair`` and the console could not run at all; it
