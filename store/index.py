@@ -450,9 +450,14 @@ class Index:
         except OperationalError as exc:
             raise _locked_or(exc, self.path) from None
         self._tables = None
-        self.rebuilt = self._identity_lost()
-        if not self.rebuilt:
-            self.claim_identity()
+        # One transaction, so one file: memoryd's rebuild-index unlinks index.db without taking any lock, and a
+        # rebuild landing between a look at the identity and the copy would have the copies follow an index that
+        # lost every promotion (and the identity be written into a file without its table).
+        with self.transaction(prepare=False):
+            self.rebuilt = self._identity_lost()
+            if not self.rebuilt:
+                self.write_identity()
+            self._bring_copies_in_step()
         self._keep_copies()
         self._writable = True
 
@@ -483,19 +488,28 @@ class Index:
             return True
         return IndexIdentity.get_or_none(IndexIdentity.root_id == record.root_id) is None
 
-    def _keep_copies(self) -> None:
-        """Bring engram's copies of memoryd's tables in step (index.db is the truth while it is the index engram
-        knows), then keep them so with temporary triggers on this connection: every change engram makes is
-        copied in its own transaction. Changes memoryd makes are copied at the next :meth:`writable`. (SQLite
-        allows no schema name on a trigger's target: the copies' names exist only in engram.db.)"""
+    def _bring_copies_in_step(self) -> None:
+        """engram's copies of memoryd's tables made equal to index.db's, while it is the index engram knows (not
+        after a rebuild: then the copies hold what memoryd lost). Inside :meth:`writable`'s transaction."""
+        if self.rebuilt:
+            return
         for table, (copy, keep) in MIRRORED.items():
-            columns = [c for c in self.columns(table, "main") if c in self.columns(copy, "engram")]
-            names = ", ".join(columns)
+            names = ", ".join(self._copied_columns(table, copy))
             where = f"WHERE {keep}" if keep else ""
-            with self.transaction(prepare=False):
-                if not self.rebuilt:
-                    self.db.execute_sql(f"DELETE FROM engram.{copy}")
-                    self.db.execute_sql(f"INSERT INTO engram.{copy} ({names}) SELECT {names} FROM main.{table} {where}")
+            self.db.execute_sql(f"DELETE FROM engram.{copy}")
+            self.db.execute_sql(f"INSERT INTO engram.{copy} ({names}) SELECT {names} FROM main.{table} {where}")
+
+    def _copied_columns(self, table: str, copy: str) -> list[str]:
+        return [c for c in self.columns(table, "main") if c in self.columns(copy, "engram")]
+
+    def _keep_copies(self) -> None:
+        """Keep engram's copies of memoryd's tables in step with temporary triggers on this connection: every
+        change engram makes is copied in its own transaction. Changes memoryd makes are copied at the next
+        :meth:`writable`. (SQLite allows no schema name on a trigger's target: the copies' names exist only in
+        engram.db.)"""
+        for table, (copy, keep) in MIRRORED.items():
+            columns = self._copied_columns(table, copy)
+            names = ", ".join(columns)
             when = f"WHEN NEW.{keep}" if keep else ""
             new = ", ".join(f"NEW.{c}" for c in columns)
             key = columns[0]

@@ -146,3 +146,47 @@ def test_promotions_memoryd_proposed_after_its_rebuild_take_their_ids_and_the_re
         rows = list(Promotion.select())
         assert {(p.source_session_slug, p.proposed_title) for p in rows} >= known
         assert {p.id for p in rows if p.proposed_title == "Deploys go out on Tuesdays"} == set(new)
+
+
+@pytest.mark.parametrize("moment", [1, 2, 3])
+def test_a_rebuild_at_any_moment_of_engrams_first_write_loses_no_promotion(
+    fixture_root, unlocked_keys, monkeypatch, moment
+):
+    """memoryd's rebuild-index unlinks index.db without any lock, so it can land between any two transactions of
+    engram's preparation for writing (``writable``): here, before its first, second or third. Had engram found
+    its identity in one transaction and brought its copies of memoryd's tables in step in a later one, a rebuild
+    in between would have the copies follow an index that lost every promotion. Whether the preparation then
+    goes through or fails, engram's copy still holds the promotions, and repair gives them back."""
+    from contextlib import contextmanager
+
+    from engram.store.errors import StoreError
+    from engram.store.index import Index
+
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        store.index.writable()  # engram has written here before: its identity and its copies exist
+        kept = Promotion.select().where(Promotion.scope_hash.not_in(store.sensitive_scopes())).count()
+    transaction = Index.transaction
+    calls = []
+
+    @contextmanager
+    def rebuilt_before(index, prepare=True):
+        calls.append(1)
+        if len(calls) == moment:
+            memoryd_rebuild_index(fixture_root)
+        with transaction(index, prepare):
+            yield
+
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        monkeypatch.setattr(Index, "transaction", rebuilt_before)
+        try:
+            store.index.writable()
+        except StoreError:
+            pass  # the preparation failed on the replaced file: nothing of it counts
+        monkeypatch.setattr(Index, "transaction", transaction)
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        if len(calls) < moment:  # engram prepared in fewer transactions: memoryd never struck
+            assert not store.index.rebuilt and Promotion.select().count() >= kept
+            return
+        assert store.index.rebuilt and check(store).counts()["promotion_lost"] == kept
+        repair(store)
+        assert Promotion.select().count() >= kept
