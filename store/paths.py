@@ -62,6 +62,11 @@ def engram_state_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 
+def engram_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/engram`` (``~/.cache/engram``): what engram can build again, such as the search index."""
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+
+
 def scope_root_for(path: str | os.PathLike[str]) -> Path:
     """memoryd's scope root of ``path``: the nearest ancestor (itself included) holding ``.git``, else the path."""
     resolved = Path(path).expanduser().resolve()

@@ -47,7 +47,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     """No test reads or writes the real home, config or data root."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
         monkeypatch.setenv(var, str(home / var.lower()))
     monkeypatch.setenv("MEMORYD_CONFIG_HOME", str(FIXTURE / "config" / "memoryd"))
     monkeypatch.delenv("MEMORYD_DATA_ROOT", raising=False)

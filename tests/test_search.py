@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram.store.query import QuerySyntaxError, matches, parse
-from engram.store.search import SearchIndex
+from engram.store.search.index import SearchIndex
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 

@@ -226,6 +226,12 @@ NOT_ONE_EVENT = {
     "sensitive.convert.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch "
     "of files (tests/test_sensitive.py counts them)",
     "sensitive.convert.unmark_sensitive": "one memory_decrypted per batch, then one scope_unmarked_sensitive",
+    "search.fulltext.cache_path": "names engram's search cache, outside the data root",
+    "search.fulltext.sync": "writes engram's search cache only, outside the data root (tests/test_fulltext.py)",
+    "search.fulltext.rebuild": "engram's search cache only, outside the data root",
+    "search.fulltext.purge": "engram's search cache only, outside the data root",
+    "search.fulltext.discard": "engram's search cache only, outside the data root",
+    "search.fulltext.verify": "reads engram's search cache and stats the files",
 }
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from engram.store.service import Store
 
 if TYPE_CHECKING:  # numpy and rapidfuzz load with the search pane's worker, not with the console
-    from engram.store.search import SearchIndex
+    from engram.store.search.index import SearchIndex
 
 
 @dataclass

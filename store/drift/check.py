@@ -18,6 +18,8 @@ from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable,
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse
 from engram.store.index import Binding, Memory, Promotion, Rekey
 from engram.store.promotions import promoted_slug
+from engram.store.search import fulltext
+from engram.store.search.fulltext import Verdict
 from engram.store.sensitive import binding
 from engram.store.service import Store
 from engram.store.supersedes import listed_links
@@ -72,6 +74,12 @@ KINDS: dict[str, tuple[str, bool]] = {
         False,
     ),
     "index_rebuilt": ("index.db was rebuilt or replaced since engram last wrote (memoryd's rebuild-index?)", True),
+    "search_index_damaged": ("engram's search index (a cache) is damaged: repair builds it again", True),
+    "search_index_sensitive": (
+        "engram's search index holds text of a sensitive scope (marked while engram was not running?): "
+        "repair overwrites it with zeros and builds it again",
+        True,
+    ),
 }
 
 
@@ -97,6 +105,7 @@ class Report:
     # encrypted files to bind, by scope: written by memoryd, or edited by it since engram bound them (its
     # mem_update: a newer version of the same memory), which is memoryd's normal work and no drift
     unbound: dict[str, list[str]] = field(default_factory=dict)
+    search: Verdict | None = None  # engram's search index, when there is one: how many memories, how many behind
 
     def add(self, kind: str, path: str | None, detail: str, **data: Any) -> None:
         self.findings.append(Finding(kind, path, detail, data))
@@ -122,6 +131,7 @@ class Report:
             "drift": self.drift,
             "counts": self.counts(),
             "unbound": {scope: len(paths) for scope, paths in self.unbound.items()},
+            "search_index": None if self.search is None else vars(self.search),
             "findings": {
                 kind: {
                     "meaning": KINDS[kind][0],
@@ -183,9 +193,23 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         )
     _check_rebuild(store, files, report)
     _check_engram_decisions(store, report)
+    _check_search_index(store, report)
     for op_id, _ in queued:
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
+
+
+def _check_search_index(store: Store, report: Report) -> None:
+    """engram's search index is a cache: being behind the files is no drift (the next sync takes them in),
+    but a damaged file, or one holding a sensitive scope's text, is."""
+    verdict = fulltext.verify(store)
+    if not verdict.exists:
+        return
+    report.search = verdict
+    if verdict.damaged:
+        report.add("search_index_damaged", verdict.path, verdict.damaged)
+    elif verdict.sensitive:
+        report.add("search_index_sensitive", verdict.path, f"{verdict.sensitive} memories of sensitive scopes")
 
 
 def _check_engram_decisions(store: Store, report: Report) -> None:

@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engram.store.drift.scan import FileEntry, walk
-from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable
+from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError
 from engram.store.frontmatter import parse
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
+from engram.store.search import fulltext
 from engram.store.service import Change, IndexEntry, Store, index_entry
 
 
@@ -31,6 +32,7 @@ class RebuildResult:
     removed: int = 0
     kept_for_promotions: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "path: reason"
+    searchable: int | None = None  # memories in engram's search index, built again; None when it cannot be
 
 
 def set_aside_if_corrupt(index_path: Path) -> str | None:
@@ -140,4 +142,8 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
             index_update=index_update,
         )
     )
+    try:
+        result.searchable = fulltext.rebuild(store, progress).read
+    except StoreError:
+        pass  # a cache that cannot be written now: the console's next sync builds it
     return result

@@ -2,7 +2,8 @@
 
 Each fix is its own mutation through the write path (one audit event ``repair_applied`` each), so a repair
 interrupted half way is finished by running it again. What cannot be fixed without a person's decision or a
-key is left and reported.
+key is left and reported. engram's search index is a cache outside the data root: building it again is no
+mutation of the root, and no event.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from engram.store.errors import StoreError
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.promotions import write_promoted
+from engram.store.search import fulltext
 from engram.store.sensitive import binding
 from engram.store.service import Change, Store
 from engram.store.write.atomic import remove_durably
@@ -282,6 +284,10 @@ def _register_again(store: Store, finding: Finding) -> str:
     )
 
 
+def _rebuild_search_index(store: Store, finding: Finding) -> str:
+    return f"search index built again: {fulltext.rebuild(store).read} memories of plain scopes"
+
+
 FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "sensitive_unregistered": _register_again,  # first: nothing may be written in plaintext into such a scope
     "temp_file": _remove_temp,
@@ -299,5 +305,7 @@ FIXES: dict[str, Callable[[Store, Finding], str | None]] = {
     "pending_already_written": _finish_approval,
     "promotion_lost": lambda store, _: coexist.restore_promotions(store),  # after enc_without_row: sessions first
     "index_rebuilt": lambda store, _: coexist.claim_index(store),  # last: only once nothing else is missing
+    "search_index_damaged": _rebuild_search_index,
+    "search_index_sensitive": _rebuild_search_index,
 }
 ORDER = list(FIXES)

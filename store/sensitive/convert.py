@@ -16,6 +16,7 @@ from engram.store.errors import Conflict, KeyUnavailable, WrongKey
 from engram.store.index import Memory, SensitiveScope
 from engram.store.paths import check_scope_name
 from engram.store.scopes import project_dir, resolve_scope
+from engram.store.search import fulltext
 from engram.store.sensitive import keyproof
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.service import Change, FileWrite, Store
@@ -106,6 +107,7 @@ def mark_sensitive(
                 index_update=lambda: register(store, scope_hash, scope_root),
             )
         )
+    fulltext.purge(store)  # the search index's copy of the scope's text goes before its files are encrypted
     for folder in _scope_dirs(store, scope_hash):
         folder.chmod(0o700)
     _adopt_unindexed(store, scope_hash)

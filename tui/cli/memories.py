@@ -13,7 +13,7 @@ from engram.store.query import QuerySyntaxError
 from engram.store.service import Store
 
 if TYPE_CHECKING:
-    from engram.store.search import Hit
+    from engram.store.search.index import Hit
 from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
 from engram.tui.cli_progress import cli_progress
 
@@ -38,10 +38,15 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 def _search(args: argparse.Namespace) -> int:
     """The key, if any, comes from the environment: a search never prompts, and a locked scope's hits are
     titles only (index.db holds them in clear for memoryd anyway)."""
-    from engram.store.search import SearchIndex  # numpy and rapidfuzz: loaded by the command that uses them
+    from engram.store.search.fulltext import FullText, sync  # numpy and rapidfuzz: loaded by the command
+    from engram.store.search.index import SearchIndex
 
     with open_with_key(args, lambda store: False) as store:
-        index = SearchIndex.load(store)
+        fulltext = FullText.open(store)
+        if fulltext is not None:
+            with cli_progress("updating the search index") as advance:
+                sync(store, progress=advance)
+        index = SearchIndex.load(store, fulltext)
         with cli_progress("reading bodies") as advance:
             index.enrich(store, advance)
         result = index.search(args.query, limit=max(1, args.limit))
@@ -63,7 +68,7 @@ def _search(args: argparse.Namespace) -> int:
 def _hit(store: Store, hit: Hit, words: list[str]) -> dict[str, object]:
     """A hit with a snippet of its body around the match; none for a locked scope. Reading an unlocked
     sensitive memory for its snippet is audited, as opening it in the console is."""
-    from engram.store.search import snippet
+    from engram.store.search.index import snippet
 
     locked = hit.encrypted and not store.keys.can_open(hit.scope_hash)
     text = None if locked else view_memory(store, hit.slug).body

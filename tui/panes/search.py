@@ -24,7 +24,7 @@ from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.hitlist import HitList
 
 if TYPE_CHECKING:  # numpy and rapidfuzz load with the index's worker, not with the console
-    from engram.store.search import SearchIndex, SearchResult
+    from engram.store.search.index import SearchIndex, SearchResult
 
 SHOWN = 100
 
@@ -68,11 +68,32 @@ class SearchPane(PaneBase):
 
     @background("search-load")
     def load_index(self) -> None:
-        """Titles, triggers and fields (index.db only, quick): the merge picker needs them from the start."""
-        from engram.store.search import SearchIndex  # numpy and rapidfuzz: loaded here, off the first frame
+        """Titles, triggers and fields from index.db, and the bodies of plain scopes from engram's persistent
+        index as its last sync left it: searchable at once. Then the persistent index is brought up to date
+        (only files whose fingerprint moved are read) and, if anything changed, the index loaded again."""
+        from engram.store.search.fulltext import FullText  # numpy and rapidfuzz: loaded here, off the first frame
+        from engram.store.search.index import SearchIndex
 
-        index = SearchIndex.load(self.store)
-        deliver(self, self.ready, index)
+        fulltext = FullText.open(self.store)
+        deliver(self, self.ready, SearchIndex.load(self.store, fulltext))
+        if fulltext is not None:
+            self.sync_fulltext()
+
+    def sync_fulltext(self) -> None:
+        """Runs in the loading worker. A sync that cannot write now (another engram syncing) is left to the next
+        open: the index already answers from what it holds."""
+        from engram.store.search.fulltext import sync
+
+        try:
+            with progress(self, "#search-progress") as report:
+                result = sync(self.store, progress=report)
+        except StoreError as exc:
+            deliver(self, self.notify, str(exc), title="Search index", severity="warning")
+            return
+        if result.changed:
+            with self.refreshing:
+                if self.index is not None:
+                    deliver(self, self.ready, self.index.refreshed(self.store, ()))
 
     def ready(self, index: SearchIndex) -> None:
         self.shared.search = index
@@ -153,7 +174,7 @@ class SearchPane(PaneBase):
         if self.index is None or self.result is None:
             return
         self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
-        scope = "titles, triggers, bodies, tags" if self.index.enriched else "titles and triggers (bodies loading)"
+        scope = self.index.searching
         matches = "memory matches" if self.result.total == 1 else "memories match"
         status = self.result.error or (
             f"{self.result.total} {matches} · searching {scope}"

@@ -14,7 +14,7 @@ from engram.tui.keymap import CANCEL, bindings
 from engram.tui.widgets.safe import plain
 
 if TYPE_CHECKING:  # numpy and rapidfuzz load with the search index's worker, not with the console
-    from engram.store.search import SearchIndex
+    from engram.store.search.index import SearchIndex
 
 
 class MemoryPicker(ModalScreen[str | None]):

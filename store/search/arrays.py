@@ -1,0 +1,81 @@
+"""The numpy pieces of the search: bitsets (a Python int, one bit per memory, bit 0 the newest), the vectorised
+scan of every head for short terms, and an in-memory trigram index for the memories the persistent one does not
+hold (sensitive scopes, unlocked; memories it has not taken in yet; every memory when there is no cache).
+
+Per keystroke no Python loop runs once per memory: SQLite gathers a phrase query's row numbers into one string,
+numpy parses it and scatters the rows into a bitset."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from engram.store.search.fulltext import phrase
+
+
+def parse_rows(found: str | None) -> np.ndarray:
+    """The row numbers SQLite's ``group_concat`` joined with commas."""
+    return np.fromstring(found, dtype=np.int64, sep=",") if found else np.empty(0, dtype=np.int64)
+
+
+def bits(rows: Iterable[int] | np.ndarray, size: int) -> int:
+    """The bitset with bit ``r`` set for each of ``rows`` (numpy scatters and packs them: no Python loop)."""
+    flags = np.zeros(size, dtype=np.uint8)
+    flags[np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64)] = 1
+    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
+
+
+def indexes(found: int, limit: int) -> np.ndarray:
+    """The set bits of ``found``, lowest (newest memory) first, at most ``limit`` of them."""
+    if limit <= 0 or not found:
+        return np.empty(0, dtype=np.int64)
+    data = np.frombuffer(found.to_bytes((found.bit_length() + 7) // 8, "little"), dtype=np.uint8)
+    return np.flatnonzero(np.unpackbits(data, bitorder="little"))[:limit]
+
+
+class MemoryTrigrams:
+    """An FTS5 trigram index of some memories (rowid = their position in the search index), in this process's
+    memory only: what may never be written to disk, or is not in the persistent index yet. Two columns, as in
+    the persistent index: the head, and the tags and body once read."""
+
+    def __init__(self, heads: Mapping[int, str], bodies: Mapping[int, str]) -> None:
+        self.con = sqlite3.connect(":memory:", check_same_thread=False)
+        self.con.execute("CREATE VIRTUAL TABLE docs USING fts5(head, body, tokenize='trigram')")
+        rows = ((i, h, bodies.get(i, "")) for i, h in heads.items())
+        self.con.executemany("INSERT INTO docs (rowid, head, body) VALUES (?, ?, ?)", rows)
+        self.con.commit()
+
+    def rows(self, term: str, head_only: bool = False) -> np.ndarray:
+        """Positions whose head (or body, unless ``head_only``) contains ``term`` (three characters or more)."""
+        query = ("head : " if head_only else "") + phrase(term)
+        (found,) = self.con.execute("SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", (query,)).fetchone()
+        return parse_rows(found)
+
+
+class Words:
+    """Every memory's title, triggers and slug, whitespace-normalised and padded (" word word "), in one UTF-16
+    array with the memories separated by NUL: a needle is found in all of them by a few vectorised comparisons
+    (a NUL never occurs in a needle, so no match spans two memories)."""
+
+    def __init__(self, heads: list[str]) -> None:
+        spaced = [" " + " ".join(h.replace("\0", " ").split()) + " " for h in heads]
+        self.units = np.frombuffer("\0".join(spaced).encode("utf-16-le"), dtype=np.uint16)
+        lengths = np.fromiter((len(s.encode("utf-16-le")) // 2 + 1 for s in spaced), dtype=np.int64, count=len(spaced))
+        self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        self.counts = np.bincount(self.units, minlength=1 << 16)
+
+    def rows(self, needle: str) -> np.ndarray:
+        """Positions of the memories whose padded head contains ``needle``; the needle's rarest unit is looked up
+        first (a leading space alone would match a million places), then the others only where it was found."""
+        pattern = np.frombuffer(needle.encode("utf-16-le"), dtype=np.uint16)
+        if not len(pattern) or len(pattern) > len(self.units):
+            return np.empty(0, dtype=np.int64)
+        anchor = int(np.argmin(self.counts[pattern]))
+        at = np.flatnonzero(self.units == pattern[anchor]) - anchor  # where the needle would start
+        at = at[(at >= 0) & (at <= len(self.units) - len(pattern))]
+        for k in range(len(pattern)):
+            if k != anchor:
+                at = at[self.units[at + k] == pattern[k]]
+        return np.searchsorted(self.starts, at, side="right") - 1  # repeats are harmless to bits()

@@ -1,0 +1,467 @@
+"""engram's persistent full-text index: a trigram index of the memories of plain scopes, kept in engram's cache
+directory (``$XDG_CACHE_HOME/engram/search/``, one SQLite file per data root), never in memoryd's index.db.
+
+It is a cache: the Markdown files are the truth, and deleting the file loses nothing but the time to build it
+again. Each row keeps the fingerprint of the file it was read from (path, size, mtime, a hash of the bytes), so
+:func:`sync` brings it up to date by stat-ing every file and reading only those whose fingerprint moved; the
+console opens with the index as it was and searches bodies at once while the sync runs in the background.
+
+Nothing of a sensitive scope is ever written to it: only ``.md`` files of scopes that are not sensitive are
+read, and every batch is written only after asking again which scopes are sensitive. When a scope is marked
+sensitive (by engram or memoryd), the whole file is overwritten with zeros and unlinked, as the scope's own
+plaintext files are, and built again from the plain scopes; deleting rows would leave their text in SQLite's
+free pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engram.store.errors import StoreError
+from engram.store.frontmatter import parse
+from engram.store.paths import engram_cache_dir
+from engram.store.service import Store
+from engram.store.write.atomic import read_regular, scrub
+
+SCHEMA = "2"  # how rows are built: a file of another schema is discarded and built again
+BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
+SUFFIXES = ("", "-wal", "-shm", "-journal")
+TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    id INTEGER PRIMARY KEY,
+    slug TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    head TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(head, body, content='docs', content_rowid='id', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs BEGIN
+    INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
+END;
+CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs BEGIN
+    INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
+END;
+CREATE TRIGGER IF NOT EXISTS docs_changed AFTER UPDATE OF head, body ON docs BEGIN
+    INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
+    INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
+END;
+"""
+
+
+def head_text(title: str, triggers: Iterable[str], slug: str) -> str:
+    """What a memory is searched by before its body: title, triggers and slug, lowercased (the console's index
+    and the persistent one build it the same way, so both answer a query alike: triggers in a fixed order
+    whatever order a query read them in)."""
+    return " ".join([title, *sorted(triggers), slug]).lower()
+
+
+def phrase(term: str) -> str:
+    """``term`` as an FTS5 phrase: a trigram index matches a phrase of three characters or more exactly as a
+    substring."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def cache_path(store: Store) -> Path:
+    """The index file of ``store``'s root: named by a hash of the root's resolved path."""
+    key = hashlib.sha256(str(store.layout.root).encode()).hexdigest()[:24]
+    return engram_cache_dir() / "search" / f"{key}.db"
+
+
+def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """A connection in WAL mode (the console reads while a sync writes). Raises ``sqlite3.Error`` or
+    ``OSError`` for a file that is not this index: the caller discards it."""
+    if create:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    elif not path.exists():
+        raise FileNotFoundError(path)
+    con = sqlite3.connect(path, timeout=5, check_same_thread=False, isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA secure_delete=ON")
+        if create:
+            os.chmod(path, 0o600)
+            con.executescript(_TABLES)
+            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] != SCHEMA:
+            raise sqlite3.DatabaseError(f"schema {row[0] if row else 'missing'}, not {SCHEMA}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def discard(store: Store) -> None:
+    """Overwrite the index's files with zeros and unlink them: what a scope just marked sensitive may have left
+    there goes the way of its plaintext files. The next sync builds it again."""
+    path = cache_path(store)
+    for suffix in SUFFIXES:
+        scrub(path.with_name(path.name + suffix))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class FullText:
+    """A reader of the persistent index, as it was when each query runs (WAL: a sync's batches appear as they
+    commit). Queries may be asked from several threads."""
+
+    def __init__(self, path: Path, con: sqlite3.Connection) -> None:
+        self.path = path
+        self.con = con
+        st = os.stat(path)
+        self.file = (st.st_dev, st.st_ino)
+
+    @classmethod
+    def open(cls, store: Store, *, create: bool = True) -> FullText | None:
+        """The index of ``store``'s root (created empty if ``create``); None when there is none and none may be
+        made (a cache directory that cannot be written). A damaged file is discarded and started afresh."""
+        path = cache_path(store)
+        try:
+            return cls(path, _connect(path, create=create))
+        except FileNotFoundError:
+            return None
+        except (sqlite3.Error, OSError):
+            if not create:
+                return None
+        try:
+            discard(store)
+            return cls(path, _connect(path, create=True))
+        except (sqlite3.Error, OSError):
+            return None
+
+    def current(self) -> bool:
+        """False once the file was discarded or replaced (a scope marked sensitive elsewhere): reopen."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.file
+
+    def close(self) -> None:
+        self.con.close()
+
+    def documents(self) -> Iterator[tuple[int, str, str]]:
+        """``(id, slug, scope)`` of every memory in the index."""
+        yield from self.con.execute("SELECT id, slug, scope FROM docs")
+
+    def tags(self) -> Iterator[tuple[int, str]]:
+        """``(id, tags)`` of every memory with tags (lowercased, separated by TAG_SEPARATOR)."""
+        yield from self.con.execute("SELECT id, tags FROM docs WHERE tags != ''")
+
+    def matching(self, term: str, head_only: bool = False) -> str | None:
+        """Ids of the memories whose head (or tags and body, unless ``head_only``) contain ``term``, joined by
+        commas in one string (the caller parses them at once with numpy). A damaged or discarded file answers
+        nothing rather than failing a keystroke; the next look reopens it."""
+        query = ("head : " if head_only else "") + phrase(term)
+        try:
+            (found,) = self.con.execute("SELECT group_concat(rowid) FROM fts WHERE fts MATCH ?", (query,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return str(found) if found else None
+
+
+@dataclass
+class SyncResult:
+    """What a sync did."""
+
+    read: int = 0  # files read (new or changed)
+    touched: int = 0  # files whose fingerprint moved but whose bytes did not
+    removed: int = 0  # rows of memories gone, moved to a sensitive scope or encrypted
+    unreadable: list[str] = field(default_factory=list)  # files that could not be read or parsed
+    discarded: bool = False  # the file held a sensitive scope's text and was overwritten and built again
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.read or self.removed or self.discarded)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A memory as index.db lists it, with what the index needs of it."""
+
+    slug: str
+    scope: str
+    path: str
+    head: str
+
+
+def _sources(store: Store, only: Collection[str] | None) -> dict[str, _Source]:
+    """Every memory of a plain scope stored as ``.md`` (or those of ``only``), with its head."""
+    db = store.index.db
+    sensitive = store.sensitive_scopes()
+    where, args = _among(only)
+    triggers: dict[str, list[str]] = {}
+    for slug, trigger in db.execute_sql(f"SELECT slug, trigger FROM triggers {where}", args):
+        triggers.setdefault(slug, []).append(trigger)
+    found = {}
+    query = f"SELECT slug, title, scope_hash, body_path FROM memories {where}"
+    for slug, title, scope, path in db.execute_sql(query, args):
+        if scope not in sensitive and path.endswith(".md"):
+            found[slug] = _Source(slug, scope, path, head_text(title, triggers.get(slug, ()), slug))
+    return found
+
+
+def _among(only: Collection[str] | None) -> tuple[str, tuple[str, ...]]:
+    """The WHERE clause (and its parameter) keeping the rows of the slugs ``only``, or every row."""
+    return ("", ()) if only is None else ("WHERE slug IN (SELECT value FROM json_each(?))", (_json(only),))
+
+
+def _json(values: Collection[str]) -> str:
+    """Values for ``json_each``: one parameter for any number of slugs or scopes."""
+    return json.dumps(sorted(values))
+
+
+def sync(
+    store: Store, only: Collection[str] | None = None, progress: Callable[[int, int], None] | None = None
+) -> SyncResult:
+    """Bring the index in step with index.db and the files: every memory, or those of ``only`` (the change
+    feed's slugs). Files are stat-ed; only those whose fingerprint moved are read. Raises :class:`StoreError`
+    when the index cannot be written (another process syncing it holds the lock too long): try again later."""
+    path = cache_path(store)
+    result = SyncResult()
+    try:
+        con = _open_for_sync(store, path, result)
+        with closing(con):
+            _sync(store, con, None if result.discarded else only, progress, result)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"{path}: the search index cannot be brought up to date now ({exc})") from None
+    return result
+
+
+def _open_for_sync(store: Store, path: Path, result: SyncResult) -> sqlite3.Connection:
+    """The index for writing: a file that is not this index, or that holds a sensitive scope's text, is
+    overwritten with zeros, unlinked and started afresh (then every memory is read, whatever ``only`` said)."""
+    try:
+        con = _connect(path, create=True)
+        if not _holds_sensitive(con, store.sensitive_scopes()):
+            return con
+        con.close()
+    except sqlite3.DatabaseError:
+        pass
+    discard(store)
+    result.discarded = True
+    return _connect(path, create=True)
+
+
+def purge(store: Store) -> bool:
+    """If the index holds text of a scope now sensitive, overwrite it with zeros and unlink it (the next sync
+    builds it again); True if it did. Called as soon as engram marks a scope sensitive, before its files are
+    encrypted, so the index never outlives the scope's plaintext."""
+    path = cache_path(store)
+    try:
+        with closing(_connect(path, create=False)) as con:
+            if not _holds_sensitive(con, store.sensitive_scopes()):
+                return False
+    except FileNotFoundError:
+        return False
+    except (sqlite3.Error, OSError):
+        pass  # not readable as the index: nothing to keep
+    discard(store)
+    return True
+
+
+def rebuild(store: Store, progress: Callable[[int, int], None] | None = None) -> SyncResult:
+    """Overwrite the index with zeros, unlink it and build it again from the plain scopes' files (``engram
+    repair`` of a damaged index, ``engram rebuild-index``)."""
+    discard(store)
+    return sync(store, progress=progress)
+
+
+def _holds_sensitive(con: sqlite3.Connection, sensitive: set[str]) -> bool:
+    if not sensitive:
+        return False
+    query = "SELECT 1 FROM docs WHERE scope IN (SELECT value FROM json_each(?)) OR path NOT LIKE '%.md' LIMIT 1"
+    return con.execute(query, (_json(sensitive),)).fetchone() is not None
+
+
+@dataclass(frozen=True)
+class _Known:
+    """A memory's row in the index, as far as a sync compares it."""
+
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    digest: str
+    head: str
+
+
+@dataclass(frozen=True)
+class _Stale:
+    """A memory whose file's fingerprint moved since its row (or that has none yet)."""
+
+    source: _Source
+    known: _Known | None
+    size: int
+    mtime_ns: int
+
+
+def _sync(
+    store: Store,
+    con: sqlite3.Connection,
+    only: Collection[str] | None,
+    progress: Callable[[int, int], None] | None,
+    result: SyncResult,
+) -> None:
+    sources = _sources(store, only)
+    where, args = _among(only)
+    query = f"SELECT slug, id, path, size, mtime_ns, digest, head FROM docs {where}"
+    known = {slug: _Known(*row) for slug, *row in con.execute(query, args)}
+    gone = [known[slug].id for slug in known.keys() - sources.keys()]
+    work: list[_Stale] = []
+    root = str(store.layout.root)
+    for done, source in enumerate(sources.values(), 1):
+        row = known.get(source.slug)
+        try:
+            st = os.lstat(os.path.join(root, source.path))
+        except OSError:
+            if row is not None:
+                gone.append(row.id)
+            continue
+        if row is None or (row.path, row.size, row.mtime_ns, row.head) != (
+            source.path,
+            st.st_size,
+            st.st_mtime_ns,
+            source.head,
+        ):
+            work.append(_Stale(source, row, st.st_size, st.st_mtime_ns))
+        if len(work) >= BATCH:
+            _write(store, con, work, [], result)
+            work = []
+        if progress is not None and done % 1000 == 0:
+            progress(done, len(sources))
+    _write(store, con, work, gone, result)
+    if progress is not None:
+        progress(len(sources), len(sources))
+
+
+def _write(store: Store, con: sqlite3.Connection, work: list[_Stale], gone: list[int], result: SyncResult) -> None:
+    """Read the batch's files (outside the transaction) and write their rows; a memory whose scope became
+    sensitive meanwhile is left out. A file whose bytes did not change keeps its text (only its fingerprint and
+    head are written)."""
+    writes: list[tuple[_Stale, str, tuple[str, str] | None]] = []  # (memory, digest, (tags, text) if read)
+    for item in work:
+        try:
+            data = read_regular(store.layout.inside(item.source.path))
+        except (StoreError, OSError) as exc:
+            result.unreadable.append(f"{item.source.path}: {exc}")
+            continue
+        digest = _digest(data)
+        if item.known is not None and (item.known.digest, item.known.path) == (digest, item.source.path):
+            writes.append((item, digest, None))
+            result.touched += 1
+            continue
+        try:
+            doc = parse(data, item.source.path)
+        except StoreError as exc:
+            result.unreadable.append(f"{item.source.path}: {exc}")
+            continue
+        tags = [tag.lower() for tag in doc.frontmatter.tags]  # a tag may hold spaces: kept apart by TAG_SEPARATOR
+        writes.append((item, digest, (TAG_SEPARATOR.join(tags), f"{' '.join(tags)} {doc.body.lower()}")))
+        result.read += 1
+        if result.read % 50 == 0:
+            time.sleep(0.001)  # a console's sync: let the thread that answers the keyboard have the interpreter
+    sensitive = store.sensitive_scopes()
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        for item, digest, text in writes:
+            source = item.source
+            if source.scope in sensitive:
+                continue
+            row = {"id": item.known.id if item.known else None, "slug": source.slug, "scope": source.scope}
+            row |= {"path": source.path, "size": item.size, "mtime_ns": item.mtime_ns, "digest": digest}
+            row |= {"head": source.head, "tags": text[0] if text else "", "body": text[1] if text else ""}
+            if text is None:
+                con.execute(
+                    "UPDATE docs SET size = :size, mtime_ns = :mtime_ns, digest = :digest, head = :head WHERE id = :id",
+                    row,
+                )
+            elif item.known is None:
+                con.execute(
+                    "INSERT INTO docs (slug, scope, path, size, mtime_ns, digest, tags, head, body) "
+                    "VALUES (:slug, :scope, :path, :size, :mtime_ns, :digest, :tags, :head, :body)",
+                    row,
+                )
+            else:
+                con.execute(
+                    "UPDATE docs SET scope = :scope, path = :path, size = :size, mtime_ns = :mtime_ns, "
+                    "digest = :digest, tags = :tags, head = :head, body = :body WHERE id = :id",
+                    row,
+                )
+        con.executemany("DELETE FROM docs WHERE id = ?", ((i,) for i in gone))
+        result.removed += len(gone)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+@dataclass
+class Verdict:
+    """What ``engram check`` says of the index."""
+
+    path: str
+    exists: bool = False
+    memories: int = 0
+    stale: int = 0  # rows whose file moved since (the next sync takes them in: not drift)
+    damaged: str | None = None  # why SQLite or FTS5 refuses it
+    sensitive: int = 0  # rows of a sensitive scope or an encrypted file: must never be there
+
+
+def verify(store: Store) -> Verdict:
+    """Check the index without changing it: SQLite's and FTS5's own integrity checks (FTS5's is asked as an
+    INSERT, so the file is opened for writing, though nothing is written), no row of a sensitive scope, and how
+    many rows are behind their files (stat only)."""
+    path = cache_path(store)
+    verdict = Verdict(str(path), exists=path.exists())
+    if not verdict.exists:
+        return verdict
+    try:
+        con = sqlite3.connect(path, timeout=5)
+    except sqlite3.Error as exc:
+        verdict.damaged = str(exc)
+        return verdict
+    with closing(con):
+        try:
+            (ok,) = con.execute("PRAGMA quick_check").fetchone()
+            if ok != "ok":
+                verdict.damaged = ok
+                return verdict
+            schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if schema is None or schema[0] != SCHEMA:
+                verdict.damaged = f"schema {schema[0] if schema else 'missing'}, not {SCHEMA}"
+                return verdict
+            con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
+            sensitive = store.sensitive_scopes()
+            root = str(store.layout.root)
+            for scope, rel, size, mtime in con.execute("SELECT scope, path, size, mtime_ns FROM docs"):
+                verdict.memories += 1
+                if scope in sensitive or not rel.endswith(".md"):
+                    verdict.sensitive += 1
+                try:
+                    st = os.lstat(os.path.join(root, rel))
+                except OSError:
+                    verdict.stale += 1
+                    continue
+                verdict.stale += (st.st_size, st.st_mtime_ns) != (size, mtime)
+        except sqlite3.Error as exc:
+            verdict.damaged = str(exc)
+    return verdict

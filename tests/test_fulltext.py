@@ -1,0 +1,227 @@
+"""engram's persistent search index: it answers body queries at once after a sync, never holds a sensitive
+scope's text (not even in SQLite's free pages after the scope is marked), follows changes made by engram and by
+another process, is checked by ``engram check`` and built again by ``repair`` and ``rebuild-index``, and gives the
+same answers as the in-memory index it replaces."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memoryd_emulation import memoryd_saves
+
+from engram.store import promotions
+from engram.store.drift.check import check
+from engram.store.drift.rebuild import rebuild_index
+from engram.store.drift.repair import repair
+from engram.store.index import Memory
+from engram.store.queue import pending_ids
+from engram.store.search.fulltext import FullText, cache_path, sync, verify
+from engram.store.search.index import SearchIndex
+from engram.store.sensitive.convert import mark_sensitive
+from engram.store.service import Store
+
+SENSITIVE = ("35998c22af79", "91c2073b561e")
+PLAIN = "710d5aaf7a15"
+
+
+def cache_bytes(store: Store) -> bytes:
+    """Everything SQLite keeps of the index on disk: the database, its WAL and any journal."""
+    path = cache_path(store)
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+
+
+def body_pieces(store: Store, scope: str, unique: bool = False) -> list[bytes]:
+    """Up to three 24-character stretches of each body in ``scope``, lowercased as the index keeps them; with
+    ``unique``, only stretches no memory of another scope has in its body or head."""
+    others = b""
+    if unique:
+        others = b"\n".join(
+            f"{m.title} {store.read_bytes(m.body_path).decode()}".lower().encode()
+            for m in Memory.select().where(Memory.scope_hash != scope, ~Memory.body_path.endswith(".md.enc"))
+        )
+    pieces = []
+    for m in Memory.select().where(Memory.scope_hash == scope):
+        lines = [line.lower() for line in store.read_doc(m.body_path).body.splitlines() if len(line) >= 24]
+        pieces += [line[:24].encode() for line in lines[:3]]
+    return [p for p in pieces if p not in others]
+
+
+def searched(store: Store, text: str) -> set[str]:
+    index = SearchIndex.load(store, FullText.open(store))
+    return {hit.slug for hit in index.search(text, limit=10_000).hits}
+
+
+def test_bodies_are_searchable_at_load_without_reading_a_file(store, monkeypatch):
+    sync(store)
+    monkeypatch.setattr(Store, "read_doc", lambda *a: pytest.fail("a file was read at load"))
+    index = SearchIndex.load(store, FullText.open(store))
+    found = index.search("'config/ssr_cache.yaml")
+    assert found.total > 0 and not any(hit.encrypted for hit in found.hits)
+    assert index.search("tag:frontend").total > 0
+
+
+def test_a_second_sync_reads_nothing_and_a_touched_file_is_not_parsed_again(store):
+    first = sync(store)
+    assert first.read > 100 and not first.unreadable
+    assert not sync(store).changed
+    path = store.layout.root / Memory.get(Memory.scope_hash == PLAIN).body_path
+    path.touch()
+    again = sync(store)
+    assert (again.read, again.touched) == (0, 1)
+
+
+def test_no_text_of_a_sensitive_scope_is_ever_in_the_index(store):
+    """Unlocked or not, a sensitive scope's bodies stay out of the file; the plain ones are in it (the control)."""
+    sync(store)
+    on_disk = cache_bytes(store)
+    for scope in SENSITIVE:
+        pieces = body_pieces(store, scope, unique=True)
+        assert len(pieces) > 10 and not [p for p in pieces if p in on_disk]
+    assert all(p in on_disk for p in body_pieces(store, PLAIN))
+    with sqlite3.connect(cache_path(store)) as con:
+        scopes = {scope for (scope,) in con.execute("SELECT DISTINCT scope FROM docs")}
+    assert scopes and not scopes & set(SENSITIVE)
+
+
+def test_marking_a_scope_sensitive_wipes_its_text_from_the_index_file(store):
+    sync(store)
+    pieces = body_pieces(store, PLAIN, unique=True)
+    assert len(pieces) > 10 and all(p in cache_bytes(store) for p in pieces)
+    mark_sensitive(store, PLAIN)
+    assert not cache_path(store).exists()  # zeroed and unlinked as the scope's own plaintext files are
+    sync(store)
+    assert not [p for p in pieces if p in cache_bytes(store)]
+    other = body_pieces(store, "5727cb99a38b", unique=True)[0].decode()
+    assert searched(store, f"'{other}")  # the other plain scope's bodies are searchable again
+
+
+def test_a_scope_another_process_marks_sensitive_is_found_by_check_and_wiped(store):
+    sync(store)
+    pieces = body_pieces(store, PLAIN, unique=True)
+    with sqlite3.connect(store.layout.index_path) as con:  # memoryd's mark: the registration comes first
+        con.execute("INSERT INTO sensitive_scopes VALUES (?, '/tmp/project', '2026-11-24T00:00:00Z')", (PLAIN,))
+    report = check(store)
+    assert [f.kind for f in report.findings if f.kind.startswith("search_")] == ["search_index_sensitive"]
+    index = SearchIndex.load(store, FullText.open(store))  # meanwhile, its bodies are never answered from it
+    hits = index.search("'config/", limit=1000).hits
+    assert hits and all("config/" in index.head[index.by_slug[h.slug]] for h in hits if h.scope_hash == PLAIN)
+    assert sync(store).discarded
+    assert not [p for p in pieces if p in cache_bytes(store)]
+    assert not [f for f in check(store).findings if f.kind.startswith("search_")]
+
+
+def test_follows_what_engram_and_another_process_change(store):
+    sync(store)
+    pid = next(p for p in pending_ids(store) if promotions.target_scopes(store, [p]) == {PLAIN})
+    slug = promotions.approve(store, pid, promotions.Edits(body="the zebrafish-quokka runbook")).slug
+    assert sync(store, only={slug}).read == 1
+    assert searched(store, "zebrafish-quokka") == {slug}
+
+    memory = Memory.get(Memory.scope_hash == PLAIN, Memory.slug != slug)
+    doc = store.read_doc(memory.body_path)
+    doc.body = "capybara-ledger notes"
+    memoryd_saves(store.layout.root, doc)  # another process rewrites a file the index holds
+    sync(store)
+    assert searched(store, "capybara-ledger") == {memory.slug}
+
+    (store.layout.root / memory.body_path).unlink()
+    with sqlite3.connect(store.layout.index_path) as con:
+        con.execute("DELETE FROM memories WHERE slug = ?", (memory.slug,))
+    assert sync(store).removed == 1
+    assert not searched(store, "capybara-ledger")
+
+
+def test_an_index_behind_its_files_still_answers_and_is_no_drift(store):
+    sync(store)
+    memory = Memory.get(Memory.scope_hash == PLAIN)
+    doc = store.read_doc(memory.body_path)
+    doc.body = "platypus-sextant"
+    memoryd_saves(store.layout.root, doc)
+    assert not searched(store, "platypus-sextant")  # the old text answers until the next sync
+    report = check(store)
+    assert report.search is not None and report.search.stale == 1
+    assert not [f for f in report.findings if f.kind.startswith("search_")]
+
+
+def test_a_damaged_index_is_found_by_check_and_built_again_by_repair(store):
+    sync(store)
+    with sqlite3.connect(cache_path(store)) as con:
+        con.execute("UPDATE fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+    report = check(store)
+    assert report.drift and report.of("search_index_damaged")
+    result = repair(store)
+    assert any("search index built again" in m for m in result.fixed)
+    assert verify(store).damaged is None
+    assert searched(store, "'config/ssr_cache.yaml")
+
+
+def test_a_file_that_is_not_an_index_is_replaced_on_open(store):
+    path = cache_path(store)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"not a database at all" * 100)
+    assert FullText.open(store) is not None
+    assert sync(store).read > 100
+
+
+def test_rebuild_index_builds_the_search_index_again(store):
+    sync(store)
+    with sqlite3.connect(cache_path(store)) as con:
+        con.execute("DELETE FROM docs")
+    result = rebuild_index(store)
+    assert result.searchable and result.searchable > 100
+    assert searched(store, "'config/ssr_cache.yaml")
+
+
+def test_an_unwritable_cache_falls_back_to_reading_bodies_in_memory(store, monkeypatch, tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert FullText.open(store) is None
+    index = SearchIndex.load(store, None)
+    index.enrich(store)
+    assert index.search("'config/ssr_cache.yaml").total > 0
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """The fixture's index twice: bodies from the persistent index, and bodies read into memory."""
+    import shutil
+
+    from engram.store.sensitive.crypto import KeyRing
+
+    root = tmp_path_factory.mktemp("fulltext") / "dataroot"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "memoryd-small" / "dataroot", root)
+    with pytest.MonkeyPatch.context() as env, Store.open(root, keys=KeyRing()) as store:
+        env.setenv("XDG_CACHE_HOME", str(root.parent / "cache"))  # module-wide: the per-test environment is not set yet
+        sync(store)
+        persistent = SearchIndex.load(store, FullText.open(store))
+        persistent.enrich(store)
+        in_memory = SearchIndex.load(store, None)
+        in_memory.enrich(store)
+        yield persistent, in_memory
+
+
+def _words(index: SearchIndex) -> st.SearchStrategy[str]:
+    texts = [index.head[i] for i in range(len(index.rows))] + list(index.bodies.values())
+    piece = st.builds(
+        lambda h, i, n: texts[h][i : i + n].strip() or "x",
+        st.integers(0, len(texts) - 1),
+        st.integers(0, 200),
+        st.integers(3, 12),
+    )
+    term = st.tuples(st.sampled_from(["", "!", "'"]), piece).map(lambda t: "".join(t).replace(" ", "\\ "))
+    return st.lists(st.one_of(term, st.sampled_from(["tag:front", "type:fa", "!scope:5"])), min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_persistent_index_answers_as_the_in_memory_one(both, data):
+    persistent, in_memory = both
+    text = " ".join(data.draw(_words(in_memory)))
+    got, want = persistent.search(text, limit=1000), in_memory.search(text, limit=1000)
+    assert got.error == want.error
+    assert {h.slug for h in got.hits} == {h.slug for h in want.hits}, text
