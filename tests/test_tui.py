@@ -197,6 +197,25 @@ async def test_filter_and_sort(console):
         assert console.query_one(QueuePane).sort == "dura_min"
 
 
+async def test_bodies_are_found_from_the_persistent_index_without_reading_files(store, monkeypatch):
+    """With the search cache up to date, a body phrase is found as soon as the index loads: no file is read
+    (enrichment, which reads files, is switched off here), and the index loads once the queue has settled."""
+    from engram.store.search.fulltext import sync
+    from engram.store.search.index import SearchIndex
+
+    sync(store)
+    monkeypatch.setattr(SearchIndex, "enrich", lambda *args, **kwargs: 0)
+    console = EngramApp(store)
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        pane = console.query_one(SearchPane)
+        assert pane.index is not None and not pane.loaded  # loaded while hidden, after the queue's first page
+        await pilot.press("2", *"'config/ssr_cache.yaml")
+        await settle(console, pilot)
+        assert pane.result is not None and pane.result.total > 0
+        assert all("config/ssr_cache.yaml" not in hit.title for hit in pane.result.hits)
+
+
 async def test_search_pane_finds_and_opens_with_why(console, fixture_root):
     async with console.run_test(size=SIZE) as pilot:
         await settle(console, pilot)

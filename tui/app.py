@@ -28,7 +28,7 @@ from engram.store.settings import Settings
 from engram.store.stats import pending_count
 from engram.themes import theme_specs
 from engram.tui.keymap import Action, bindings, unknown_ids
-from engram.tui.messages import AuditStateChanged, KeysChanged, OpenMemory, StoreChanged
+from engram.tui.messages import AuditStateChanged, KeysChanged, OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.panes.search import SearchPane
 from engram.tui.panes.table import ALL_ACTIONS, BY_ID, CONSOLE_ACTIONS, PANES, Pane
@@ -219,6 +219,10 @@ class EngramApp(App[None]):
         self.refresh_status()
         for pane, widget in self.panes():
             widget.keys_changed(pane.id == self.showing)
+
+    def on_settled(self, message: Settled) -> None:
+        for _, widget in self.panes():
+            widget.settled()
 
     def on_open_memory(self, message: OpenMemory) -> None:
         self.action_show_pane("search")

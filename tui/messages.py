@@ -24,6 +24,11 @@ class KeysChanged(Message):
     follow."""
 
 
+class Settled(Message):
+    """The console's first screen has its data (the queue's first load ended, shown or failed): work no one is
+    looking at yet (the search index the merge picker needs) may start without delaying it."""
+
+
 class OpenMemory(Message):
     """Show this memory with everything that explains it (the search pane's reader)."""
 

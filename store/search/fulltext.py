@@ -20,7 +20,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,11 +64,17 @@ END;
 """
 
 
-def head_text(title: str, triggers: Iterable[str], slug: str) -> str:
-    """What a memory is searched by before its body: title, triggers and slug, lowercased (the console's index
-    and the persistent one build it the same way, so both answer a query alike: triggers in a fixed order
-    whatever order a query read them in)."""
-    return " ".join([title, *sorted(triggers), slug]).lower()
+# a memory's triggers in one string, sorted (so every reader builds the same head), for a query over memories m
+TRIGGERS = (
+    "coalesce((SELECT group_concat(trigger, ' ') FROM "
+    "(SELECT trigger FROM triggers t WHERE t.slug = m.slug ORDER BY trigger)), '')"
+)
+
+
+def head_text(title: str, triggers: str, slug: str) -> str:
+    """What a memory is searched by before its body: title, triggers (as TRIGGERS joins them) and slug,
+    lowercased. The console's index and the persistent one build it the same way, so both answer alike."""
+    return f"{title} {triggers} {slug}".lower()
 
 
 def phrase(term: str) -> str:
@@ -205,17 +211,13 @@ class _Source:
 
 def _sources(store: Store, only: Collection[str] | None) -> dict[str, _Source]:
     """Every memory of a plain scope stored as ``.md`` (or those of ``only``), with its head."""
-    db = store.index.db
     sensitive = store.sensitive_scopes()
     where, args = _among(only)
-    triggers: dict[str, list[str]] = {}
-    for slug, trigger in db.execute_sql(f"SELECT slug, trigger FROM triggers {where}", args):
-        triggers.setdefault(slug, []).append(trigger)
     found = {}
-    query = f"SELECT slug, title, scope_hash, body_path FROM memories {where}"
-    for slug, title, scope, path in db.execute_sql(query, args):
+    query = f"SELECT slug, title, scope_hash, body_path, {TRIGGERS} FROM memories m {where}"
+    for slug, title, scope, path, triggers in store.index.db.execute_sql(query, args):
         if scope not in sensitive and path.endswith(".md"):
-            found[slug] = _Source(slug, scope, path, head_text(title, triggers.get(slug, ()), slug))
+            found[slug] = _Source(slug, scope, path, head_text(title, triggers, slug))
     return found
 
 

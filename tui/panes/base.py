@@ -55,6 +55,9 @@ class PaneBase(Vertical):
     def keys_changed(self, showing: bool) -> None:
         """Sensitive scopes were unlocked or locked; panes that show lock state or read bodies follow."""
 
+    def settled(self) -> None:
+        """The console's first screen has its data; a pane that prepares something for others starts it here."""
+
     def action_move(self, step: int | str) -> None:
         """j k g G (keymap.list_moves): move in the pane's main list (a LineList or a PlainTable, which take the
         same steps)."""

@@ -19,7 +19,7 @@ from engram.store.query import QuerySyntaxError
 from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail, queue_query
 from engram.store.service import Store
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
-from engram.tui.messages import OpenMemory, StoreChanged
+from engram.tui.messages import OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.pick import MemoryPicker
@@ -87,6 +87,7 @@ class QueuePane(PaneBase):
         self.undo_stack: list[Step] = []
         self.redo_stack: list[Step] = []
         self.busy = False  # a decision, an undo or a redo runs: the next waits (set and read on the UI thread)
+        self.settled_once = False  # the first load has told the console (messages.Settled)
         self.detail: PromotionDetail | None = None
 
     def compose(self) -> ComposeResult:
@@ -126,8 +127,11 @@ class QueuePane(PaneBase):
             items = pending_queue(self.store, self.sort, queue_query(self.filter_text))
         except (StoreError, QuerySyntaxError) as exc:
             deliver(self, self.notify, str(exc), severity="error")
-            return
-        deliver(self, self.show_items, items, keep)
+        else:
+            deliver(self, self.show_items, items, keep)
+        if not self.settled_once:
+            self.settled_once = True
+            self.post_message(Settled())
 
     def show_items(self, items: list[QueueItem], keep: int | None) -> None:
         """Show ``items`` at ``keep``; without one, the cursor stays on the promotion it was on (memoryd may have

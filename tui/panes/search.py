@@ -45,6 +45,7 @@ class SearchPane(PaneBase):
         self.pending = threading.Lock()  # guards ``changed`` (the UI thread adds, a refresh takes)
         self.refreshing = threading.Lock()
         self.quiet_until = 0.0  # monotonic time before which the next refresh waits (see refresh_index)
+        self.started = False  # the index's first load has begun
 
     @property
     def index(self) -> SearchIndex | None:
@@ -64,7 +65,13 @@ class SearchPane(PaneBase):
     def on_mount(self) -> None:
         self.query_one("#search-open").display = False
         self.query_one("#search-progress").display = False
-        self.load_index()
+
+    def settled(self) -> None:
+        """The index loads once the queue has its first page (it would compete with it), or when the pane is
+        first shown, whichever comes first."""
+        if not self.started:
+            self.started = True
+            self.load_index()
 
     @background("search-load")
     def load_index(self) -> None:
@@ -104,8 +111,10 @@ class SearchPane(PaneBase):
             self.enrich(index)
 
     def load(self) -> None:
-        """Bodies and tags are read from every file only once someone opens the pane: at 100k memories that is a
-        minute of work, which should not compete with the queue for nothing."""
+        """Bodies of unlocked sensitive scopes (and of every memory, without a persistent index) are read only
+        once someone opens the pane: at 100k memories that can be a minute of work, which should not compete with
+        the queue for nothing."""
+        self.settled()
         if self.index is not None and not self.index.enriched:
             self.enrich(self.index)
 
