@@ -150,6 +150,15 @@ def memoryd_reject(root: Path, pid: int) -> None:
     con.close()
 
 
+def memoryd_sweeps(root: Path, slugs: list[str], state: str) -> None:
+    """memoryd's decay sweep (``governance/decay.py``) as it moves a memory on: ``update_decay_state`` on the
+    index row, never the frontmatter."""
+    con = sqlite3.connect(root / "index.db")
+    con.executemany("UPDATE memories SET decay_state = ? WHERE slug = ?", [(state, slug) for slug in slugs])
+    con.commit()
+    con.close()
+
+
 def memoryd_rebuild_index(root: Path) -> None:
     """memoryd's ``rebuild_index``: unlink index.db, open a new one with its migrations, index every ``*.md``."""
     (root / "index.db").unlink()  # only index.db: its -wal and -shm stay where they are

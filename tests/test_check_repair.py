@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from engram.store.drift.check import check
@@ -20,6 +21,44 @@ def test_fixture_check_reports_exactly_its_quirks(store):
     assert "scopes/710d5aaf7a15/facts/imported-claude-md-testing.md" in collisions
     assert all("is taken by" in d for d in collisions.values())
     assert report.of("approved_without_memory")[0].data["promotion_id"] == 24
+
+
+def test_memoryds_index_only_decay_is_counted_not_drift_and_repair_keeps_it_through_a_rebuild(
+    fixture_root, unlocked_keys, capsys
+):
+    """memoryd's sweep decays index rows only: that is its normal work, so ``check`` counts it and passes."""
+    from memoryd_emulation import memoryd_rebuild_index, memoryd_sweeps
+
+    from engram.tui.cli import main
+
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        repair(store)
+        plain = [m.slug for m in Memory.select().where(Memory.body_path.endswith(".md"), Memory.decay_state == "alive")]
+    memoryd_sweeps(fixture_root, plain[:3], "dim")
+    memoryd_sweeps(fixture_root, plain[3:5], "soft-forgotten")
+    assert main(["check", "--root", str(fixture_root), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["drift"] is False and found["counts"]["decay_index_only"] == 5
+    assert found["findings"]["decay_index_only"]["drift"] is False
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        assert check(store).counts() == {"decay_index_only": 5}
+        assert len(repair(store).fixed) == 5
+    memoryd_rebuild_index(fixture_root)  # from the files only: the states written through survive it
+    con = sqlite3.connect(fixture_root / "index.db")
+    states = dict(con.execute("SELECT slug, decay_state FROM memories WHERE slug IN (?, ?, ?, ?, ?)", plain[:5]))
+    assert states == {**dict.fromkeys(plain[:3], "dim"), **dict.fromkeys(plain[3:5], "soft-forgotten")}
+
+
+def test_an_index_behind_its_files_decay_is_a_stale_row_and_repair_takes_the_files_state(store, fixture_root):
+    repair(store)
+    row = Memory.get(Memory.body_path.endswith(".md"), Memory.decay_state != "alive")
+    con = sqlite3.connect(fixture_root / "index.db")
+    con.execute("UPDATE memories SET decay_state = 'alive' WHERE slug = ?", (row.slug,))
+    con.commit()
+    report = check(store)
+    assert report.drift and [f.detail for f in report.of("stale_row")] == ["differs in decay_state"]
+    repair(store)
+    assert Memory.get(Memory.slug == row.slug).decay_state == row.decay_state
 
 
 def test_without_the_key_encrypted_files_are_reported_locked(fixture_root):

@@ -13,6 +13,7 @@ from typing import Any
 
 from engram.store import coexist
 from engram.store.audit.verify import events
+from engram.store.domain import DecayState
 from engram.store.drift.scan import FileEntry, half_scrubbed, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse
@@ -49,7 +50,11 @@ KINDS: dict[str, tuple[str, bool]] = {
     "row_without_file": ("index row whose file is missing", True),
     "unsafe_body_path": ("index row whose body_path escapes the data root", True),
     "stale_row": ("index row that disagrees with its file", True),
-    "decay_index_only": ("decay state in the index but not in the frontmatter", True),
+    "decay_index_only": (
+        "decay state memoryd's sweep set in the index only (not drift): repair writes it into the "
+        "frontmatter so memoryd's rebuild-index keeps it",
+        True,
+    ),
     "approved_without_memory": ("approved promotion whose memory file was never written", True),
     "pending_already_written": ("pending promotion whose memory file exists (interrupted approval)", True),
     "orphaned_promotion": ("promotion whose source session has no index row", False),
@@ -81,6 +86,8 @@ KINDS: dict[str, tuple[str, bool]] = {
         True,
     ),
 }
+# reported and counted, but the normal work of memoryd or of a missing key: they do not make ``check`` fail
+NOT_DRIFT = frozenset({"locked_file", "decay_index_only"})
 
 
 @dataclass
@@ -115,8 +122,8 @@ class Report:
 
     @property
     def drift(self) -> bool:
-        """True when anything other than locked files was found."""
-        return any(f.kind != "locked_file" for f in self.findings)
+        """True when anything was found that is neither locked nor memoryd's normal work (:data:`NOT_DRIFT`)."""
+        return any(f.kind not in NOT_DRIFT for f in self.findings)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -136,6 +143,7 @@ class Report:
                 kind: {
                     "meaning": KINDS[kind][0],
                     "fixable": KINDS[kind][1],
+                    "drift": kind not in NOT_DRIFT,
                     "count": len(items),
                     "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]],
                 }
@@ -350,6 +358,7 @@ def _check_file(
         kind = "enc_without_row" if entry.encrypted else "file_without_row"
         report.add(kind, entry.relpath, detail, slug=fm.slug, taken_by=owner.body_path if owner else None)
         return
+    index_decay, file_decay = _decay_rank(row.decay_state), fm.decay_state.rank
     differences = [
         name
         for name, file_value, row_value in (
@@ -365,15 +374,25 @@ def _check_file(
         )
         if file_value != row_value
     ]
+    if index_decay < file_decay:  # no writer leaves the index behind its file; reindexing takes the further state
+        differences.append("decay_state")
     if differences:
         report.add("stale_row", entry.relpath, "differs in " + ", ".join(differences), slug=row.slug)
-    if row.decay_state != fm.decay_state.value:
+    if index_decay > file_decay:  # memoryd's sweep decays in the index only
         report.add(
             "decay_index_only",
             entry.relpath,
             f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}",
             slug=row.slug,
         )
+
+
+def _decay_rank(state: str) -> int:
+    """An index row's decay state in decay order; a value no writer knows ranks before them all."""
+    try:
+        return DecayState(state).rank
+    except ValueError:
+        return -1
 
 
 def _check_binding(

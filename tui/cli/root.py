@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
-from engram.store.drift.check import KINDS, check
+from engram.store.drift.check import KINDS, NOT_DRIFT, check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.errors import NoIndex
@@ -107,7 +107,7 @@ def _repair(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         result = repair(store)
     remaining = result.remaining.to_json() if result.remaining else {}
-    left = {k: v for k, v in remaining.get("findings", {}).items() if k != "locked_file"}
+    left = {k: v for k, v in remaining.get("findings", {}).items() if k not in NOT_DRIFT}
     text = "\n".join(
         [
             *(f"fixed: {m}" for m in result.fixed),

@@ -366,5 +366,5 @@ class ScopesPane(PaneBase):
         for kind, n in sorted(report.counts().items(), key=lambda kv: -kv[1]):
             meaning, fixable = KINDS[kind]
             table.add_row(str(n), "yes" if fixable else "-", meaning)
-        if not report.findings:
+        if not report.drift:
             table.add_row("0", "", f"no drift in {report.files} files")
