@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
 from engram.store.frontmatter import Frontmatter, MemoryDoc
-from engram.store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain
+from engram.store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain, insert_rows
 from engram.store.promotions import Proposal, approve, promotion_values, reject
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Change, Store, chunked
@@ -113,6 +113,8 @@ _TYPE_WEIGHTS = (
     (MemoryType.PLAYBOOK, 8),
     (MemoryType.WARNING, 10),
 )
+_TYPES = [t for t, _ in _TYPE_WEIGHTS]
+_WEIGHTS = [n for _, n in _TYPE_WEIGHTS]
 _SOURCES = ("claude-code", "codex-rollout", "mcp", "manual")
 
 
@@ -121,14 +123,23 @@ def scope_hash_of(root: str) -> str:
 
 
 class _Writer:
-    """Draws one deterministic demo root from ``random.Random(seed)``."""
+    """Draws one deterministic demo root from ``random.Random(seed)``, a chunk of memories at a time: of the
+    memories already written it keeps only what proposals and supersedes draw from (slugs, dates), so memory
+    stays bounded at any size."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
-        self.docs: list[MemoryDoc] = []
-        self.sessions: list[MemoryDoc] = []
         self.entities: dict[str, dict] = {}
-        self.relations: list[dict] = []
+        self.relations: list[dict] = []  # of the chunk being written
+        self.sessions: list[tuple[str, str]] = []  # (slug, scope) of every scoped session
+        self.kinds: dict[tuple[str, MemoryType], list[tuple[datetime, str]]] = {}  # (created, slug) of the rest
+
+    def remember(self, doc: MemoryDoc) -> None:
+        fm = doc.frontmatter
+        if fm.type is not MemoryType.SESSION:
+            self.kinds.setdefault((fm.scope_hash, fm.type), []).append((fm.created_at, fm.slug))
+        elif fm.scope_hash != "_unscoped":
+            self.sessions.append((fm.slug, fm.scope_hash))
 
     def fill(self, template: str, project: tuple) -> str:
         _, _, topics, people, tools = project
@@ -155,8 +166,10 @@ class _Writer:
         bullets = "\n".join(f"- {s}" for s in say[1:-1])
         return f"{heads[0]}\n\n{say[0]}\n\n{heads[1]}\n\n{bullets}\n\n{heads[2]}\n\n{say[-1]}\n"
 
-    def memory(self, i: int, project: tuple | None, mtype: MemoryType) -> MemoryDoc:
+    def memory(self, i: int) -> MemoryDoc:
         rng = self.rng
+        project = None if rng.random() < 0.03 else rng.choice(PROJECTS)
+        mtype = MemoryType.SESSION if i < 8 else rng.choices(_TYPES, _WEIGHTS)[0]
         proj = project or rng.choice(PROJECTS[:3])
         scope = scope_hash_of(project[0]) if project else "_unscoped"
         created = NOW - timedelta(days=rng.uniform(0, SPAN_DAYS), seconds=rng.randint(0, 86399))
@@ -248,6 +261,10 @@ class _Writer:
         )
 
 
+CHUNK = 5000
+"""Memories per transaction (and audit event): a chunk's files, rows and relations are all that is held."""
+
+
 def build_demo(
     store: Store, memories: int = 400, seed: int = 7, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, int]:
@@ -257,39 +274,59 @@ def build_demo(
     store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE, confirmed=True)  # engram chose it
     store.clock = lambda: NOW
     w = _Writer(seed)
-    types = [t for t, _ in _TYPE_WEIGHTS]
-    weights = [n for _, n in _TYPE_WEIGHTS]
-    for i in range(memories):
-        project = None if w.rng.random() < 0.03 else w.rng.choice(PROJECTS)
-        mtype = MemoryType.SESSION if i < 8 else w.rng.choices(types, weights)[0]
-        w.docs.append(w.memory(i, project, mtype))
-        if progress is not None and i % 500 == 0:
-            progress(i, memories)
-    w.sessions = [
-        d for d in w.docs if d.frontmatter.type is MemoryType.SESSION and d.frontmatter.scope_hash != "_unscoped"
-    ]
-    sensitive = scope_hash_of(SENSITIVE_ROOT)
-    for ent in w.entities.values():  # entity decay follows how long ago it was last seen
-        idle = (NOW - datetime.fromisoformat(ent["last_seen_at"])).days
-        ent["decay_state"] = "forgotten" if idle > 150 else "dim" if idle > 60 else "fresh"
-    proposals = _proposals(w, max(6, memories // 25))
-    chains = _supersedes(w)
-
-    # The batch registers the sensitive scope itself, so say which files to encrypt rather than look it up.
-    writes = [store.memory_write(doc, encrypted=doc.frontmatter.scope_hash == sensitive) for doc in w.docs]
     when = (NOW - timedelta(days=3)).isoformat()
+    made = dict.fromkeys(("memories", "promotions", "entities", "relations", "supersedes"), 0)
+    for start in range(0, memories, CHUNK):
+        docs = [w.memory(i) for i in range(start, min(start + CHUNK, memories))]
+        for doc in docs:
+            w.remember(doc)
+        last = start + CHUNK >= memories
+        # the rest is drawn once every memory is, so a root is the same whatever the chunk size
+        proposals, chains = (_proposals(w, max(6, memories // 25)), _supersedes(w)) if last else ([], [])
+        _write_chunk(store, w, docs, proposals, chains, first=start == 0, last=last, seed=seed, when=when)
+        made["memories"] += len(docs)
+        made["relations"] += len(w.relations)
+        made["promotions"] += len(proposals)
+        made["supersedes"] += len(chains)
+        w.relations = []
+        if progress is not None:
+            progress(start + len(docs), memories)
+    made["entities"] = len(w.entities)
+    return {**made, **_review_some(store)}
+
+
+def _write_chunk(
+    store: Store,
+    w: _Writer,
+    docs: list[MemoryDoc],
+    proposals: list[Proposal],
+    chains: list[dict],
+    *,
+    first: bool,
+    last: bool,
+    seed: int,
+    when: str,
+) -> None:
+    """One transaction: the chunk's files and rows and its relations; the first registers the sensitive scope,
+    the last adds the entities (their counts final), supersedes and promotions."""
+    sensitive = scope_hash_of(SENSITIVE_ROOT)
+    # The first chunk registers the sensitive scope itself, so say which files to encrypt rather than look it up.
+    writes = [store.memory_write(doc, encrypted=doc.frontmatter.scope_hash == sensitive) for doc in docs]
+    relations = w.relations
 
     def index_update() -> None:
-        SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
+        if first:
+            SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
         store.upsert_memory_rows([(wr.doc, wr.relpath) for wr in writes])
-        for batch in chunked(w.entities.values(), 200):
-            Entity.insert_many(batch).execute()
-        for batch in chunked(w.relations, 200):
-            Relation.insert_many(batch).execute()
-        for batch in chunked(chains, 200):
-            SupersedesChain.insert_many(batch).execute()
-        for batch in chunked([promotion_values(p, when) for p in proposals], 200):
-            Promotion.insert_many(batch).execute()
+        insert_rows(store.index.db, Relation, relations)
+        if last:
+            for ent in w.entities.values():  # entity decay follows how long ago it was last seen
+                idle = (NOW - datetime.fromisoformat(ent["last_seen_at"])).days
+                ent["decay_state"] = "forgotten" if idle > 150 else "dim" if idle > 60 else "fresh"
+            insert_rows(store.index.db, Entity, list(w.entities.values()))
+            insert_rows(store.index.db, SupersedesChain, chains)
+            for batch in chunked([promotion_values(p, when) for p in proposals], 200):
+                Promotion.insert_many(batch).execute()
 
     store.apply(
         Change(
@@ -302,46 +339,33 @@ def build_demo(
         ),
         durable=False,
     )
-    decided = _review_some(store)
-    return {
-        "memories": len(writes),
-        "promotions": len(proposals),
-        "entities": len(w.entities),
-        "relations": len(w.relations),
-        "supersedes": len(chains),
-        **decided,
-    }
 
 
 def _proposals(w: _Writer, count: int) -> list[Proposal]:
     """What agents proposed, as they do: every seventh a near-copy of an earlier proposal (the same idea with
     other numbers), every fifth proposing to supersede an existing memory of its scope and type."""
     out: list[Proposal] = []
-    same_kind: dict[tuple[str, MemoryType], list[str]] = {}  # slugs by (scope, type): one pass, not one per proposal
-    for doc in w.docs:
-        same_kind.setdefault((doc.frontmatter.scope_hash, doc.frontmatter.type), []).append(doc.frontmatter.slug)
     for i in range(count):
         if i % 7 == 6 and out:
             earlier = w.rng.choice(out)
             title = re.sub(r"\d+", lambda _: str(w.rng.randint(2, 400)), earlier.title)
             out.append(replace(earlier, title=title, dura=w.dura()))
             continue
-        session = w.rng.choice(w.sessions)
-        fm = session.frontmatter
-        project = next(p for p in PROJECTS if scope_hash_of(p[0]) == fm.scope_hash)
+        session, scope = w.rng.choice(w.sessions)
+        project = next(p for p in PROJECTS if scope_hash_of(p[0]) == scope)
         mtype = w.rng.choice([t for t in MemoryType if t is not MemoryType.SESSION])
         title = w.fill(_TITLES[project[1]][mtype], project)
-        older = same_kind.get((fm.scope_hash, mtype), []) if i % 5 == 4 else []
+        older = [slug for _, slug in w.kinds.get((scope, mtype), [])] if i % 5 == 4 else []
         out.append(
             Proposal(
-                source_session_slug=fm.slug,
+                source_session_slug=session,
                 type=mtype,
                 title=title,
                 body=w.body(project, mtype),
                 triggers=[t for t in title.split() if len(t) > 3][:3],
                 dura=w.dura(),
                 reasoning=w.rng.choice(_REASONS[project[1]]),
-                scope_hash=fm.scope_hash,
+                scope_hash=scope,
                 supersedes=(w.rng.choice(older),) if older else (),
             )
         )
@@ -350,21 +374,17 @@ def _proposals(w: _Writer, count: int) -> list[Proposal]:
 
 def _supersedes(w: _Writer) -> list[dict]:
     """Pairs of same-scope, same-type memories where the newer replaces the older."""
-    by_key: dict[tuple[str, MemoryType], list[MemoryDoc]] = {}
-    for doc in w.docs:
-        if doc.frontmatter.type is not MemoryType.SESSION:
-            by_key.setdefault((doc.frontmatter.scope_hash, doc.frontmatter.type), []).append(doc)
     chains = []
-    for docs in by_key.values():
-        docs.sort(key=lambda d: d.frontmatter.created_at)
-        for older, newer in zip(docs[::7], docs[1::7], strict=False):
+    for kind in w.kinds.values():
+        ordered = sorted(kind, key=lambda item: item[0])
+        for (_, older), (created, newer) in zip(ordered[::7], ordered[1::7], strict=False):
             chains.append(
                 dict(
-                    newer_memory_id=newer.frontmatter.slug,
-                    older_memory_id=older.frontmatter.slug,
+                    newer_memory_id=newer,
+                    older_memory_id=older,
                     entity_id=None,
                     confidence=round(w.rng.uniform(0.6, 0.99), 2),
-                    decided_at=newer.frontmatter.created_at.isoformat(),
+                    decided_at=created.isoformat(),
                     decided_by=w.rng.choice(("auto", "digest", "user")),
                     reason="newer memory replaces the earlier choice",
                 )

@@ -11,7 +11,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -632,6 +632,25 @@ def as_peewee_errors() -> Iterator[None]:
         raise IntegrityError(*exc.args) from exc
     except sqlite3.OperationalError as exc:
         raise OperationalError(*exc.args) from exc
+
+
+def table_of(model: type[Model]) -> str:
+    """``model``'s table as plain SQL names it: engram's own tables live in the attached ``engram`` schema."""
+    return f"{model._meta.schema or 'main'}.{model._meta.table_name}"
+
+
+def insert_rows(db: SqliteDatabase, model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
+    """``model.insert_many(rows).execute()`` for rows of plain values, as one ``executemany``: peewee builds the SQL
+    of every value, which took longer than SQLite's writing them (a demo root's hundreds of thousands of
+    relations). Fields with a conversion of their own (``db_value``) are not for this."""
+    if not rows:
+        return
+    names = list(rows[0])
+    fields = model._meta.fields
+    columns = ", ".join(fields[name].column_name for name in names)
+    sql = f"INSERT INTO {table_of(model)} ({columns}) VALUES ({', '.join('?' * len(names))})"
+    with as_peewee_errors():
+        db.cursor().executemany(sql, [tuple(row[name] for name in names) for row in rows])
 
 
 class _LenientConnection(sqlite3.Connection):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engram.store.domain import MemoryType
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import BadMemoryFile
-from engram.store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
+from engram.store.frontmatter import Frontmatter, MemoryDoc, dump_yaml, parse, serialize
 
 
 def memoryd_body(data: bytes) -> str:
@@ -137,6 +137,29 @@ def test_serialize_parse_is_identity(title, body, triggers, ttl, recalls, extra)
     # memoryd's reader sees the same frontmatter through plain yaml
     header = data.decode().split("---\n")[1]
     assert yaml.safe_load(header)["title"] == title
+
+
+# Strings in the characters where libyaml's emitter and PyYAML's part, and in YAML's syntax characters
+_tricky = st.text(
+    st.one_of(
+        st.characters(blacklist_categories=("Cs",)),
+        st.sampled_from(list(" :-#'\"[]{},&*!|>%@`?\\\n\t\x85\u2028\ufeff\xa0中🚀")),
+    ),
+    max_size=200,
+)
+_values = st.recursive(
+    _tricky | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_tricky, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_tricky, _values, max_size=6))
+def test_the_fast_dump_writes_memoryds_bytes(mapping):
+    """Frontmatter written through libyaml's emitter is byte for byte what memoryd's pure Python
+    ``yaml.safe_dump`` writes: where the two would part, the pure Python one is used."""
+    assert dump_yaml(mapping) == yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)
 
 
 def test_a_body_starting_with_blank_lines_reads_as_memoryd_reads_it():

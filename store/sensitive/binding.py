@@ -28,12 +28,13 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from engram.store.frontmatter import MemoryDoc, index_datetime
-from engram.store.index import Binding
+from engram.store.index import Binding, table_of
 
 if TYPE_CHECKING:
     from engram.store.service import Store
 
 INFO = b"engram-binding/1"
+_TABLE = table_of(Binding)
 BOUND, UNBOUND, SWAPPED, ROLLED_BACK, CHANGED = "bound", "unbound", "swapped", "rolled_back", "changed"
 
 
@@ -51,27 +52,34 @@ def content_mac(key: bytes, plaintext: bytes) -> str:
 
 
 def record(store: Store, doc: MemoryDoc, data: bytes, plaintext: bytes) -> None:
-    """Bind the encrypted file ``data`` just written for ``doc`` (inside the write's index transaction)."""
+    """Bind the encrypted file ``data`` just written for ``doc`` (inside the write's index transaction). Plain
+    SQL, as :func:`forget`: called once per file of a bulk write, where peewee's building of each query cost
+    more than the HMACs."""
     if not store.index.has(Binding):
         return  # a root opened read-only, or by an index without engram's tables: nothing is written anyway
     fm = doc.frontmatter
     key = binding_key(store.keys.key_for(fm.scope_hash))
-    old = Binding.get_or_none(Binding.slug == fm.slug)
-    version = old.version + 1 if old else 1
-    Binding.insert(
-        slug=fm.slug,
-        scope_hash=fm.scope_hash,
-        version=version,
-        updated_at=index_datetime(fm.updated_at or fm.created_at),
-        file_mac=file_mac(key, fm.slug, version, data),
-        content_mac=content_mac(key, plaintext),
-        bound_at=store.now().isoformat(),
-    ).on_conflict_replace().execute()
+    db = store.index.db
+    old = db.execute_sql(f"SELECT version FROM {_TABLE} WHERE slug = ?", (fm.slug,)).fetchone()
+    version = old[0] + 1 if old else 1
+    db.execute_sql(
+        f"INSERT OR REPLACE INTO {_TABLE} (slug, scope_hash, version, updated_at, file_mac, content_mac, bound_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            fm.slug,
+            fm.scope_hash,
+            version,
+            index_datetime(fm.updated_at or fm.created_at),
+            file_mac(key, fm.slug, version, data),
+            content_mac(key, plaintext),
+            store.now().isoformat(),
+        ),
+    )
 
 
-def forget(slug: str) -> None:
+def forget(store: Store, slug: str) -> None:
     """The memory is plaintext now (or gone): its binding no longer means anything."""
-    Binding.delete().where(Binding.slug == slug).execute()
+    store.index.db.execute_sql(f"DELETE FROM {_TABLE} WHERE slug = ?", (slug,))
 
 
 @dataclass(frozen=True)

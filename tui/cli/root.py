@@ -71,7 +71,8 @@ def _demo(args: argparse.Namespace) -> int:
         if counts(store).memories:
             print(f"{root} already holds a demo; opening it", file=sys.stderr)
         else:
-            made = build_demo(store, args.memories, args.seed)
+            with cli_progress("writing the demo root") as advance:
+                made = build_demo(store, args.memories, args.seed, advance)
             print(f"demo root {root}: " + ", ".join(f"{v} {k}" for k, v in made.items()), file=sys.stderr)
         print(f"the sensitive scope's passphrase is {DEMO_PASSPHRASE!r}", file=sys.stderr)
     if args.no_open:
