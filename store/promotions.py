@@ -51,8 +51,13 @@ def parse_json_list(text: str | None) -> list[Any]:
 
 def dura_of(promotion: Promotion) -> dict[str, float]:
     """DURA scores as floats; memoryd writes ints at times and may add keys."""
+    return dura_scores(promotion.dura_score)
+
+
+def dura_scores(text: str | None) -> dict[str, float]:
+    """:func:`dura_of` from the column's text."""
     try:
-        raw = json.loads(promotion.dura_score or "{}")
+        raw = json.loads(text or "{}")
     except json.JSONDecodeError:
         return {}
     if not isinstance(raw, dict):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, tuples
-from engram.store.promotions import dura_of, parse_json_list
+from engram.store.promotions import dura_of, dura_scores, parse_json_list
 from engram.store.query import Query, matches, parse
 from engram.store.service import Store
 
@@ -52,22 +52,36 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     sources = dict(tuples(Memory.select(Memory.slug, Memory.source))) if not query.empty else {}
     now = store.now()
     items = []
-    for p in Promotion.select().where(Promotion.status == "pending"):
-        note = notes.get(p.id)
+    columns = [
+        Promotion.id,
+        Promotion.proposed_title,
+        Promotion.proposed_type,
+        Promotion.scope_hash,
+        Promotion.dura_score,
+        Promotion.created_at,
+        Promotion.proposed_triggers,
+        Promotion.source_session_slug,
+    ]
+    if not query.empty:  # bodies are most of a promotion's bytes: read only to filter by them
+        columns.append(Promotion.proposed_body)
+    for pid, title, ptype, scope, dura, created, triggers, session, *body in tuples(
+        Promotion.select(*columns).where(Promotion.status == "pending")
+    ):
+        note = notes.get(pid)
         item = QueueItem(
-            p.id,
-            p.proposed_title,
-            p.proposed_type,
-            p.scope_hash,
-            dura_of(p),
-            p.created_at,
-            tuple(str(t) for t in parse_json_list(p.proposed_triggers)),
+            pid,
+            title,
+            ptype,
+            scope,
+            dura_scores(dura),
+            created,
+            tuple(str(t) for t in parse_json_list(triggers)),
             note is not None,
             note.defer_reason if note else None,
-            p.scope_hash in sensitive,
+            scope in sensitive,
         )
-        fields = _fields(item, sources.get(p.source_session_slug, ""), now)
-        if query.empty or matches(query, _haystack(item, p.proposed_body), fields):
+        fields = _fields(item, sources.get(session, ""), now)
+        if query.empty or matches(query, _haystack(item, body[0]), fields):
             items.append(item)
     items.sort(key=_sort_key(sort))
     items.sort(key=lambda i: i.deferred)  # stable: deferred sink, each part keeps the chosen order

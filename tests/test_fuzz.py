@@ -158,7 +158,7 @@ async def test_the_console_opens_on_every_damage_at_once_and_keeps_running(fixtu
             async with app.run_test(size=(120, 40)) as pilot:
                 await settle(app, pilot)
                 for pane in ("search", "supersedes", "decay", "graph", "audit", "scopes", "queue"):
-                    app.action_show_pane(pane)
+                    await app.action_show_pane(pane)
                     await settle(app, pilot)
                 await pilot.press("a")  # approve whatever is first, damaged or not
                 await settle(app, pilot)

@@ -12,6 +12,7 @@ from helpers import events, settle
 from textual.widgets import DataTable, Input, Markdown, Static, Tree
 
 from engram.store.domain import MemoryType
+from engram.store.drift.check import KINDS
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote
 from engram.store.paths import engram_config_dir
@@ -376,7 +377,7 @@ async def test_scopes_pane_runs_the_drift_check_when_shown(console):
         await pilot.press("7")
         await settle(console, pilot)
         rows = [[str(c) for c in findings.get_row_at(i)] for i in range(findings.row_count)]
-        assert ["26", "yes", "decay state in the index but not in the frontmatter"] in rows
+        assert ["26", "yes", KINDS["decay_index_only"][0]] in rows
         assert "198 memories" in str(console.query_one("#summary", Static).render())
 
 
@@ -440,7 +441,7 @@ async def test_j_k_g_G_move_in_every_list(store, pane, listing):
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.action_show_pane(pane)
+        await app.action_show_pane(pane)
         await settle(app, pilot)
         widget = app.query_one(listing)
         if isinstance(widget, Tree):

@@ -70,7 +70,7 @@ async def test_an_audit_path_that_is_a_file_is_a_notification(fixture_root, stor
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
-        app.action_show_pane("audit")
+        await app.action_show_pane("audit")
         await settle(app, pilot)
         assert app.is_running and "Not a directory" in messages(app)
     code = main(["audit", "verify", "--root", str(fixture_root)])

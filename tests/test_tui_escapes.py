@@ -66,13 +66,13 @@ async def test_every_pane_shows_hostile_data_as_text(store):
         shown = screen(app)
         assert "[/x] [bold red]loud[/]" in shown and "\\u001b]52" in shown  # brackets kept, escape visible
         for pane in ("search", "supersedes", "decay", "audit", "scopes", "graph"):
-            app.action_show_pane(pane)
+            await app.action_show_pane(pane)
             await settle(app, pilot)
             screen(app)
         app.query_one("#graph-filter", Input).value = "AAA"
         await settle(app, pilot)
         assert "AAA [/x]" in screen(app)
-        app.action_show_pane("audit")
+        await app.action_show_pane("audit")
         await settle(app, pilot)
         assert "\\u001b]52" in screen(app)  # the planted line: newest, at the top
         assert app.is_running

@@ -249,7 +249,7 @@ async def test_a_pane_on_screen_follows_the_store_without_moving_the_cursor(stor
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await look(app, pilot)
-        app.action_show_pane(pane)
+        await app.action_show_pane(pane)
         await settle(app, pilot)
         await pilot.press("j", "j", "j")
         await settle(app, pilot)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from textual.app import App, ComposeResult, SystemCommand
 from textual.filter import LineFilter
@@ -30,7 +31,6 @@ from engram.themes import theme_specs
 from engram.tui.keymap import Action, bindings, unknown_ids
 from engram.tui.messages import AuditStateChanged, KeysChanged, OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
-from engram.tui.panes.search import SearchPane
 from engram.tui.panes.table import ALL_ACTIONS, BY_ID, CONSOLE_ACTIONS, PANES, Pane
 from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.importer import ImportScreen
@@ -39,6 +39,9 @@ from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import ReleasingExecutor, background
 from engram.tui.widgets.safe import ControlFilter
+
+if TYPE_CHECKING:
+    from engram.tui.panes.search import SearchPane
 
 CONTROL_FILTER = ControlFilter()
 DEFAULT_THEME = "engram-dark"
@@ -65,6 +68,7 @@ class EngramApp(App[None]):
         self.feed: ChangeFeed | None = None
         self.feed_lock = threading.Lock()
         self.look_again = False
+        self.built: dict[str, PaneBase] = {}  # the panes made so far, by id
         for spec in theme_specs():
             self.register_theme(Theme(**spec))
         theme = settings.theme or DEFAULT_THEME
@@ -97,15 +101,30 @@ class EngramApp(App[None]):
         with TabbedContent(id="panes"):
             for pane in PANES:
                 with TabPane(pane.tab_label, id=pane.id):
-                    yield pane.widget(self.shared)
+                    if pane is PANES[0]:  # the queue: the others are made once it has its first page
+                        yield self.made(pane)
         yield Footer()
+
+    def made(self, pane: Pane) -> PaneBase:
+        widget = pane.widget(self.shared)
+        self.built[pane.id] = widget
+        return widget
+
+    async def mounted(self, pane: Pane) -> PaneBase:
+        """``pane``'s widget, made and mounted in its tab first if it was not yet. (The app's handlers run one at
+        a time, so a pane is never made twice.)"""
+        widget = self.built.get(pane.id)
+        if widget is None:
+            widget = self.made(pane)
+            await self.query_one(f"#{pane.id}", TabPane).mount(widget)
+        return widget
 
     def on_load(self) -> None:
         """Before any pane starts a worker: a worker's thread lets go of its connection when it ends (see
         tui.threads)."""
         asyncio.get_running_loop().set_default_executor(ReleasingExecutor(self.store.index.release))
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         if self.store.read_only:
             self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning", timeout=15)
         for warning in self.warnings:
@@ -114,9 +133,7 @@ class EngramApp(App[None]):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
         self.check_audit()
-        self.call_after_refresh(self.watch_store)  # the feed's first look (what later looks compare with): after
-        # the first frame, which it would otherwise compete with on a large root
-        self.action_show_pane("queue")
+        await self.action_show_pane("queue")
         self.set_interval(WATCH_SECONDS, self.tick)
 
     def refresh_status(self) -> None:
@@ -206,7 +223,8 @@ class EngramApp(App[None]):
         self.refresh_status()
 
     def panes(self) -> Iterable[tuple[Pane, PaneBase]]:
-        return ((pane, self.query_one(pane.widget)) for pane in PANES)
+        """The panes made so far (one made later reads the store as it is then)."""
+        return ((pane, self.built[pane.id]) for pane in PANES if pane.id in self.built)
 
     # ------------------------------------------------------------------ what the panes tell the console
 
@@ -221,20 +239,34 @@ class EngramApp(App[None]):
             widget.keys_changed(pane.id == self.showing)
 
     def on_settled(self, message: Settled) -> None:
+        """The queue has its first page: once that is drawn, the other panes are made (each still reads the store
+        only when first shown), and those preparing something for others (the search index) start it."""
+        self.call_after_refresh(self.make_the_rest)
+
+    async def make_the_rest(self) -> None:
+        self.watch_store()  # the feed's first look (what later looks compare with): not before, as on a large
+        # root it took as long as the queue's first page, which it slowed down
+        for pane in PANES:
+            await self.mounted(pane)
         for _, widget in self.panes():
             widget.settled()
 
-    def on_open_memory(self, message: OpenMemory) -> None:
-        self.action_show_pane("search")
-        self.query_one(SearchPane).open_memory(message.slug)
+    async def on_open_memory(self, message: OpenMemory) -> None:
+        await self.action_show_pane("search")
+        cast("SearchPane", self.built["search"]).open_memory(message.slug)
 
     def on_audit_state_changed(self, message: AuditStateChanged) -> None:
         self.show_audit(message.verdict)
 
-    def action_show_pane(self, name: str) -> None:
+    async def action_show_pane(self, name: str) -> None:
+        await self.mounted(BY_ID[name])
         self.query_one("#panes", TabbedContent).active = name
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.
         self.set_focus(self.query_one(BY_ID[name].focus))
+
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """A tab clicked before its pane was made: make it."""
+        await self.mounted(BY_ID[event.pane.id or ""])
 
     @property
     def showing(self) -> str:
@@ -285,9 +317,9 @@ class EngramApp(App[None]):
                     lambda a=action, p=pane: self.run_pane_action(p, a),
                 )
 
-    def run_pane_action(self, pane: Pane, action: Action) -> None:
+    async def run_pane_action(self, pane: Pane, action: Action) -> None:
         """Show ``pane``, then run ``action`` on it (after the switch has been drawn, so the person sees what
         it acts on)."""
-        self.action_show_pane(pane.id)
-        widget = self.query_one(pane.widget)
+        await self.action_show_pane(pane.id)
+        widget = self.built[pane.id]
         self.call_after_refresh(widget.run_action, action.action)

@@ -51,8 +51,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "unsafe_body_path": ("index row whose body_path escapes the data root", True),
     "stale_row": ("index row that disagrees with its file", True),
     "decay_index_only": (
-        "decay state memoryd's sweep set in the index only (not drift): repair writes it into the "
-        "frontmatter so memoryd's rebuild-index keeps it",
+        "index-only decay from memoryd's sweep (not drift): repair writes it into the frontmatter so "
+        "memoryd's rebuild-index keeps it",
         True,
     ),
     "approved_without_memory": ("approved promotion whose memory file was never written", True),

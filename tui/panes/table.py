@@ -4,6 +4,7 @@ list of every action are all derived from it, so a pane is added or moved in one
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from engram.tui.keymap import (
@@ -20,21 +21,14 @@ from engram.tui.keymap import (
     TABLE_ACTIONS,
     Action,
 )
-from engram.tui.panes.audit import AuditPane
 from engram.tui.panes.base import PaneBase
-from engram.tui.panes.decay import DecayPane
-from engram.tui.panes.graph import GraphPane
-from engram.tui.panes.queue import QueuePane
-from engram.tui.panes.scopes import ScopesPane
-from engram.tui.panes.search import SearchPane
-from engram.tui.panes.supersedes import SupersedesPane
 
 
 @dataclass(frozen=True)
 class Pane:
     id: str  # the tab's id, and the owner part of the pane's action ids ("queue" in "queue.approve")
     title: str
-    widget: type[PaneBase]
+    widget_name: str  # the class, in the module engram.tui.panes.<id>: imported when the pane is first shown
     focus: str  # selector of the widget that takes the focus when the pane is shown
     actions: tuple[Action, ...]
 
@@ -44,18 +38,25 @@ class Pane:
         return str(PANES.index(self) + 1)
 
     @property
+    def widget(self) -> type[PaneBase]:
+        """The pane's class. A pane's module (and what it alone needs) is imported only once the pane is wanted,
+        so the console's first frame waits for the queue alone."""
+        cls: type[PaneBase] = getattr(importlib.import_module(f"engram.tui.panes.{self.id}"), self.widget_name)
+        return cls
+
+    @property
     def tab_label(self) -> str:
         return f"{self.key} {self.title}"
 
 
 PANES = (
-    Pane("queue", "Queue", QueuePane, "#queue-table", QUEUE_ACTIONS),
-    Pane("search", "Search", SearchPane, "#search-query", SEARCH_ACTIONS),
-    Pane("supersedes", "Supersedes", SupersedesPane, "#chains", SUPERSEDES_ACTIONS),
-    Pane("decay", "Decay", DecayPane, "#decay-list", DECAY_ACTIONS),
-    Pane("graph", "Graph", GraphPane, "#entities", GRAPH_ACTIONS),
-    Pane("audit", "Audit", AuditPane, "#audit-lines", AUDIT_ACTIONS),
-    Pane("scopes", "Scopes", ScopesPane, "#scope-list", SCOPES_ACTIONS),
+    Pane("queue", "Queue", "QueuePane", "#queue-table", QUEUE_ACTIONS),
+    Pane("search", "Search", "SearchPane", "#search-query", SEARCH_ACTIONS),
+    Pane("supersedes", "Supersedes", "SupersedesPane", "#chains", SUPERSEDES_ACTIONS),
+    Pane("decay", "Decay", "DecayPane", "#decay-list", DECAY_ACTIONS),
+    Pane("graph", "Graph", "GraphPane", "#entities", GRAPH_ACTIONS),
+    Pane("audit", "Audit", "AuditPane", "#audit-lines", AUDIT_ACTIONS),
+    Pane("scopes", "Scopes", "ScopesPane", "#scope-list", SCOPES_ACTIONS),
 )
 BY_ID = {pane.id: pane for pane in PANES}
 

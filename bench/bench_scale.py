@@ -1,0 +1,123 @@
+"""Every figure of the scale goals (docs/performance.md, "Scale"), per demo root size, each step in its own process:
+
+- demo build: ``engram demo --memories N`` wall time and peak resident memory (taken when the root is first built,
+  kept beside it in ``demo-N.build.json``, since a 1,000,000-memory root takes a while to write);
+- launch to the queue's first page in a real terminal: ``engram`` started in tmux (160x45) until the queue's
+  status line shows its page (median of 3; skipped without tmux);
+- body search available after open: the persistent index brought up to date first (not timed), then the load
+  of the search index in a fresh process, with its resident memory once loaded;
+- search per keystroke, bodies included: p50 / p95 while typing bench_console's queries a key at a time;
+- ``engram check``: wall time and peak resident memory.
+
+Usage: python bench/bench_scale.py [--sizes 100000,1000000] [--dir bench/roots]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench_store import STEP, run
+
+REPO = Path(__file__).resolve().parent.parent
+TMUX, SESSION = ["tmux"], "engram-bench"
+
+LOAD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from bench_console import percentiles, resident_mb, typing
+from engram.store.search.fulltext import FullText, sync
+from engram.store.search.index import SearchIndex
+from engram.store.service import Store
+with Store.open(sys.argv[1]) as store:
+    sync(store)  # up to date first: the figure is the open of an up-to-date index
+    before = resident_mb()
+    t = time.perf_counter()
+    index = SearchIndex.load(store, FullText.open(store))
+    load = time.perf_counter() - t
+    rss = resident_mb()
+    print(json.dumps({"load": load, "rss_before": before, "rss": rss, "typing": percentiles(typing(index))}))
+"""
+
+
+def build(root: Path, size: int) -> dict[str, float]:
+    """The root's build figures: measured now if the root is new, else as recorded when it was built."""
+    record = root.with_name(root.name + ".build.json")
+    if _memories(root) < size:  # none, or a build cut short
+        shutil.rmtree(root, ignore_errors=True)
+        t = time.perf_counter()
+        timed = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "engram", "demo", "--root", str(root)]
+            + ["--memories", str(size), "--no-open"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        figures = {"s": time.perf_counter() - t, "peak_mb": int(timed.stderr.strip().splitlines()[-1]) / 1024}
+        record.write_text(json.dumps(figures))
+    return json.loads(record.read_text()) if record.exists() else {}
+
+
+def _memories(root: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{root / 'index.db'}?mode=ro", uri=True) as con:
+            return int(con.execute("SELECT count(*) FROM memories").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def launch(root: Path, runs: int = 3) -> str:
+    """Median seconds from starting ``engram`` in tmux to the queue's first page on screen."""
+    if shutil.which("tmux") is None:
+        return "skipped (no tmux)"
+    command = f"env PYTHONPATH={REPO} {sys.executable} -m engram --root {root}"
+    times = []
+    for _ in range(runs):
+        subprocess.run([*TMUX, "kill-session", "-t", SESSION], stderr=subprocess.DEVNULL)
+        start = time.perf_counter()
+        subprocess.run([*TMUX, "new-session", "-d", "-s", SESSION, "-x", "160", "-y", "45", command], check=True)
+        while time.perf_counter() - start < 60:
+            screen = subprocess.run([*TMUX, "capture-pane", "-p", "-t", SESSION], capture_output=True, text=True)
+            if "page 1/" in screen.stdout:
+                break
+            time.sleep(0.005)
+        times.append(time.perf_counter() - start)
+        subprocess.run([*TMUX, "kill-session", "-t", SESSION])
+        time.sleep(0.5)
+    return f"{statistics.median(times):.2f} s (runs: {', '.join(f'{t:.2f}' for t in times)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--dir", default=str(Path(__file__).parent / "roots"))
+    args = parser.parse_args()
+    for size in (int(s) for s in args.sizes.split(",")):
+        root = Path(args.dir) / f"demo-{size}"
+        print(f"== {size:,} memories ({root})", flush=True)
+        made = build(root, size)
+        if made:
+            print(f"demo build: {made['s']:.0f} s, peak {made['peak_mb']:.0f} MB", flush=True)
+        print(f"launch to first queue page (tmux 160x45): {launch(root)}", flush=True)
+        loaded = json.loads(run(LOAD, str(root), str(Path(__file__).parent)))
+        print(
+            f"body search available after open: {loaded['load']:.2f} s; resident "
+            f"{loaded['rss_before']:.0f} -> {loaded['rss']:.0f} MB",
+            flush=True,
+        )
+        print(f"search per keystroke, bodies included: {loaded['typing']}", flush=True)
+        checked = json.loads(run(STEP, str(root), "check"))
+        print(f"engram check: {checked['s']:.1f} s, peak {checked['rss_mb']:.0f} MB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
