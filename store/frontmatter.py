@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engram.store import plain_yaml
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import BadInput, BadMemoryFile
 
@@ -230,6 +231,17 @@ def parse(data: bytes, path: str) -> MemoryDoc:
     rest = text[end + 1 + len(_FENCE) :]
     rest = rest[1:] if rest.startswith("\n") else rest
     body = rest.lstrip("\n")
+    loaded = plain_yaml.load(header)
+    if loaded is None:  # not the plain shape every writer's dumper gives it: the full parser reads it
+        loaded = _load_yaml(header, path)
+    try:
+        fm = Frontmatter.model_validate(loaded)
+    except ValidationError as exc:
+        raise BadMemoryFile(path, f"bad frontmatter {field_problem(exc)}") from None
+    return MemoryDoc(frontmatter=fm, body=body, lead=rest[: len(rest) - len(body)])
+
+
+def _load_yaml(header: str, path: str) -> dict[str, Any]:
     try:
         loaded = yaml.load(header, Loader=_Loader)
     except yaml.YAMLError as exc:
@@ -244,11 +256,7 @@ def parse(data: bytes, path: str) -> MemoryDoc:
             f"frontmatter expands to more than {MAX_NODES:,} values (YAML aliases nested "
             "into a bomb?): refused before anything reads it",
         )
-    try:
-        fm = Frontmatter.model_validate(loaded)
-    except ValidationError as exc:
-        raise BadMemoryFile(path, f"bad frontmatter {field_problem(exc)}") from None
-    return MemoryDoc(frontmatter=fm, body=body, lead=rest[: len(rest) - len(body)])
+    return loaded
 
 
 def field_problem(exc: ValidationError) -> str:

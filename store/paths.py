@@ -139,12 +139,13 @@ class RootLayout:
         parent, name = os.path.split(path)
         if name in ("", ".", ".."):
             return os.path.realpath(path)
-        dirs = self._real_dirs
-        if parent not in dirs:
+        dirs = self._real_dirs  # shared by read_ahead's threads: each step is one atomic dict operation
+        real_parent = dirs.get(parent)
+        if real_parent is None:
             if len(dirs) > 4096:
                 dirs.clear()
-            dirs[parent] = os.path.realpath(parent)
-        real = os.path.join(dirs[parent], name)
+            real_parent = dirs[parent] = os.path.realpath(parent)
+        real = os.path.join(real_parent, name)
         return os.path.realpath(real) if os.path.islink(real) else real
 
     @functools.cached_property

@@ -157,7 +157,10 @@ class Store:
     def read_file(self, relpath: str) -> tuple[bytes, bytes]:
         """A memory file's bytes as stored, and its plaintext (decrypted in memory for ``.md.enc``): one read
         for callers that check the stored bytes too (the binding manifest)."""
-        data = read_regular(self.layout.inside(relpath))
+        return self.opened(relpath, read_regular(self.layout.inside(relpath)))
+
+    def opened(self, relpath: str, data: bytes) -> tuple[bytes, bytes]:
+        """:meth:`read_file` of bytes already read (by :func:`~engram.store.drift.scan.read_ahead`'s threads)."""
         if relpath.endswith(".md.enc"):
             scope = relpath.split("/")[1]
             return data, decrypt(data, self.keys.key_for(scope), scope, relpath)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import json
 import re
+import shutil
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,6 +156,20 @@ def memoryd_sweeps(root: Path, slugs: list[str], state: str) -> None:
     index row, never the frontmatter."""
     con = sqlite3.connect(root / "index.db")
     con.executemany("UPDATE memories SET decay_state = ? WHERE slug = ?", [(state, slug) for slug in slugs])
+    con.commit()
+    con.close()
+
+
+def memoryd_forgets(root: Path, slug: str) -> None:
+    """The last step of memoryd's sweep: ``shutil.move`` of the file to ``scopes/<scope>/forgotten/``, then the
+    row's ``body_path`` updated (the frontmatter is not touched)."""
+    con = sqlite3.connect(root / "index.db")
+    (rel, scope) = con.execute("SELECT body_path, scope_hash FROM memories WHERE slug = ?", (slug,)).fetchone()
+    src = root / rel
+    dest = root / "scopes" / scope / "forgotten" / src.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(src, dest)
+    con.execute("UPDATE memories SET body_path = ? WHERE slug = ?", (dest.relative_to(root).as_posix(), slug))
     con.commit()
     con.close()
 

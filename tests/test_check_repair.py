@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.index import Memory, Promotion
@@ -59,6 +61,29 @@ def test_an_index_behind_its_files_decay_is_a_stale_row_and_repair_takes_the_fil
     assert report.drift and [f.detail for f in report.of("stale_row")] == ["differs in decay_state"]
     repair(store)
     assert Memory.get(Memory.slug == row.slug).decay_state == row.decay_state
+
+
+@pytest.mark.parametrize("when", ["before the walk", "between the walk and the read"])
+def test_a_file_memoryds_sweep_moves_during_a_check_is_no_finding(store, fixture_root, monkeypatch, when):
+    """A check of a large root takes a while: memoryd's sweep may move a memory to ``forgotten/`` meanwhile.
+    That is neither a crash (the file is gone when read) nor a missing file or a file without a row."""
+    from memoryd_emulation import memoryd_forgets
+
+    from engram.store.drift import check as checking
+
+    repair(store)
+    slug = Memory.get(Memory.body_path.endswith(".md"), ~Memory.body_path.contains("/forgotten/")).slug
+    step = "walk" if when == "before the walk" else "read_ahead"
+    real = getattr(checking, step)
+
+    def moved_first(*args):
+        memoryd_forgets(fixture_root, slug)
+        return real(*args)
+
+    monkeypatch.setattr(checking, step, moved_first)
+    report = check(store)
+    assert not report.drift, report.counts()
+    assert Memory.get(Memory.slug == slug).body_path.split("/")[2] == "forgotten"
 
 
 def test_without_the_key_encrypted_files_are_reported_locked(fixture_root):

@@ -233,6 +233,7 @@ NOT_ONE_EVENT = {
     "search.fulltext.purge": "engram's search cache only, outside the data root",
     "search.fulltext.discard": "engram's search cache only, outside the data root",
     "search.fulltext.verify": "reads engram's search cache and stats the files",
+    "search.fulltext.verifier": "the same read, as a call for a thread of its own",
 }
 
 

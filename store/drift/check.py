@@ -6,15 +6,19 @@ Reading is all it does. Each finding says whether ``engram repair`` can fix it w
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from peewee import Expression
 
 from engram.store import coexist
 from engram.store.audit.verify import events
 from engram.store.domain import DecayState
-from engram.store.drift.scan import FileEntry, half_scrubbed, walk
+from engram.store.drift.scan import FileEntry, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse
 from engram.store.index import Binding, Memory, Promotion, Rekey
@@ -155,8 +159,16 @@ class Report:
 
 def check(store: Store, progress: Callable[[int, int], None] | None = None) -> Report:
     """Compare every file with the index; ``progress(done, total)`` is called as files are read."""
+    with ThreadPoolExecutor(1) as beside:  # engram's search index is checked by SQLite while the files are read
+        search = beside.submit(fulltext.verifier(store))
+        report = _check(store, progress)
+        _check_search_index(search.result(), report)
+    return report
+
+
+def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     report = Report()
-    rows = {m.slug: m for m in Memory.select()}
+    rows = {row.slug: row for row in _rows(Memory.select(*_ROW_COLUMNS).tuples())}
     by_path = {m.body_path: m for m in rows.values()}
     report.rows = len(rows)
     entries = list(walk(store.layout))
@@ -177,9 +189,10 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
                 scope_hash=entry.scope_hash,
             )
     bound = binding.bindings(store)
-    for done, entry in enumerate(files, 1):
+    for done, (entry, stored) in enumerate(read_ahead(store.layout, files), 1):
         present.add(entry.relpath)
-        _check_file(store, entry, by_path.get(entry.relpath), rows, bound, report)
+        row = by_path.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
+        _check_file(store, entry, stored, row, rows, bound, report)
         if progress is not None:
             progress(done, len(files))
     for row in rows.values():
@@ -188,7 +201,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         except UnsafePath as exc:
             report.add("unsafe_body_path", row.body_path, str(exc), slug=row.slug)
             continue
-        if row.body_path not in present:
+        if row.body_path not in present and not _moved_meanwhile(store, row, present):
             report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
     _wrong_keys(files, report)
     _check_promotions(rows, report)
@@ -201,16 +214,55 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
         )
     _check_rebuild(store, files, report)
     _check_engram_decisions(store, report)
-    _check_search_index(store, report)
     for op_id, _ in queued:
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
 
 
-def _check_search_index(store: Store, report: Report) -> None:
+class Row(NamedTuple):
+    """The columns of an index row that ``check`` compares with its file (a model object per row was a tenth
+    of a check's time)."""
+
+    slug: str
+    type: str
+    scope_hash: str
+    title: str
+    source: str
+    created_at: str
+    ttl_days: int | None
+    fingerprint: str
+    scope_sensitive: int
+    decay_state: str
+    body_path: str
+
+
+_ROW_COLUMNS = [getattr(Memory, name) for name in Row._fields]
+
+
+def _rows(query: Iterable[Any]) -> Iterator[Row]:
+    return map(Row._make, query)
+
+
+def _row_now(where: Expression) -> Row | None:
+    """An index row as it is now, for a file or row the snapshot taken at the start has no match for: memoryd
+    may have moved the memory in between (its sweep moves files to ``forgotten/`` and then updates the row)."""
+    return next(_rows(Memory.select(*_ROW_COLUMNS).where(where).tuples()), None)
+
+
+def _moved_meanwhile(store: Store, row: Row, present: set[str]) -> bool:
+    """A row whose file the walk did not find, because the file has moved since and the row with it."""
+    now = _row_now(Memory.slug == row.slug)
+    if now is None or now.body_path == row.body_path:
+        return False
+    try:
+        return now.body_path in present or os.path.lexists(store.layout.inside(now.body_path))
+    except UnsafePath:
+        return False
+
+
+def _check_search_index(verdict: Verdict, report: Report) -> None:
     """engram's search index is a cache: being behind the files is no drift (the next sync takes them in),
     but a damaged file, or one holding a sensitive scope's text, is."""
-    verdict = fulltext.verify(store)
     if not verdict.exists:
         return
     report.search = verdict
@@ -330,14 +382,17 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
 def _check_file(
     store: Store,
     entry: FileEntry,
-    row: Memory | None,
-    rows: dict[str, Memory],
+    stored: Callable[[], bytes],
+    row: Row | None,
+    rows: dict[str, Row],
     bound: dict[str, Binding],
     report: Report,
 ) -> None:
     try:
-        data, plaintext = store.read_file(entry.relpath)
+        data, plaintext = store.opened(entry.relpath, stored())
         doc = parse(plaintext, entry.relpath)
+    except FileNotFoundError:  # moved since the walk (memoryd's sweep to forgotten/): nothing to say of it
+        return
     except BadMemoryFile as exc:
         report.add("bad_file", entry.relpath, exc.reason)
         return
@@ -467,7 +522,7 @@ def _wrong_keys(files: list[FileEntry], report: Report) -> None:
         )
 
 
-def _check_promotions(rows: dict[str, Memory], report: Report) -> None:
+def _check_promotions(rows: dict[str, Row], report: Report) -> None:
     for promotion in Promotion.select():
         slug = promoted_slug(promotion)
         if promotion.source_session_slug not in rows:

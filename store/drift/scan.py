@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from engram.store.domain import FORGOTTEN_DIR, TYPE_DIRS
 from engram.store.paths import RootLayout
-from engram.store.write.atomic import is_temp_file
+from engram.store.write.atomic import is_temp_file, read_regular
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,50 @@ def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
                 yield FileEntry(rel, name, folder.name, item.name[:-7], True)
             elif item.name.endswith(".md"):
                 yield FileEntry(rel, name, folder.name, item.name[:-3], False)
+
+
+_CHUNK = 32  # files one thread reads at a time: a task per file would cost the reader more than it saves
+_AHEAD = 16  # chunks read ahead of the reader
+_THREADS = 4
+
+
+def read_ahead(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Callable[[], bytes]]]:
+    """Each file's bytes as stored, in order, read by threads a few hundred files ahead of the caller: on a cold
+    page cache a lone reader waits on the disk one file at a time (two thirds of a ``check`` of 100k files).
+    What is yielded returns the bytes, or raises what :func:`read_regular` raised for that file."""
+    with ThreadPoolExecutor(_THREADS) as pool:
+        chunks = (entries[i : i + _CHUNK] for i in range(0, len(entries), _CHUNK))
+        pending: deque[tuple[Sequence[FileEntry], Future[list[bytes | Exception]]]] = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(_read_chunk, layout, chunk)))
+            if len(pending) < _AHEAD:
+                continue
+            yield from _outcomes(*pending.popleft())
+        while pending:
+            yield from _outcomes(*pending.popleft())
+
+
+def _read_chunk(layout: RootLayout, chunk: Sequence[FileEntry]) -> list[bytes | Exception]:
+    out: list[bytes | Exception] = []
+    for entry in chunk:
+        try:
+            out.append(read_regular(layout.inside(entry.relpath)))
+        except Exception as exc:  # handed to the caller, for the file it belongs to
+            out.append(exc)
+    return out
+
+
+def _outcomes(
+    chunk: Sequence[FileEntry], future: Future[list[bytes | Exception]]
+) -> Iterator[tuple[FileEntry, Callable[[], bytes]]]:
+    for entry, outcome in zip(chunk, future.result(), strict=True):
+        yield entry, functools.partial(_bytes, outcome)
+
+
+def _bytes(outcome: bytes | Exception) -> bytes:
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 def half_scrubbed(layout: RootLayout, entry: FileEntry) -> bool:

@@ -15,6 +15,7 @@ free pages.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -432,7 +433,16 @@ def verify(store: Store) -> Verdict:
     """Check the index without changing it: SQLite's and FTS5's own integrity checks (FTS5's is asked as an
     INSERT, so the file is opened for writing, though nothing is written), no row of a sensitive scope, and how
     many rows are behind their files (stat only)."""
-    path = cache_path(store)
+    return verifier(store)()
+
+
+def verifier(store: Store) -> Callable[[], Verdict]:
+    """:func:`verify` as a call that touches neither the store nor its index: ``check`` runs it on a thread of
+    its own beside its read of the files (SQLite lets go of the interpreter while it checks)."""
+    return functools.partial(_verify, cache_path(store), store.sensitive_scopes(), str(store.layout.root))
+
+
+def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
     verdict = Verdict(str(path), exists=path.exists())
     if not verdict.exists:
         return verdict
@@ -452,8 +462,6 @@ def verify(store: Store) -> Verdict:
                 verdict.damaged = f"schema {schema[0] if schema else 'missing'}, not {SCHEMA}"
                 return verdict
             con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
-            sensitive = store.sensitive_scopes()
-            root = str(store.layout.root)
             for scope, rel, size, mtime in con.execute("SELECT scope, path, size, mtime_ns FROM docs"):
                 verdict.memories += 1
                 if scope in sensitive or not rel.endswith(".md"):

@@ -1,0 +1,130 @@
+"""The plain YAML that ``yaml.safe_dump`` writes for a frontmatter, read line by line.
+
+Loading YAML was most of the time of reading a memory file (about 90 µs of a header's 30 nodes, even with
+libyaml's parser: PyYAML builds every node in Python). Every frontmatter memoryd or engram writes has one
+shape: top-level ``key: scalar`` lines, block lists of scalars (``- item`` under their key) and one level of
+nested ``key: scalar`` mappings (``dura_score``), with scalars plain or quoted on one line, or ``[]`` and ``{}``.
+:func:`load` reads that shape with a few string operations per line and declines, returning None, on anything
+else: folded or multi-line scalars, escapes, other flow collections, anchors, tags, comments, tabs and the
+characters YAML treats as line breaks. Plain scalars are typed by PyYAML's own resolver, so ``yes``, ``1_000``
+or ``2026-01-01`` are never taken for strings. A declined header goes to the full parser;
+``tests/test_plain_yaml.py`` holds the two to the same result on generated headers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml.resolver
+
+_DECLINE = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+"""Anything but LF and YAML's printable characters less its other line breaks (NEL, LS, PS) and the BOM."""
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?\Z")
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\.[0-9]*(?:[eE][-+][0-9]+)?\Z")
+_PLAIN_START = frozenset("-?:,[]{}#&*!|>'\"%@` ")
+_EMPTY: dict[str, type[list[Any]] | type[dict[str, Any]]] = {"[]": list, "{}": dict}
+_RESOLVER = yaml.resolver.Resolver()
+_STR, _INT_TAG, _FLOAT_TAG, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "null"))
+
+
+class _Declined(Exception):
+    """The header is not in the plain shape: the full parser reads it."""
+
+
+def load(header: str) -> dict[str, Any] | None:
+    """What PyYAML's safe loader makes of ``header`` (the text between the fences, ending in a newline), or
+    None when it is not in the plain shape this reads."""
+    if not header.endswith("\n") or _DECLINE.search(header):
+        return None
+    try:
+        return _mapping(header[:-1].split("\n"))
+    except _Declined:
+        return None
+
+
+def _mapping(lines: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    i, n = 0, len(lines)
+    while i < n:
+        key, rest = _entry(lines[i], 0)
+        i += 1
+        if rest is not None:
+            out[key] = _scalar(rest)
+        elif i < n and lines[i].startswith("- "):
+            items = []
+            while i < n and lines[i].startswith("- "):
+                items.append(_scalar(lines[i][2:]))
+                i += 1
+            out[key] = items
+        elif i < n and lines[i].startswith("  "):
+            nested = {}
+            while i < n and lines[i].startswith("  "):
+                name, value = _entry(lines[i], 2)
+                if value is None:
+                    raise _Declined
+                nested[name] = _scalar(value)
+                i += 1
+            out[key] = nested
+        else:
+            out[key] = None
+    return out
+
+
+def _entry(line: str, indent: int) -> tuple[str, str | None]:
+    """A ``key: value`` (or ``key:``) line at ``indent``: the key, which must resolve to a string, and the
+    value's text."""
+    found = _KEY.match(line, indent)
+    if found is None or _tag(found[1]) != _STR:
+        raise _Declined
+    return found[1], found[2]
+
+
+def _scalar(text: str) -> Any:
+    """One scalar on one line: single-quoted, double-quoted without escapes, or plain; or an empty flow
+    collection, as the dumper writes an empty list or mapping."""
+    if not text:
+        raise _Declined
+    if text in _EMPTY:
+        return _EMPTY[text]()
+    first = text[0]
+    if first == "'":
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != "'" or "'" in inner.replace("''", ""):
+            raise _Declined
+        return inner.replace("''", "'")
+    if first == '"':
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != '"' or '"' in inner or "\\" in inner:
+            raise _Declined
+        return inner
+    if (first in _PLAIN_START and not _signed_number(text)) or text[-1] in " :" or ": " in text or " #" in text:
+        raise _Declined
+    tag = _tag(text)
+    if tag == _STR:
+        return text
+    if tag == _INT_TAG and _INT.match(text):
+        return int(text)
+    if tag == _FLOAT_TAG and _FLOAT.match(text):
+        return float(text)
+    if tag == _NULL:
+        return None
+    raise _Declined
+
+
+def _signed_number(text: str) -> bool:
+    return text[0] == "-" and len(text) > 1 and text[1] in "0123456789"
+
+
+_TAGS: dict[str, str] = {}
+
+
+def _tag(text: str) -> str:
+    """The tag PyYAML gives a plain scalar (remembered for the few keys and values that recur)."""
+    tag = _TAGS.get(text)
+    if tag is None:
+        tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
+        if len(_TAGS) < 4096:
+            _TAGS[text] = tag
+    return tag

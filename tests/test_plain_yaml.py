@@ -1,0 +1,235 @@
+"""The line-by-line reader of plain frontmatter gives what PyYAML gives, or declines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engram.store import plain_yaml
+from engram.store.drift.scan import FileEntry, walk
+
+_C_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every scalar's type spelled out: ``1 == 1.0 == True`` must not pass for equal."""
+    if isinstance(value, dict):
+        return {typed(k): typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def full(header: str) -> Any:
+    """What both of PyYAML's safe loaders make of ``header`` (memoryd's is the pure Python one), or the error."""
+    try:
+        c_loaded = yaml.load(header, Loader=_C_LOADER)
+    except yaml.YAMLError:
+        c_loaded = "error"
+    try:
+        py_loaded = yaml.safe_load(header)
+    except yaml.YAMLError:
+        py_loaded = "error"
+    assert typed(c_loaded) == typed(py_loaded)
+    return c_loaded
+
+
+def agrees(header: str) -> bool:
+    """The plain reader declined, or read what PyYAML reads; True when it did read."""
+    fast = plain_yaml.load(header)
+    if fast is None:
+        return False
+    assert typed(fast) == typed(full(header)), header
+    return True
+
+
+_text = st.text(
+    st.one_of(
+        st.characters(blacklist_categories=("Cs",)),
+        st.sampled_from(list(" :-#'\"[]{},&*!|>%@`?~=<\\\n\t\x85\u2028\ufeff\xa0中🚀0123456789.eE+_")),
+    ),
+    max_size=40,
+)
+_words = st.sampled_from(
+    [
+        "yes",
+        "No",
+        "on",
+        "OFF",
+        "null",
+        "~",
+        "true",
+        "010",
+        "0x1f",
+        "1_000",
+        "1:30",
+        "0.5",
+        "-2",
+        "+3",
+        "1e5",
+        "1.0e+05",
+        ".inf",
+        ".nan",
+        "2026-01-01",
+        "2026-01-01T00:00:00Z",
+        "=",
+        "<<",
+        "-",
+        "- a",
+        "a: b",
+        "a #b",
+        "'q'",
+        '"q"',
+        "''",
+        "'it''s'",
+        "abc",
+        "",
+        " ",
+        "x:",
+    ]  # fmt: skip
+)
+_scalars = _text | _words | st.integers() | st.floats(allow_nan=False) | st.booleans() | st.none()
+_keys = _text | _words | st.sampled_from(["title", "slug", "dura_score", "D", "x-extra", "_k"])
+_mappings = st.dictionaries(
+    _keys,
+    _scalars | st.lists(_scalars, max_size=4) | st.dictionaries(_keys, _scalars, max_size=4),
+    max_size=8,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_mappings, st.integers(20, 120))
+def test_what_a_dumper_writes_reads_as_pyyaml_reads_it(mapping, width):
+    """Headers as ``yaml.safe_dump`` writes them (memoryd's call, and other widths, which fold differently)."""
+    agrees(yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True, width=width))
+    agrees(yaml.safe_dump(mapping, sort_keys=False, allow_unicode=False))
+
+
+_plain_words = st.text(st.sampled_from(list("abcXYZ019 .:-_#'\"中é")), min_size=1, max_size=12)
+_any_text = _plain_words | st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+_frontmatters = st.fixed_dictionaries(
+    {
+        "title": _any_text,
+        "slug": _plain_words,
+        "type": st.sampled_from(["fact", "decision", "session"]),
+        "triggers": st.lists(_any_text | _words, max_size=4),
+        "source": _any_text,
+        "created_at": st.datetimes().map(lambda d: d.isoformat() + "Z"),
+        "ttl_days": st.integers(-(10**12), 10**12),
+        "dura_score": st.dictionaries(st.sampled_from("DURA"), st.floats(allow_nan=False), max_size=4),
+    },
+    optional={"recall_count": st.integers(0, 99), "category": _any_text | _words, "x_extra": _scalars},
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_frontmatters)
+def test_frontmatters_as_memoryd_dumps_them_read_as_pyyaml_reads_them(mapping):
+    agrees(yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True))
+
+
+_fragments = st.sampled_from(
+    [
+        "title",
+        "slug",
+        "D",
+        "- ",
+        "  ",
+        "    ",
+        ": ",
+        ":",
+        "'",
+        "''",
+        '"',
+        "\\",
+        "#",
+        " #",
+        "&a ",
+        "*a",
+        "!!str ",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "yes",
+        "null",
+        "~",
+        "010",
+        "1.5",
+        "-1",
+        "2026-01-01",
+        "a b",
+        "中",
+        "\t",
+        "|",
+        ">",
+        "---",
+        "...",
+        "%YAML 1.1",
+        "? ",
+        "-",
+        "\xa0",
+        "\x85",
+        "\u2028",
+    ]  # fmt: skip
+)
+_key_text = _plain_words | _words | st.sampled_from(["title", "D", "x-extra", "_k", "y", "Null"])
+_value_text = st.one_of(
+    _plain_words,
+    _words,
+    _text,
+    _plain_words.map(lambda t: "'" + t.replace("'", "''") + "'"),
+    _text.map(lambda t: "'" + t + "'"),
+    _plain_words.map(lambda t: '"' + t + '"'),
+)
+_lines = st.one_of(
+    _key_text.map(lambda k: k + ":"),
+    st.tuples(_key_text, _value_text).map(": ".join),
+    _value_text.map(lambda v: "- " + v),
+    st.tuples(_key_text, _value_text).map(lambda kv: "  " + ": ".join(kv)),
+    st.lists(_fragments, min_size=1, max_size=4).map("".join),
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_lines, min_size=1, max_size=4))
+def test_hand_written_headers_read_as_pyyaml_reads_them_or_are_declined(lines):
+    """Headers a person or another tool may write: whatever the plain reader accepts, PyYAML reads alike."""
+    agrees("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("header", "why"),
+    [
+        ("on: x\n", "a key YAML reads as a boolean"),
+        ("title: yes\n", "a boolean"),
+        ("ttl_days: 010\n", "an octal integer"),
+        ("ttl_days: 1_000\n", "an integer with an underscore"),
+        ("created_at: 2026-01-01\n", "a date"),
+        ("title: 'a' # note\n", "a comment"),
+        ("title: long\n  folded on\n", "a folded plain scalar"),
+        ('title: "tab\\t"\n', "an escape"),
+        ("tags: [a, b]\n", "a flow list"),
+        ("tags: &t\n- a\nx: *t\n", "an anchor and alias"),
+        ("title: a\u2028b\n", "a line separator"),
+        ("title: !!str 1\n", "a tag"),
+    ],
+)
+def test_what_it_cannot_read_exactly_it_declines(header, why):
+    assert plain_yaml.load(header) is None, why
+    full(header)  # and PyYAML reads it (or refuses it) as before
+
+
+def test_every_fixture_header_is_read_without_pyyaml(store):
+    """memoryd's own files, as its dumper wrote them, all take the fast way (the reason it exists)."""
+    entries = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
+    assert entries
+    for entry in entries:
+        text = store.read_bytes(entry.relpath).decode()
+        header = text[4 : text.index("\n---\n", 3) + 1]
+        assert agrees(header), entry.relpath
