@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
+
+SLUG_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 class MemoryType(StrEnum):
@@ -40,3 +43,10 @@ class PromotionStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+
+
+def check_slug(slug: str) -> str:
+    """A slug is a file name and a primary key: it must never name a path outside its directory."""
+    if not SLUG_RE.match(slug) or ".." in slug or slug.startswith("."):
+        raise ValueError(f"slug {slug!r} is not of the form [A-Za-z0-9._-]+ without '..' or a leading dot")
+    return slug

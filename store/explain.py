@@ -9,10 +9,10 @@ from typing import Any
 import yaml
 
 from engram.store.audit.verify import EventFilter, events
+from engram.store.columns import dura_of
 from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.index import Promotion, SupersedesChain
 from engram.store.memories import view_memory
-from engram.store.promotions import dura_of
 from engram.store.sensitive import binding
 from engram.store.service import Store
 

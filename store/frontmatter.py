@@ -18,10 +18,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engram.store import plain_yaml
-from engram.store.domain import DecayState, MemoryType
+from engram.store.domain import DecayState, MemoryType, check_slug
 from engram.store.errors import BadInput, BadMemoryFile
-
-SLUG_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 KEY_ORDER = (
     "title",
@@ -55,13 +53,6 @@ whose bytes are the contract). They part on characters outside the Basic Multili
 escapes them), on C1 controls, NEL and the line and paragraph separators, on the BOM, and on folding strings
 that need escapes; ``tests/test_frontmatter.py`` searches for more. Only the emitter differs: both dumpers
 share the representer, so numbers, booleans and dates come out alike."""
-
-
-def check_slug(slug: str) -> str:
-    """A slug is a file name and a primary key: it must never name a path outside its directory."""
-    if not SLUG_RE.match(slug) or ".." in slug or slug.startswith("."):
-        raise ValueError(f"slug {slug!r} is not of the form [A-Za-z0-9._-]+ without '..' or a leading dot")
-    return slug
 
 
 def format_datetime(value: datetime) -> str:

@@ -16,9 +16,8 @@ from typing import Any
 
 import platformdirs
 
-from engram.store.domain import FORGOTTEN_DIR, MemoryType
+from engram.store.domain import FORGOTTEN_DIR, MemoryType, check_slug
 from engram.store.errors import StoreError, UnsafePath
-from engram.store.frontmatter import check_slug
 
 APP = "engram"
 

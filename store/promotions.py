@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engram.store.columns import parse_json_list
 from engram.store.domain import DecayState, MemoryType, PromotionStatus
 from engram.store.errors import BadInput, Conflict, NotFound
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
@@ -38,31 +39,6 @@ class Proposal:
     reasoning: str | None
     scope_hash: str
     supersedes: tuple[str, ...] = ()
-
-
-def parse_json_list(text: str | None) -> list[Any]:
-    """A JSON array column; anything else reads as empty (memoryd's columns are hand-editable text)."""
-    try:
-        value = json.loads(text or "[]")
-    except json.JSONDecodeError:
-        return []
-    return value if isinstance(value, list) else []
-
-
-def dura_of(promotion: Promotion) -> dict[str, float]:
-    """DURA scores as floats; memoryd writes ints at times and may add keys."""
-    return dura_scores(promotion.dura_score)
-
-
-def dura_scores(text: str | None) -> dict[str, float]:
-    """:func:`dura_of` from the column's text."""
-    try:
-        raw = json.loads(text or "{}")
-    except json.JSONDecodeError:
-        return {}
-    if not isinstance(raw, dict):
-        return {}
-    return {k: float(v) for k, v in raw.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def promoted_slug(promotion: Promotion) -> str:

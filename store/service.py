@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from peewee import SQL
 
@@ -24,13 +24,19 @@ from engram.store.audit import chain
 from engram.store.audit.checkpoints import default_book
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
-from engram.store.frontmatter import MemoryDoc, index_datetime, parse, serialize
 from engram.store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, as_peewee_errors, tuples
+from engram.store.lazy import lazy_module
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
 from engram.store.write import faults, retire
 from engram.store.write.atomic import flush_written, read_regular, write_atomic
+
+if TYPE_CHECKING:
+    from engram.store import frontmatter
+    from engram.store.frontmatter import MemoryDoc
+else:
+    frontmatter = lazy_module("engram.store.frontmatter")  # PyYAML and pydantic: not for the first frame
 
 
 def utcnow() -> datetime:
@@ -171,7 +177,7 @@ class Store:
         return self.read_file(relpath)[1]
 
     def read_doc(self, relpath: str) -> MemoryDoc:
-        return parse(self.read_bytes(relpath), relpath)
+        return frontmatter.parse(self.read_bytes(relpath), relpath)
 
     def memory(self, slug: str) -> Memory:
         row = Memory.get_or_none(Memory.slug == slug)
@@ -376,7 +382,7 @@ class Store:
         """The bytes to write, their file mode, the read-back check, and the plaintext of an encrypted memory."""
         if isinstance(write, DataWrite):
             return write.data, 0o600, None, None
-        data = serialize(write.doc)
+        data = frontmatter.serialize(write.doc)
         if not write.encrypted:
             return data, 0o644, None, None
         scope = write.doc.frontmatter.scope_hash
@@ -519,11 +525,11 @@ def memory_row(doc: MemoryDoc, relpath: str) -> dict[str, Any]:
         scope_hash=fm.scope_hash,
         title=fm.title,
         source=fm.source,
-        created_at=index_datetime(fm.created_at),
-        updated_at=index_datetime(fm.updated_at),
+        created_at=frontmatter.index_datetime(fm.created_at),
+        updated_at=frontmatter.index_datetime(fm.updated_at),
         ttl_days=fm.ttl_days,
         decay_state=fm.decay_state.value,
-        last_recalled_at=index_datetime(fm.last_recalled_at),
+        last_recalled_at=frontmatter.index_datetime(fm.last_recalled_at),
         recall_count=fm.recall_count,
         fingerprint=doc.fingerprint,
         body_path=relpath,

@@ -14,30 +14,19 @@ console opens with the defaults and says why.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from engram.store.errors import StoreError
 from engram.store.paths import engram_config_dir
 
 
-class AuditSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    checkpoint_copy: str | None = Field(default=None, min_length=1)
-
-
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+@dataclass(frozen=True)
+class Settings:
     theme: str | None = None
-    keys: dict[str, str] = Field(default_factory=dict)
-    audit: AuditSettings = AuditSettings()
-
-    @property
-    def checkpoint_copy(self) -> str | None:
-        return self.audit.checkpoint_copy
+    keys: dict[str, str] = field(default_factory=dict)
+    checkpoint_copy: str | None = None  # [audit] checkpoint_copy
 
 
 def settings_path() -> Path:
@@ -54,9 +43,9 @@ def load_settings(path: Path | None = None) -> Settings:
     except (tomllib.TOMLDecodeError, OSError) as exc:
         raise StoreError(f"{path}: {exc}") from None
     try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        raise StoreError(f"{path}: {_problem(exc)}") from None
+        return _settings(data)
+    except _Problem as exc:
+        raise StoreError(f"{path}: {exc}") from None
 
 
 def settings_or_defaults(path: Path | None = None) -> tuple[Settings, str | None]:
@@ -67,15 +56,50 @@ def settings_or_defaults(path: Path | None = None) -> tuple[Settings, str | None
         return Settings(), f"{exc}; using the defaults"
 
 
-def _problem(exc: ValidationError) -> str:
+class _Problem(Exception):
     """The first bad key and what is wrong with it, in the file's own terms."""
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "the file"
-    if first["type"] == "extra_forbidden":
-        return f"unknown setting {where!r} (known: theme, [keys], [audit] checkpoint_copy)"
-    hint = {
-        "keys": '[keys] maps action ids to key names, e.g. "queue.approve" = "a"',
-        "audit": '[audit] checkpoint_copy is a directory, e.g. checkpoint_copy = "/mnt/backup"',
-        "theme": 'theme is a name, e.g. theme = "engram-dark"',
-    }.get(str(first["loc"][0]) if first["loc"] else "", "")
-    return f"{where}: {first['msg']}" + (f" ({hint})" if hint else "")
+
+
+_KNOWN = "known: theme, [keys], [audit] checkpoint_copy"
+_HINTS = {
+    "keys": '[keys] maps action ids to key names, e.g. "queue.approve" = "a"',
+    "audit": '[audit] checkpoint_copy is a directory, e.g. checkpoint_copy = "/mnt/backup"',
+    "theme": 'theme is a name, e.g. theme = "engram-dark"',
+}
+
+
+def _settings(data: dict[str, Any]) -> Settings:
+    """The three settings, checked by hand: a schema library's import would cost the console's start more
+    than all of engram's other settings code."""
+    for key in data:
+        if key not in ("theme", "keys", "audit"):
+            raise _Problem(f"unknown setting {key!r} ({_KNOWN})")
+    keys = _table(data, "keys")
+    for action, key_names in keys.items():
+        _string(key_names, f"keys.{action}", "keys")
+    audit = _table(data, "audit")
+    for key in audit:
+        if key != "checkpoint_copy":
+            raise _Problem(f"unknown setting 'audit.{key}' ({_KNOWN})")
+    copy = audit.get("checkpoint_copy")
+    if copy is not None and not _string(copy, "audit.checkpoint_copy", "audit"):
+        raise _Problem(f"audit.checkpoint_copy: String should have at least 1 character ({_HINTS['audit']})")
+    theme = data.get("theme")
+    return Settings(
+        theme=None if theme is None else _string(theme, "theme", "theme"),
+        keys=keys,
+        checkpoint_copy=copy,
+    )
+
+
+def _table(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise _Problem(f"{name}: Input should be a table ({_HINTS[name]})")
+    return value
+
+
+def _string(value: object, where: str, hint: str) -> str:
+    if not isinstance(value, str):
+        raise _Problem(f"{where}: Input should be a valid string ({_HINTS[hint]})")
+    return value

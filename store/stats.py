@@ -9,7 +9,6 @@ from peewee import fn
 
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import StoreError
-from engram.store.frontmatter import parse
 from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain, tuples
 from engram.store.service import Store
 
@@ -95,7 +94,7 @@ def list_memories(store: Store) -> list[Listed]:
         if not isinstance(entry, FileEntry) or entry.relpath in known:
             continue
         try:
-            fm = parse(store.read_bytes(entry.relpath), entry.relpath).frontmatter
+            fm = store.read_doc(entry.relpath).frontmatter
             out.append(
                 Listed(
                     fm.slug,

@@ -14,13 +14,14 @@ import pytest
 from helpers import events
 from memoryd_emulation import memoryd_mirrors_codex_summary
 
+from engram.store.columns import dura_of, parse_json_list
 from engram.store.domain import MemoryType
 from engram.store.importers import base, importer
 from engram.store.importers.base import Options
 from engram.store.importers.run import apply_import, preview
 from engram.store.index import Imported, Memory, Promotion, SupersedesChain
 from engram.store.paths import scope_hash_for
-from engram.store.promotions import approve, dura_of, parse_json_list
+from engram.store.promotions import approve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 sys.path.insert(0, str(FIXTURES))

@@ -17,8 +17,9 @@ def sources(package: str) -> dict[str, str]:
 
 
 def loaded_after(statement: str) -> set[str]:
-    """The top-level modules a fresh interpreter holds after ``statement``: what importing it really pulls in."""
-    code = f"import sys; {statement}; print('\\n'.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    """The modules a fresh interpreter holds after ``statement`` (each package and the packages above it): what
+    running it really pulls in."""
+    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -38,11 +39,18 @@ def test_the_cli_starts_without_textual():
     assert "textual" not in loaded_after("import engram.tui.cli")
 
 
-def test_the_console_starts_without_what_its_first_frame_does_not_need():
-    """numpy and rapidfuzz (search, the audit log's view) load when first used: the console's start pays for
-    neither."""
-    late = {"numpy", "rapidfuzz", "engram.store.search", "engram.store.audit.view"}
-    assert late & loaded_after("import engram.tui.cli, engram.tui.app") == set()
+def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_root):
+    """What the console's first frame runs (the command line, the app, the queue pane, the root opened and the
+    queue's first page read) imports none of what later work needs: numpy and rapidfuzz (search, the audit
+    log's view), pydantic and PyYAML (parsing a memory file), the other panes and the edit screen."""
+    first_frame = (
+        "import engram.tui.cli, engram.tui.app, engram.tui.panes.queue; "
+        "from engram.store.service import Store; from engram.store.queue import first_page; "
+        f"first_page(Store.open({str(fixture_root)!r}), 'dura_avg', 200)"
+    )
+    late = {"numpy", "rapidfuzz", "pydantic", "yaml", "engram.store.frontmatter", "engram.store.promotions"}
+    late |= {"engram.store.search", "engram.store.audit.view", "engram.tui.panes.search", "engram.tui.screens.edit"}
+    assert late & loaded_after(first_frame) == set()
 
 
 def store_modules() -> list[str]:

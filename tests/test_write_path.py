@@ -181,6 +181,7 @@ NOT_ONE_EVENT = {
     "drift.check.check": "reads only",
     "stats.pending_count": "reads only",
     "queue.pending_queue": "reads only",
+    "queue.first_page": "reads only",
     "queue.promotion_detail": "reads only (names sensitive files, never opens them)",
     "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
     "explain.explanation": "reads; opening a sensitive memory goes through view_memory, which audits it",

@@ -1,7 +1,8 @@
 """The engram console: a header with the root's state, seven panes, and a footer with the keys in reach.
 
 Every action comes from one registry (tui.keymap): the footer, the help overlay (?), the command palette (:)
-and the user's keymap all read it. Loading and checking run in workers; errors become notifications.
+and the user's keymap all read it. Loading and checking run in workers; errors become notifications. What only
+an action or a later pane needs is imported there: the first frame waits for every import at the top.
 """
 
 from __future__ import annotations
@@ -18,12 +19,8 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
-from engram.store.audit.ops import verify_log
-from engram.store.audit.verify import Verdict
 from engram.store.changes import ChangeFeed, Changes
 from engram.store.errors import StoreError
-from engram.store.importers.run import ImportResult
-from engram.store.sensitive.convert import lock
 from engram.store.service import Store
 from engram.store.settings import Settings
 from engram.store.stats import pending_count
@@ -32,15 +29,14 @@ from engram.tui.keymap import Action, bindings, unknown_ids
 from engram.tui.messages import AuditStateChanged, KeysChanged, OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.panes.table import ALL_ACTIONS, BY_ID, CONSOLE_ACTIONS, PANES, Pane
-from engram.tui.screens.help import HelpScreen
-from engram.tui.screens.importer import ImportScreen
-from engram.tui.screens.unlock import ask_unlock
 from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import ReleasingExecutor, background
 from engram.tui.widgets.safe import ControlFilter
 
 if TYPE_CHECKING:
+    from engram.store.audit.verify import Verdict
+    from engram.store.importers.run import ImportResult
     from engram.tui.panes.search import SearchPane
 
 CONTROL_FILTER = ControlFilter()
@@ -132,7 +128,6 @@ class EngramApp(App[None]):
         for bad in unknown_ids(self.settings.keys, ALL_ACTIONS):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
-        self.check_audit()
         await self.action_show_pane("queue")
         self.set_interval(WATCH_SECONDS, self.tick)
 
@@ -150,6 +145,8 @@ class EngramApp(App[None]):
 
     @background("audit")
     def check_audit(self) -> None:
+        from engram.store.audit.ops import verify_log
+
         try:
             verdict = verify_log(self.store)
         except StoreError as exc:
@@ -244,6 +241,7 @@ class EngramApp(App[None]):
         self.call_after_refresh(self.make_the_rest)
 
     async def make_the_rest(self) -> None:
+        self.check_audit()  # a read of the whole log: after the first page too
         self.watch_store()  # the feed's first look (what later looks compare with): not before, as on a large
         # root it took as long as the queue's first page, which it slowed down
         for pane in PANES:
@@ -276,10 +274,14 @@ class EngramApp(App[None]):
     # ------------------------------------------------------------------ keys of sensitive scopes
 
     def action_unlock(self) -> None:
+        from engram.tui.screens.unlock import ask_unlock
+
         ask_unlock(self, self.store, sorted(self.store.sensitive_scopes()), lambda: None)
 
     def action_lock(self) -> None:
         """Forget every key; search drops the bodies of sensitive scopes it had read."""
+        from engram.store.sensitive.convert import lock
+
         lock(self.store)
         self.notify("every sensitive scope is locked again", timeout=3)
         self.post_message(KeysChanged())
@@ -297,9 +299,13 @@ class EngramApp(App[None]):
                 )
                 self.post_message(StoreChanged())
 
+        from engram.tui.screens.importer import ImportScreen
+
         self.push_screen(ImportScreen(self.store), done)
 
     def action_help(self) -> None:
+        from engram.tui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self.settings.keys))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -11,6 +11,7 @@ task's own thread.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -81,6 +82,18 @@ def deliver(widget: Widget, callback: Callable[..., object], *args: Any, **kwarg
         widget.app.call_from_thread(apply)
     except RuntimeError:  # the console's loop has stopped: nobody to show it to
         pass
+
+
+def painted(widget: Widget, timeout: float = 1.0) -> None:
+    """From a worker's thread: wait until the screen has been drawn with what was just delivered. Work that goes
+    on at once holds the interpreter from the UI thread about half the time: the console's first page, shown
+    before every pending promotion is read, reached the terminal only once that read was over."""
+    drawn = threading.Event()
+    try:
+        widget.app.call_from_thread(widget.call_after_refresh, drawn.set)
+    except RuntimeError:  # the console's loop has stopped
+        return
+    drawn.wait(timeout)
 
 
 @contextmanager

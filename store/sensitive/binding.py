@@ -27,11 +27,15 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from engram.store.frontmatter import MemoryDoc, index_datetime
 from engram.store.index import Binding, table_of
+from engram.store.lazy import lazy_module
 
 if TYPE_CHECKING:
+    from engram.store import frontmatter
+    from engram.store.frontmatter import MemoryDoc
     from engram.store.service import Store
+else:
+    frontmatter = lazy_module("engram.store.frontmatter")
 
 INFO = b"engram-binding/1"
 _TABLE = table_of(Binding)
@@ -69,7 +73,7 @@ def record(store: Store, doc: MemoryDoc, data: bytes, plaintext: bytes) -> None:
             fm.slug,
             fm.scope_hash,
             version,
-            index_datetime(fm.updated_at or fm.created_at),
+            frontmatter.index_datetime(fm.updated_at or fm.created_at),
             file_mac(key, fm.slug, version, data),
             content_mac(key, plaintext),
             store.now().isoformat(),
@@ -118,7 +122,7 @@ def verify(
         return BindingState(SWAPPED, f"{relpath} holds the memory {fm.slug}, not {slug}")
     if hmac.compare_digest(entry.content_mac, content_mac(key, plaintext)):
         return BindingState(CHANGED, "the same text, encrypted again outside engram")
-    updated = index_datetime(fm.updated_at or fm.created_at) or ""
+    updated = frontmatter.index_datetime(fm.updated_at or fm.created_at) or ""
     if updated <= (entry.updated_at or ""):
         return BindingState(
             ROLLED_BACK,
@@ -155,7 +159,6 @@ def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, 
 def bind_unbound(store: Store, files: dict[str, list[str]]) -> int:
     """Bind the given encrypted files (relpaths by scope) that decrypt now and are still unbound or changed by
     memoryd; a file that fails to decrypt, or reads as swapped or rolled back, is left for a person."""
-    from engram.store.frontmatter import parse
 
     bound = 0
     for scope, relpaths in sorted(files.items()):
@@ -164,7 +167,7 @@ def bind_unbound(store: Store, files: dict[str, list[str]]) -> int:
         items = []
         for rel in relpaths:
             data, plaintext = store.read_file(rel)
-            doc = parse(plaintext, rel)
+            doc = frontmatter.parse(plaintext, rel)
             if verify(store, rel, data, doc, plaintext).state in (UNBOUND, CHANGED):
                 items.append((rel, doc, data, plaintext))
         bound += bind_files(store, scope, items)

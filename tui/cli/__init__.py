@@ -13,12 +13,10 @@ import sys
 
 from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, StoreError
 from engram.store.query import QuerySyntaxError
-from engram.tui.cli import audit, decay, graph, importing, links, memories, promotions, root, scopes
 from engram.tui.cli.common import EXIT_ERROR, EXIT_FINDING, EXIT_OK, Handler, confirming, tell_notices
+from engram.tui.cli.console import console_args, open_console
 from engram.tui.completion import autocomplete
 from engram.tui.terminal_safe import SafeWriter
-
-MODULES = (root, memories, promotions, links, decay, graph, scopes, importing, audit)
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
@@ -35,8 +33,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser.add_argument("--root", metavar="DIR", help=root_help)
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command")
+    # the command modules bring most of the store with them: imported only when a command line is parsed
+    from engram.tui.cli import audit, decay, graph, importing, links, memories, promotions, root, scopes
+
     handlers: dict[str, Handler] = {}
-    for module in MODULES:
+    for module in (root, memories, promotions, links, decay, graph, scopes, importing, audit):
         handlers.update(module.add_commands(sub, common, report))
     return parser, handlers
 
@@ -52,6 +53,9 @@ class _Version(argparse.Action):
 
 
 def main(argv: list[str] | None = None) -> int:
+    console = console_args(sys.argv[1:] if argv is None else argv)
+    if console is not None and "_ARGCOMPLETE" not in os.environ:  # the console alone: no command line to parse
+        return _run(open_console, console)
     parser, handlers = _parser()
     if "_ARGCOMPLETE" in os.environ:  # the shell asks what can follow: answer and exit (see tui/completion.py)
         autocomplete(parser)

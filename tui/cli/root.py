@@ -14,9 +14,9 @@ from engram.store.drift.repair import repair
 from engram.store.errors import NoIndex
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store
-from engram.store.settings import settings_or_defaults
 from engram.store.stats import counts, list_memories
 from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, emit, open_store
+from engram.tui.cli.console import open_console
 from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import SHELLS, shell_script
 
@@ -45,7 +45,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     completion = sub.add_parser("completion", help="print the shell hook for completion: eval it in your shell's rc")
     completion.add_argument("shell", choices=SHELLS)
     return {
-        "open": _open,
+        "open": open_console,
         "demo": _demo,
         "completion": _completion,
         "check": _check,
@@ -54,15 +54,6 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         "ls": _ls,
         "stats": _stats,
     }
-
-
-def _open(args: argparse.Namespace) -> int:
-    from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
-
-    settings, problem = settings_or_defaults()  # a broken config.toml is said in the console, not fatal
-    with Store.open(args.root, actor="engram-tui") as store:
-        EngramApp(store, settings, warnings=[problem] if problem else []).run()
-    return EXIT_OK
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -78,7 +69,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.no_open:
         return EXIT_OK
     args.root = str(root)
-    return _open(args)
+    return open_console(args)
 
 
 def _completion(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -13,23 +14,33 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
-from engram.store import promotions
-from engram.store.errors import Conflict, NotFound, StoreError
+from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, NotFound, StoreError
+from engram.store.lazy import lazy_module
 from engram.store.query import QuerySyntaxError
-from engram.store.queue import SORTS, PromotionDetail, QueueItem, pending_queue, promotion_detail, queue_query
+from engram.store.queue import (
+    SORTS,
+    PromotionDetail,
+    QueueItem,
+    first_page,
+    pending_queue,
+    promotion_detail,
+    queue_query,
+)
 from engram.store.service import Store
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
-from engram.tui.screens.edit import EditScreen
-from engram.tui.screens.pick import MemoryPicker
 from engram.tui.screens.prompt import Confirm, TextPrompt
-from engram.tui.screens.unlock import ask_unlock
 from engram.tui.shared import Shared
 from engram.tui.tables import FitTable, fit_columns
-from engram.tui.threads import background, deliver
+from engram.tui.threads import background, deliver, painted
 from engram.tui.widgets.promotion import PromotionView
 from engram.tui.widgets.safe import plain
+
+if TYPE_CHECKING:
+    from engram.store import promotions
+else:  # the write path of decisions (and the frontmatter's pydantic and PyYAML): not for the first page
+    promotions = lazy_module("engram.store.promotions")
 
 PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
 
@@ -80,6 +91,8 @@ class QueuePane(PaneBase):
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="queue-pane")
         self.items: list[QueueItem] = []
+        self.total: int | None = None  # while only the first page is read: how many are pending
+        self.painting = False  # the first page is on its way to the screen: the detail waits for it
         self.page_no = 0
         self.marked: set[int] = set()
         self.range_anchor: int | None = None
@@ -116,6 +129,11 @@ class QueuePane(PaneBase):
         self.query_one("#queue-filter", Input).display = False
 
     def load(self) -> None:
+        if not self.settled_once and not self.filter_text:  # the first page, read by SQLite here: in the first frame
+            try:
+                self.show_first(*first_page(self.store, self.sort, PAGE))
+            except (StoreError, *ENVIRONMENT_ERRORS):
+                pass  # the read of every pending promotion that follows says what stopped it
         self.reload()
 
     # ------------------------------------------------------------------ loading
@@ -124,6 +142,9 @@ class QueuePane(PaneBase):
     def reload(self, keep: int | None = None) -> None:
         """Load the pending promotions off the UI thread, then show the page holding ``keep`` (or the cursor)."""
         try:
+            if self.painting:  # the first page is on its way to the screen: this read would hold it back
+                painted(self)
+                deliver(self, self.first_painted)
             items = pending_queue(self.store, self.sort, queue_query(self.filter_text))
         except (StoreError, QuerySyntaxError) as exc:
             deliver(self, self.notify, str(exc), severity="error")
@@ -133,6 +154,19 @@ class QueuePane(PaneBase):
             self.settled_once = True
             self.post_message(Settled())
 
+    def show_first(self, items: list[QueueItem], total: int) -> None:
+        """The first page, and how many are pending, while every pending promotion is read (the keys that move
+        between pages wait for that)."""
+        self.items, self.total = items, total
+        self.painting = True
+        self.fill_page()
+
+    def first_painted(self) -> None:
+        """The first page is on the screen: now the detail of the promotion under the cursor (reading it
+        imports the frontmatter's parser, which would have held the first page back)."""
+        self.painting = False
+        self._highlighted()
+
     def show_items(self, items: list[QueueItem], keep: int | None) -> None:
         """Show ``items`` at ``keep``; without one, the cursor stays on the promotion it was on (memoryd may have
         added or decided rows above it: the row under the cursor must not silently become another one), or at
@@ -141,7 +175,7 @@ class QueuePane(PaneBase):
         current = self.current() if keep is None and table.row_count and self.items else None
         if current is not None:
             keep = next((i for i, item in enumerate(items) if item.id == current.id), self.current_index())
-        self.items = items
+        self.items, self.total = items, None
         self.marked &= {i.id for i in items}
         index = min(keep or 0, max(len(items) - 1, 0))
         self.page_no = index // PAGE
@@ -177,8 +211,9 @@ class QueuePane(PaneBase):
         )
 
     def update_status(self) -> None:
-        pages = max(1, -(-len(self.items) // PAGE))
-        parts = [f"{len(self.items)} pending", f"sort: {self.sort}", f"page {self.page_no + 1}/{pages}"]
+        pending = len(self.items) if self.total is None else self.total
+        pages = max(1, -(-pending // PAGE))
+        parts = [f"{pending} pending", f"sort: {self.sort}", f"page {self.page_no + 1}/{pages}"]
         if self.filter_text:
             parts.append(f"filter: {self.filter_text}")
         if self.marked:
@@ -200,7 +235,7 @@ class QueuePane(PaneBase):
     @on(DataTable.RowHighlighted, "#queue-table")
     def _highlighted(self) -> None:
         item = self.current()
-        if item is not None:
+        if item is not None and not self.painting:
             self.load_detail(item.id)
 
     @background("queue-detail")
@@ -326,6 +361,8 @@ class QueuePane(PaneBase):
             return
         locked = sorted({i.scope_hash for i in items if i.sensitive and not self.store.keys.can_open(i.scope_hash)})
         if locked and label.startswith(("approve", "merge", "edit")):
+            from engram.tui.screens.unlock import ask_unlock  # screens of an action: imported by it
+
             ask_unlock(self, self.store, locked, lambda: self.decide(label, act, confirm_over))
             return
         ids = [i.id for i in items]
@@ -420,6 +457,7 @@ class QueuePane(PaneBase):
         if self.detail is None:
             return
         detail = self.detail
+        from engram.tui.screens.edit import EditScreen
 
         def approve_edited(edits: promotions.Edits | None) -> None:
             if edits is not None:
@@ -435,6 +473,7 @@ class QueuePane(PaneBase):
         if index is None:
             self.notify("The search index is still loading; try again in a moment", severity="warning")
             return
+        from engram.tui.screens.pick import MemoryPicker
 
         def merge_into(slug: str | None) -> None:
             if slug:

@@ -1,0 +1,35 @@
+"""memoryd's JSON index columns, read leniently: they are hand-editable text, and a bad value must read as
+empty rather than stop a listing. Apart from the promotions' write path so that the queue's first page can
+read them without importing it (it brings the frontmatter's pydantic and PyYAML along)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engram.store.index import Promotion
+
+
+def parse_json_list(text: str | None) -> list[Any]:
+    """A JSON array column; anything else reads as empty (memoryd's columns are hand-editable text)."""
+    try:
+        value = json.loads(text or "[]")
+    except json.JSONDecodeError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def dura_of(promotion: Promotion) -> dict[str, float]:
+    """DURA scores as floats; memoryd writes ints at times and may add keys."""
+    return dura_scores(promotion.dura_score)
+
+
+def dura_scores(text: str | None) -> dict[str, float]:
+    """:func:`dura_of` from the column's text."""
+    try:
+        raw = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: float(v) for k, v in raw.items() if isinstance(v, int | float) and not isinstance(v, bool)}

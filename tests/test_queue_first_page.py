@@ -1,0 +1,90 @@
+"""The queue's first page, ordered by SQLite for the console's first frame, is the first page of the full read in
+every sort, whatever memoryd's hand-editable DURA column holds; and the console shows it before that read."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram.store import promotions
+from engram.store.index import Memory, Promotion
+from engram.store.queue import SORTS, first_page, pending_queue
+from engram.tui.app import EngramApp
+from engram.tui.panes import queue as queue_pane
+from engram.tui.panes.queue import QueuePane
+
+_scores = st.one_of(
+    st.integers(-3, 3),
+    st.floats(-2, 2, allow_nan=False),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=3),
+    st.lists(st.integers(), max_size=2),
+)
+_dura_texts = st.one_of(
+    st.dictionaries(st.sampled_from(["D", "U", "R", "A", "X", "d"]), _scores, max_size=5).map(json.dumps),
+    st.sampled_from(["", "not json", "[0.5, 0.9]", "null", "0.7", "{", '"D"', "{}"]),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(_dura_texts, st.booleans(), st.sampled_from(["fact", "decision", "zz"])), max_size=25))
+def test_the_first_page_is_the_full_reads_first_page_in_every_sort(store, rows):
+    added = []
+    session = Memory.get(Memory.type == "session").slug
+    for dura, deferred, ptype in rows:
+        pid = Promotion.insert(
+            source_session_slug=session,
+            proposed_type=ptype,
+            proposed_title="t",
+            proposed_body="b",
+            proposed_triggers='["x"]',
+            dura_score=dura,
+            scope_hash="710d5aaf7a15",
+            created_at="2026-11-0" + str(len(added) % 3 + 1),
+        ).execute()
+        added.append(pid)
+        if deferred:
+            promotions.defer(store, pid, "later")
+    try:
+        for sort in SORTS:
+            full = pending_queue(store, sort)
+            for limit in (3, 1000):
+                assert first_page(store, sort, limit) == (full[:limit], len(full)), sort
+    finally:
+        Promotion.delete().where(Promotion.id.in_(added)).execute()
+
+
+async def test_the_console_shows_the_first_page_before_every_pending_promotion_is_read(store, monkeypatch):
+    """The full read is held back: the first page, the count and the page number are on the screen all the
+    same, and the detail follows the first page; once the read is in, the list is the full one."""
+    release = threading.Event()
+    full_read = queue_pane.pending_queue
+
+    def held(*args, **kwargs):
+        release.wait(10)
+        return full_read(*args, **kwargs)
+
+    monkeypatch.setattr(queue_pane, "pending_queue", held)
+    expected = full_read(store)
+    app = EngramApp(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        pane = app.query_one(QueuePane)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if pane.detail is not None:
+                break
+        status = str(app.query_one("#queue-status").render())
+        assert f"{len(expected)} pending" in status and "page 1/1" in status
+        assert [i.id for i in pane.items] == [i.id for i in expected] and pane.total == len(expected)
+        assert pane.detail is not None and pane.detail.id == expected[0].id
+        release.set()
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if pane.total is None:
+                break
+        assert pane.total is None and pane.items == expected

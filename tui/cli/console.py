@@ -1,0 +1,36 @@
+"""``engram`` with no command: the console.
+
+Kept apart from the other commands so that opening the console imports only what its first frame needs: the
+command modules bring most of the store with them, and ``engram`` alone is how the console is most often
+opened. ``engram open`` and ``engram demo`` come here too.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from engram.store.service import Store
+from engram.store.settings import settings_or_defaults
+
+EXIT_OK = 0
+
+
+def console_args(argv: list[str]) -> argparse.Namespace | None:
+    """The arguments when ``argv`` asks for the console and nothing else (no words, at most ``--root DIR``);
+    None when the full command line must be parsed (a command, ``--help``, ``--version``, a typo)."""
+    if not argv:
+        return argparse.Namespace(root=None)
+    if len(argv) == 2 and argv[0] == "--root" and not argv[1].startswith("-"):
+        return argparse.Namespace(root=argv[1])
+    if len(argv) == 1 and argv[0].startswith("--root=") and len(argv[0]) > len("--root="):
+        return argparse.Namespace(root=argv[0].removeprefix("--root="))
+    return None
+
+
+def open_console(args: argparse.Namespace) -> int:
+    from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
+
+    settings, problem = settings_or_defaults()  # a broken config.toml is said in the console, not fatal
+    with Store.open(args.root, actor="engram-tui") as store:
+        EngramApp(store, settings, warnings=[problem] if problem else []).run()
+    return EXIT_OK
