@@ -43,6 +43,7 @@ with Store.open(sys.argv[1]) as store:
     t = time.perf_counter()
     index = SearchIndex.load(store, FullText.open(store))
     load = time.perf_counter() - t
+    index.prepare()  # as the console's loading worker does once the index answers (tag: bitsets)
     rss = resident_mb()
     print(json.dumps({"load": load, "rss_before": before, "rss": rss, "typing": percentiles(typing(index))}))
 """

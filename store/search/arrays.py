@@ -8,7 +8,7 @@ numpy parses it and scatters the rows into a bitset."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -59,11 +59,10 @@ class Words:
     array with the memories separated by NUL: a needle is found in all of them by a few vectorised comparisons
     (a NUL never occurs in a needle, so no match spans two memories)."""
 
-    def __init__(self, heads: list[str]) -> None:
+    def __init__(self, heads: Sequence[str]) -> None:
         spaced = [" " + " ".join(h.replace("\0", " ").split()) + " " for h in heads]
         self.units = np.frombuffer("\0".join(spaced).encode("utf-16-le"), dtype=np.uint16)
-        lengths = np.fromiter((len(s.encode("utf-16-le")) // 2 + 1 for s in spaced), dtype=np.int64, count=len(spaced))
-        self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        self.starts = np.concatenate(([0], np.flatnonzero(self.units == 0) + 1)).astype(np.int64)  # after each NUL
         self.counts = np.bincount(self.units, minlength=1 << 16)
 
     def rows(self, needle: str) -> np.ndarray:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -29,6 +30,7 @@ from engram.store.service import Store
 
 RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, head matches first, newest first
 REFINE_HEADS = 5_000  # ranking checks the heads of at most this many hits one by one (uncached, so kept small)
+Document = tuple[int, str, str]  # the persistent index's id, slug and scope of a memory
 CACHE = 256  # term bitsets kept (a 100k-memory bitset is 12.5 KB)
 
 
@@ -55,13 +57,37 @@ class SearchResult:
     scores: list[float | None] = field(default_factory=list)
 
 
+class Rows:
+    """Every memory's listed fields, a tuple per column as SQLite returned them: a :class:`Hit` is made only for
+    the hits a query shows (an object per memory was a third of the index's load, and of its memory)."""
+
+    def __init__(self, columns: Sequence[Sequence[Any]] = ((),) * 8) -> None:
+        self.slugs, self.titles, self.types, self.scopes, self.states, self.sources, self.created, self.encrypted = (
+            tuple(column) for column in columns
+        )
+
+    def __len__(self) -> int:
+        return len(self.slugs)
+
+    def __getitem__(self, n: int) -> Hit:
+        return Hit(
+            self.slugs[n],
+            self.titles[n],
+            self.types[n],
+            self.scopes[n],
+            self.states[n],
+            self.sources[n],
+            self.created[n],
+            bool(self.encrypted[n]),
+        )
+
+
 class SearchIndex:
     """Every memory's searchable text and fields, newest first, with a bitset per field value."""
 
     def __init__(self, fulltext: FullText | None = None) -> None:
-        self.rows: list[Hit] = []
-        self.titles: list[str] = []  # lowercased, for ranking
-        self.head: list[str] = []  # title, triggers and slug, lowercased
+        self.rows = Rows()
+        self.head: tuple[str, ...] = ()  # title, triggers and slug, lowercased
         self.words = Words([])  # heads as " word word … ": ^prefix is " pre", suffix$ "fix ", ^word$ " word "
         self.values: dict[str, dict[str, int]] = {"type": {}, "scope": {}, "state": {}, "source": {}}
         self.by_slug: dict[str, int] = {}
@@ -93,40 +119,48 @@ class SearchIndex:
         """Titles, triggers and fields from index.db (no memory file is read), and the bodies of plain scopes
         at once through ``fulltext``, the persistent index, as up to date as its last sync."""
         index = cls(fulltext)
-        rows = store.index.db.execute_sql(
+        sensitive = store.sensitive_scopes()
+        fetched = store.index.db.execute_sql(  # NOT INDEXED: a scan and a sort, a third quicker than the index
             "SELECT slug, title, type, scope_hash, decay_state, source, created_at, body_path LIKE '%.md.enc', "
-            f"{TRIGGERS} FROM memories m ORDER BY created_at DESC"
-        )
-        columns: dict[str, list[str]] = {name: [] for name in index.values}
-        for n, (slug, title, mtype, scope, decay, source, created, encrypted, triggers) in enumerate(rows):
-            index.by_slug[slug] = n
-            index.rows.append(Hit(slug, title, mtype, scope, decay, source, created, bool(encrypted)))
-            index.titles.append(title.lower())
-            index.head.append(head_text(title, triggers, slug))
-            columns["type"].append(mtype)
-            columns["scope"].append(scope)
-            columns["state"].append(decay)
-            columns["source"].append(source)
-        index.values = {name: _value_bits(values) for name, values in columns.items()}
+            f"{TRIGGERS} FROM memories m NOT INDEXED ORDER BY created_at DESC"
+        ).fetchall()
+        *columns, triggers = zip(*fetched, strict=True) if fetched else ((),) * 9
+        del fetched
+        index.rows = rows = Rows(columns)
+        index.by_slug = dict(zip(rows.slugs, range(len(rows)), strict=True))
+        index.head = tuple(map(head_text, rows.titles, triggers, rows.slugs))  # of strings: the collector skips it
+        index.values = {
+            "type": _value_bits(rows.types),
+            "scope": _value_bits(rows.scopes),
+            "state": _value_bits(rows.states),
+            "source": _value_bits(rows.sources),
+        }
         index.words = Words(index.head)
-        index.covered = np.zeros(len(index.rows), dtype=bool)
+        index.covered = np.zeros(len(rows), dtype=bool)
         if fulltext is not None:
-            index._cover(fulltext, store.sensitive_scopes())
-            index._tag_bits()  # here, off the keyboard's thread: 80 ms at 100k memories
+            index._cover(list(fulltext.documents()), sensitive)
         index.memory = MemoryTrigrams({i: index.head[i] for i in np.flatnonzero(~index.covered).tolist()}, {})
         return index
 
-    def _cover(self, fulltext: FullText, sensitive: set[str]) -> None:
-        """Map the persistent index's ids to rows; a row of a sensitive scope is never answered from it."""
-        ids, positions = [], []
-        for doc_id, slug, scope in fulltext.documents():
-            n = self.by_slug.get(slug)
-            if n is not None and scope not in sensitive and not self.rows[n].encrypted:
-                ids.append(doc_id)
-                positions.append(n)
+    def _cover(self, documents: list[Document], sensitive: set[str]) -> None:
+        """Map the persistent index's ids (its ``documents``) to rows; a row of a sensitive scope is never
+        answered from it."""
+        rows = list(map(self.by_slug.get, (slug for _, slug, _ in documents)))
+        encrypted = self.rows.encrypted
+        kept = [
+            (doc_id, n)
+            for (doc_id, _, scope), n in zip(documents, rows, strict=True)
+            if n is not None and scope not in sensitive and not encrypted[n]
+        ]
+        ids, positions = [doc_id for doc_id, _ in kept], [n for _, n in kept]
         self.position = np.full(max(ids, default=-1) + 1, -1, dtype=np.int64)
         self.position[ids] = positions
         self.covered[positions] = True
+
+    def prepare(self) -> None:
+        """What the first ``tag:`` term would otherwise build while a person types (80 ms at 100k memories): for the
+        worker that loaded the index, once the index answers."""
+        self._tag_bits()
 
     def enrich(
         self,
@@ -298,7 +332,10 @@ class SearchIndex:
             return first + indexes(found & ~in_head, limit - len(first)).tolist()
         candidates = indexes(found, RANK_LIMIT).tolist()
         scored = process.extract(
-            " ".join(query.positive_text()), [self.titles[i] for i in candidates], scorer=fuzz.WRatio, limit=None
+            " ".join(query.positive_text()),
+            [self.rows.titles[i].lower() for i in candidates],
+            scorer=fuzz.WRatio,
+            limit=None,
         )
         scores = {k: score for _, score, k in scored}
         order = sorted(range(len(candidates)), key=lambda k: (not (in_head >> candidates[k]) & 1, -scores[k]))
@@ -324,16 +361,21 @@ class SearchIndex:
         return self._cache[key]
 
 
-def _value_bits(values: list[str]) -> dict[str, int]:
-    """value (lowercased) -> the bitset of the rows holding it: numpy sorts the rows by value once, and each
-    value's rows are one slice of that order."""
+def _value_bits(values: Sequence[str]) -> dict[str, int]:
+    """value (lowercased) -> the bitset of the rows holding it: each row's value numbered through a dict of the
+    few distinct ones (no string is lowercased or compared per row), numpy sorts the rows by number once, and
+    each value's rows are one slice of that order."""
     if not values:
         return {}
-    names, which = np.unique(np.char.lower(np.array(values, dtype=str)), return_inverse=True)
+    distinct = list(dict.fromkeys(values))
+    names = sorted({v.lower() for v in distinct})
+    number = {name: i for i, name in enumerate(names)}
+    numbered = {v: number[v.lower()] for v in distinct}
+    which = np.fromiter(map(numbered.__getitem__, values), dtype=np.int64, count=len(values))
     order = np.argsort(which, kind="stable")
     counts = np.bincount(which, minlength=len(names))
     starts = np.cumsum(counts) - counts
-    return {str(v): bits(order[a : a + n], len(values)) for v, a, n in zip(names, starts, counts, strict=True)}
+    return {name: bits(order[a : a + n], len(values)) for name, a, n in zip(names, starts, counts, strict=True)}
 
 
 def snippet(text: str, words: list[str], width: int = 120) -> str:

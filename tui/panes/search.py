@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -82,7 +81,9 @@ class SearchPane(PaneBase):
         from engram.store.search.index import SearchIndex
 
         fulltext = FullText.open(self.store)
-        deliver(self, self.ready, SearchIndex.load(self.store, fulltext))
+        index = SearchIndex.load(self.store, fulltext)
+        deliver(self, self.ready, index)
+        index.prepare()
         if fulltext is not None:
             self.sync_fulltext()
 
@@ -105,7 +106,6 @@ class SearchPane(PaneBase):
     def ready(self, index: SearchIndex) -> None:
         self.shared.search = index
         self.locked = frozenset(s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s))
-        _keep_out_of_gc()
         self.run_search(self.query_one("#search-query", Input).value)
         if self.loaded and not index.enriched:
             self.enrich(index)
@@ -165,7 +165,6 @@ class SearchPane(PaneBase):
         deliver(self, self.enriched, index)
 
     def enriched(self, index: SearchIndex) -> None:
-        _keep_out_of_gc()
         if index is self.index:
             self.run_search(self.query_one("#search-query", Input).value)
 
@@ -232,10 +231,3 @@ class SearchPane(PaneBase):
             self.query_one(HitList).focus()
         else:
             self.query_one("#search-query", Input).focus()
-
-
-def _keep_out_of_gc() -> None:
-    """Move what exists now (the index's hundred thousand rows among it) out of the collector's sight: a full
-    collection walking them stalled a keystroke by 150-250 ms every few seconds of typing. They live as long as
-    the app does, so there is nothing for the collector to find among them."""
-    gc.freeze()
