@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Markdown, Static
+from textual.widgets import Static
 
 from engram.store.queue import DURA_LABELS, PromotionDetail
 from engram.tui.colours import Paint, role
@@ -20,11 +20,23 @@ def dura_bar(value: float, paint: Paint, width: int = 20) -> Text:
 
 
 class PromotionView(VerticalScroll):
+    """The body and what explains it are Markdown, made on the first detail shown: the Markdown widgets bring
+    markdown-it and Pygments, which the console's first frame (the queue's first page, no detail yet) does
+    without."""
+
     def compose(self) -> ComposeResult:
         yield Static(id="detail-head")
         yield Static(id="detail-dura")
-        yield Markdown(id="detail-body")
-        yield Markdown(id="detail-meta")
+
+    def _texts(self, body: str, meta: str) -> None:
+        from textual.widgets import Markdown
+
+        found = self.query(Markdown)
+        if found:
+            found.first().update(body)
+            found.last().update(meta)
+        else:
+            self.mount(Markdown(body, id="detail-body"), Markdown(meta, id="detail-meta"))
 
     def show(self, detail: PromotionDetail | None, empty: str = "") -> None:
         """Show ``detail``; with None, show the ``empty`` message instead."""
@@ -32,8 +44,8 @@ class PromotionView(VerticalScroll):
         if detail is None:
             head.update(Text(empty))
             self.query_one("#detail-dura", Static).update("")
-            self.query_one("#detail-body", Markdown).update("")
-            self.query_one("#detail-meta", Markdown).update("")
+            if self.query("Markdown"):
+                self._texts("", "")
             return
         head.update(
             Text.assemble(
@@ -49,8 +61,7 @@ class PromotionView(VerticalScroll):
             dura.append_text(dura_bar(detail.dura.get(key, 0.0), lambda name: role(self, name)))
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
-        self.query_one("#detail-body", Markdown).update(visible(detail.body))
-        self.query_one("#detail-meta", Markdown).update(visible("\n\n".join(_meta(detail))))
+        self._texts(visible(detail.body), visible("\n\n".join(_meta(detail))))
 
 
 def _meta(detail: PromotionDetail) -> list[str]:
