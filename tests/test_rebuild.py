@@ -81,3 +81,23 @@ def test_rebuild_holds_no_parsed_file_when_it_writes(store, monkeypatch):
     monkeypatch.setattr(store, "upsert_index_entries", watched)
     result = rebuild_index(store)
     assert result.indexed > 150 and len(parsed) > 150 and alive_at_write == [0]
+
+
+def test_a_file_memoryds_sweep_moves_during_a_rebuild_keeps_its_row(store, fixture_root, monkeypatch):
+    """memoryd may move a memory to ``forgotten/`` (and update its row) between the walk and the read: the
+    rebuild neither fails on the missing file nor deletes the row, which names where the file went."""
+    from memoryd_emulation import memoryd_forgets
+
+    from engram.store.drift import rebuild as rebuilding
+
+    row = Memory.get(Memory.body_path.endswith(".md"), ~Memory.body_path.contains("/forgotten/"))
+    real = rebuilding.read_ahead
+
+    def moved_first(*args):
+        memoryd_forgets(fixture_root, row.slug)
+        return real(*args)
+
+    monkeypatch.setattr(rebuilding, "read_ahead", moved_first)
+    rebuild_index(store)
+    kept = Memory.get(Memory.slug == row.slug)
+    assert kept.body_path.split("/")[2] == "forgotten" and (fixture_root / kept.body_path).is_file()

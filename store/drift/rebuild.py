@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engram.store.drift.scan import FileEntry, walk
+from engram.store.drift.scan import FileEntry, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError
 from engram.store.frontmatter import parse
 from engram.store.index import Memory, Promotion, Trigger
@@ -76,11 +76,14 @@ def _read_entries(
     file: its body is not needed once its fingerprint is taken, and 100k bodies held at once cost hundreds of
     MB. Files without a key go to ``locked``, unreadable ones to ``result.skipped``."""
     entries: dict[str, IndexEntry] = {}
-    for done, entry in enumerate(files, 1):
+    for done, (entry, stored) in enumerate(read_ahead(store.layout, files), 1):  # read by threads ahead of here
         if progress is not None:
             progress(done, len(files))
         try:
-            doc = parse(store.read_bytes(entry.relpath), entry.relpath)
+            doc = parse(store.opened(entry.relpath, stored())[1], entry.relpath)
+        except FileNotFoundError:  # moved since the walk (memoryd's sweep): its row is kept as it is, as a locked
+            locked.add(entry.relpath)  # file's is (the row memoryd updated names where it went)
+            continue
         except KeyUnavailable:
             locked.add(entry.relpath)
             continue
