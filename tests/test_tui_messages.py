@@ -25,6 +25,7 @@ from engram.store.errors import DatabaseLocked
 from engram.store.frontmatter import Frontmatter, MemoryDoc
 from engram.store.index import Memory, Promotion
 from engram.store.settings import Settings
+from engram.tui import app as app_module
 from engram.tui.app import EngramApp
 from engram.tui.colours import role
 from engram.tui.panes.audit import AuditPane
@@ -90,7 +91,8 @@ async def test_a_memory_engram_approves_is_found_by_search_at_once(store):
         assert slug in await search(app, pilot, slug)
 
 
-async def test_a_memory_memoryd_writes_is_found_by_title_and_body_after_the_next_look(store, fixture_root):
+async def test_a_memory_memoryd_writes_is_found_by_title_and_body_after_the_next_look(store, fixture_root, monkeypatch):
+    monkeypatch.setattr(app_module, "WATCH_SECONDS", 3600)  # only the test's looks: not the clock's, meanwhile
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
