@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from engram.store.columns import dura_of, dura_scores, parse_json_list
 from engram.store.errors import StoreError
@@ -68,18 +70,7 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
         Promotion.select(*columns).where(Promotion.status == "pending")
     ):
         note = notes.get(pid)
-        item = QueueItem(
-            pid,
-            title,
-            ptype,
-            scope,
-            dura_scores(dura),
-            created,
-            tuple(str(t) for t in parse_json_list(triggers)),
-            note is not None,
-            note.defer_reason if note else None,
-            scope in sensitive,
-        )
+        item = _item((pid, title, ptype, scope, dura, created, triggers), note, sensitive)
         if query.empty or matches(query, _haystack(item, body[0]), _fields(item, sources.get(session, ""), now)):
             items.append(item)
     items.sort(key=_sort_key(sort))
@@ -95,9 +86,11 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
     order can then differ, until :func:`pending_queue`'s, which follows at once, replaces it."""
     if sort not in SORTS:
         raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
-    notes = table_of(PromotionNote) if store.index.has(PromotionNote) else None
+    note_table = table_of(PromotionNote) if store.index.has(PromotionNote) else None
     deferred = (
-        f"EXISTS (SELECT 1 FROM {notes} n WHERE n.promotion_id = p.id AND n.deferred_at IS NOT NULL)" if notes else "0"
+        f"EXISTS (SELECT 1 FROM {note_table} n WHERE n.promotion_id = p.id AND n.deferred_at IS NOT NULL)"
+        if note_table
+        else "0"
     )
     scores = ", ".join(f"{_score_sql(key)} AS {key}" for key in DURA_LABELS)
     rows = store.index.db.execute_sql(
@@ -107,24 +100,27 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
         (limit,),
     ).fetchall()
     total = Promotion.select().where(Promotion.status == "pending").count()
-    defer_reasons = _defer_reasons(store, [row[0] for row in rows if row[7]])
+    notes = _deferred_notes(store, [row[0] for row in rows if row[7]])
     sensitive = store.sensitive_scopes()
-    items = [
-        QueueItem(
-            pid,
-            title,
-            ptype,
-            scope,
-            dura_scores(dura),
-            created,
-            tuple(str(t) for t in parse_json_list(triggers)),
-            bool(deferred),
-            defer_reasons.get(pid),
-            scope in sensitive,
-        )
-        for pid, title, ptype, scope, dura, created, triggers, deferred, *_ in rows
-    ]
-    return items, total
+    return [_item(row[:7], notes.get(row[0]) if row[7] else None, sensitive) for row in rows], total
+
+
+def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str]) -> QueueItem:
+    """A pending promotion as the queue lists it, from its columns (id, title, type, scope, DURA, created,
+    triggers) and engram's note on it (present when it is deferred)."""
+    pid, title, ptype, scope, dura, created, triggers = row
+    return QueueItem(
+        pid,
+        title,
+        ptype,
+        scope,
+        dura_scores(dura),
+        created,
+        tuple(str(t) for t in parse_json_list(triggers)),
+        note is not None,
+        note.defer_reason if note else None,
+        scope in sensitive,
+    )
 
 
 def _score_sql(key: str) -> str:
@@ -149,11 +145,10 @@ _ORDER_SQL = {  # each sort of :func:`_sort_key`, in SQL over the scores selecte
 }
 
 
-def _defer_reasons(store: Store, ids: list[int]) -> dict[int, str | None]:
+def _deferred_notes(store: Store, ids: list[int]) -> dict[int, PromotionNote]:
     if not ids:
         return {}
-    query = PromotionNote.select(PromotionNote.promotion_id, PromotionNote.defer_reason)
-    return dict(tuples(query.where(PromotionNote.promotion_id.in_(ids))))
+    return {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.promotion_id.in_(ids))}
 
 
 def pending_ids(store: Store) -> list[int]:

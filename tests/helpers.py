@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import forked
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
 from textual.app import App
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
@@ -55,3 +57,11 @@ def fresh_store(root: Path, keys: KeyRing, scope: str) -> Store:
     )
     create_memory(store, doc)
     return store
+
+
+def yaml_text(syntax: str, max_size: int) -> SearchStrategy[str]:
+    """Text of any character, with those of ``syntax`` (YAML's syntax characters, and those where emitters or
+    readers part) drawn as often as all the others together."""
+    return st.text(
+        st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from(list(syntax))), max_size=max_size
+    )
