@@ -68,6 +68,7 @@ class ChangeFeed:
         self._promotions = self._promotion_rows()
         self._memories = self._memory_rows()
         self._audit = _stat(store.layout.audit_path)
+        self._replaced = False  # a replacement noticed by a poll that then failed: the next one says it
 
     def poll(self) -> Changes | None:
         """None when the token has not moved (the cheap answer); else what changed, possibly nothing visible
@@ -79,13 +80,14 @@ class ChangeFeed:
             raise StoreError(f"{self.store.index.path}: cannot look for changes now ({exc})") from None
 
     def _poll(self) -> Changes | None:
-        replaced = self.store.index.follow()
+        self._replaced |= self.store.index.follow()  # kept until a poll succeeds: a rebuild is never unsaid
         token = self._token()
-        if token == self.token and not replaced:
+        if token == self.token and not self._replaced:
             return None
-        self.token = token
-        changes = Changes(index_replaced=replaced)
         promotions, memories = self._promotion_rows(), self._memory_rows()
+        self.token = token
+        changes = Changes(index_replaced=self._replaced)
+        self._replaced = False
         changes.promotions = _changed(self._promotions, promotions)
         changes.memories = _changed(self._memories, memories)
         self._promotions, self._memories = promotions, memories

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_proposes, memoryd_rebuild_index
 
 from engram.store.changes import ChangeFeed
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
+from engram.store.errors import StoreError
 from engram.store.index import Promotion
 from engram.store.promotions import approve, reject
 from engram.store.service import Store
@@ -102,3 +104,26 @@ def test_a_write_after_rebuild_index_lands_in_the_new_index(fixture_root, unlock
         reject(store, pid, "not true")
     con = sqlite3.connect(fixture_root / "index.db")
     assert con.execute("SELECT status FROM promotions WHERE id = ?", (pid,)).fetchone() == ("rejected",)
+
+
+def test_a_rebuild_seen_by_a_poll_that_then_failed_is_said_by_the_next(fixture_root, unlocked_keys, monkeypatch):
+    """A poll that notices the new index.db (or a new row) and then cannot read it (busy, half written) must not
+    swallow the news: the next poll says it."""
+
+    def failing(self):
+        raise StoreError("busy")
+
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        feed = ChangeFeed(store)
+        memoryd_rebuild_index(fixture_root)
+        with monkeypatch.context() as patched:
+            patched.setattr(ChangeFeed, "_promotion_rows", failing)
+            with pytest.raises(StoreError):
+                feed.poll()
+        assert feed.poll().index_replaced
+        pid = memoryd_proposes(fixture_root)
+        with monkeypatch.context() as patched:
+            patched.setattr(ChangeFeed, "_memory_rows", failing)
+            with pytest.raises(StoreError):
+                feed.poll()
+        assert pid in feed.poll().promotions
