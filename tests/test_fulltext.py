@@ -108,7 +108,7 @@ def test_a_scope_another_process_marks_sensitive_is_found_by_check_and_wiped(sto
     assert [f.kind for f in report.findings if f.kind.startswith("search_")] == ["search_index_sensitive"]
     index = SearchIndex.load(store, FullText.open(store))  # meanwhile, its bodies are never answered from it
     hits = index.search("'config/", limit=1000).hits
-    assert hits and all("config/" in index.head[index.by_slug[h.slug]] for h in hits if h.scope_hash == PLAIN)
+    assert hits and all("config/" in index.rows.head(index.rows.by_slug[h.slug]) for h in hits if h.scope_hash == PLAIN)
     assert sync(store).discarded
     assert not [p for p in pieces if p in cache_bytes(store)]
     assert not [f for f in check(store).findings if f.kind.startswith("search_")]
@@ -206,7 +206,7 @@ def both(tmp_path_factory):
 
 
 def _words(index: SearchIndex) -> st.SearchStrategy[str]:
-    texts = [index.head[i] for i in range(len(index.rows))] + list(index.bodies.values())
+    texts = [index.rows.head(n) for n in range(len(index.rows))] + list(index.bodies.values())
     piece = st.builds(
         lambda h, i, n: texts[h][i : i + n].strip() or "x",
         st.integers(0, len(texts) - 1),
@@ -225,3 +225,71 @@ def test_the_persistent_index_answers_as_the_in_memory_one(both, data):
     got, want = persistent.search(text, limit=1000), in_memory.search(text, limit=1000)
     assert got.error == want.error
     assert {h.slug for h in got.hits} == {h.slug for h in want.hits}, text
+
+
+QUERIES = ["config", "'config/", "c", "co", "^how", "drift$", "灰", "!type:session", "type:fact", "tag:frontend"]
+QUERIES += ["a | z", "!config drift"]
+
+
+def kept(store: Store) -> SearchIndex:
+    """The full index of a synced root, with its rows of plain scopes kept for the next open."""
+    sync(store)
+    full = SearchIndex.load(store, FullText.open(store))
+    full.keep(store)
+    return full
+
+
+def test_the_kept_rows_answer_at_open_as_the_full_read_does_for_plain_scopes(store, monkeypatch):
+    full = kept(store)
+    execute = type(store.index.db).execute_sql
+
+    def no_memory_rows(db, sql, *args, **kwargs):
+        assert "from memories" not in sql.lower(), "index.db's memories were read at open"
+        return execute(db, sql, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Store, "read_doc", lambda *a: pytest.fail("a file was read at open"))
+        patched.setattr(type(store.index.db), "execute_sql", no_memory_rows)
+        cached = SearchIndex.cached(store, FullText.open(store))
+    assert cached is not None and cached.partial
+    every = [full.rows[n] for n in range(len(full.rows))]
+    plain = {h.slug for h in every if not h.encrypted and h.scope_hash not in SENSITIVE}
+    assert {cached.rows[n].slug for n in range(len(cached.rows))} == plain
+    for text in QUERIES:
+        want = [h.slug for h in full.search(text, limit=10_000).hits if h.slug in plain]
+        got = cached.search(text, limit=10_000)
+        assert sorted(h.slug for h in got.hits) == sorted(want) and got.total == len(want), text
+    assert cached.search("config").total < full.search("config").total  # the sensitive rows come with the full read
+
+
+def test_the_kept_rows_hold_nothing_of_a_sensitive_scope(store):
+    kept(store)
+    on_disk = cache_bytes(store)
+    hidden = Memory.select().where(Memory.scope_hash.in_(SENSITIVE))
+    assert hidden.count() > 10 and not [m.slug for m in hidden if m.slug.encode() in on_disk]
+    shown = Memory.select().where(Memory.scope_hash == PLAIN)
+    assert all(m.slug.encode() in on_disk for m in shown)  # the control: the plain rows are there
+
+
+def test_kept_rows_of_a_scope_marked_sensitive_since_are_not_used_and_are_wiped(store):
+    kept(store)
+    with sqlite3.connect(cache_path(store)) as con:  # rows of the scope left only in the kept snapshot
+        con.execute("DELETE FROM docs WHERE scope = ?", (PLAIN,))
+    with sqlite3.connect(store.layout.index_path) as con:  # memoryd's mark: the registration comes first
+        con.execute("INSERT INTO sensitive_scopes VALUES (?, '/tmp/project', '2026-11-24T00:00:00Z')", (PLAIN,))
+    assert SearchIndex.cached(store, FullText.open(store)) is None
+    assert verify(store).sensitive == 1
+    assert sync(store).discarded
+    assert SearchIndex.cached(store, FullText.open(store)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "data"), [("doc", b"\x01\x02\x03"), ("names", b"{not json"), ("codes.type", b"\xff" * 4096)]
+)
+def test_damaged_kept_rows_are_not_used(store, name, data):
+    full = kept(store)
+    with sqlite3.connect(cache_path(store)) as con:
+        con.execute("UPDATE snapshot SET data = ? WHERE name = ?", (data, name))
+    assert SearchIndex.cached(store, FullText.open(store)) is None
+    full.keep(store)  # the next open keeps them again
+    assert SearchIndex.cached(store, FullText.open(store)) is not None

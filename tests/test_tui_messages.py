@@ -281,3 +281,39 @@ async def test_a_pane_on_screen_follows_the_store_without_moving_the_cursor(stor
         await look(app, pilot)
         await settle(app, pilot)
         assert where() == before
+
+
+async def test_search_answers_from_the_kept_rows_while_index_db_is_read(store, monkeypatch):
+    """At open the search pane answers from what the last open kept of the plain scopes (bodies included); the
+    sensitive rows follow once index.db is read, which the test holds back."""
+    from engram.store.search.fulltext import FullText, sync
+    from engram.store.search.index import SearchIndex
+
+    sync(store)
+    SearchIndex.load(store, FullText.open(store)).keep(store)
+    gate = threading.Event()
+    real = SearchIndex.load.__func__
+
+    def held(cls, *args):
+        gate.wait(10)
+        return real(cls, *args)
+
+    monkeypatch.setattr(SearchIndex, "load", classmethod(held))
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        pane = app.query_one(SearchPane)
+        for _ in range(200):
+            if pane.index is not None:
+                break
+            await pilot.pause(0.02)
+        assert pane.index is not None and pane.index.partial
+        app.query_one("#search-query", Input).value = "config"
+        await pilot.pause()
+        early = pane.result
+        assert early.total and not any(hit.encrypted for hit in early.hits)
+        assert "the rest loading" in str(app.query_one("#search-status", Static).render())
+        gate.set()
+        await settle(app, pilot)
+        assert not pane.index.partial
+        assert pane.result.total > early.total and any(hit.encrypted for hit in pane.result.hits)

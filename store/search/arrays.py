@@ -8,11 +8,13 @@ numpy parses it and scatters the rows into a bitset."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from functools import cached_property
 
 import numpy as np
 
 from engram.store.search.fulltext import phrase
+from engram.store.search.rows import Strings
 
 
 def parse_rows(found: str | None) -> np.ndarray:
@@ -55,20 +57,22 @@ class MemoryTrigrams:
 
 
 class Words:
-    """Every memory's title, triggers and slug, whitespace-normalised and padded (" word word "), in one UTF-16
-    array with the memories separated by NUL: a needle is found in all of them by a few vectorised comparisons
-    (a NUL never occurs in a needle, so no match spans two memories)."""
+    """Every memory's title, triggers and slug as :attr:`Rows.heads` holds them (" word word \\0" each, UTF-8, one
+    buffer): a needle is found in all of them by a few vectorised comparisons (a NUL never occurs in a needle, so
+    no match spans two memories; a match of UTF-8 bytes is a match of characters)."""
 
-    def __init__(self, heads: Sequence[str]) -> None:
-        spaced = [" " + " ".join(h.replace("\0", " ").split()) + " " for h in heads]
-        self.units = np.frombuffer("\0".join(spaced).encode("utf-16-le"), dtype=np.uint16)
-        self.starts = np.concatenate(([0], np.flatnonzero(self.units == 0) + 1)).astype(np.int64)  # after each NUL
-        self.counts = np.bincount(self.units, minlength=1 << 16)
+    def __init__(self, heads: Strings) -> None:
+        self.units = np.frombuffer(heads.data, dtype=np.uint8)
+        self.ends = heads.ends
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return np.bincount(self.units, minlength=256)
 
     def rows(self, needle: str) -> np.ndarray:
-        """Positions of the memories whose padded head contains ``needle``; the needle's rarest unit is looked up
+        """Positions of the memories whose padded head contains ``needle``; the needle's rarest byte is looked up
         first (a leading space alone would match a million places), then the others only where it was found."""
-        pattern = np.frombuffer(needle.encode("utf-16-le"), dtype=np.uint16)
+        pattern = np.frombuffer(needle.encode(), dtype=np.uint8)
         if not len(pattern) or len(pattern) > len(self.units):
             return np.empty(0, dtype=np.int64)
         anchor = int(np.argmin(self.counts[pattern]))
@@ -77,4 +81,4 @@ class Words:
         for k in range(len(pattern)):
             if k != anchor:
                 at = at[self.units[at + k] == pattern[k]]
-        return np.searchsorted(self.starts, at, side="right") - 1  # repeats are harmless to bits()
+        return np.searchsorted(self.ends, at, side="right")  # repeats are harmless to bits()

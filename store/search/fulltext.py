@@ -15,6 +15,7 @@ free pages.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -32,7 +33,7 @@ from engram.store.paths import engram_cache_dir
 from engram.store.service import Store
 from engram.store.write.atomic import read_regular, scrub
 
-SCHEMA = "2"  # how rows are built: a file of another schema is discarded and built again
+SCHEMA = "3"  # how rows are built: a file of another schema is discarded and built again
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
 SUFFIXES = ("", "-wal", "-shm", "-journal")
 TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
@@ -40,7 +41,7 @@ TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the te
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     slug TEXT NOT NULL UNIQUE,
     scope TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS docs (
     head TEXT NOT NULL,
     body TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS snapshot (name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(head, body, content='docs', content_rowid='id', tokenize='trigram');
 CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs BEGIN
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
@@ -74,8 +76,9 @@ TRIGGERS = (
 
 def head_text(title: str, triggers: str, slug: str) -> str:
     """What a memory is searched by before its body: title, triggers (as TRIGGERS joins them) and slug,
-    lowercased. The console's index and the persistent one build it the same way, so both answer alike."""
-    return f"{title} {triggers} {slug}".lower()
+    lowercased, whitespace-normalised. The console's index and the persistent one build it the same way, so both
+    answer alike."""
+    return " ".join(f"{title} {triggers} {slug}".lower().split())
 
 
 def phrase(term: str) -> str:
@@ -172,6 +175,42 @@ class FullText:
     def tags(self) -> Iterator[tuple[int, str]]:
         """``(id, tags)`` of every memory with tags (lowercased, separated by TAG_SEPARATOR)."""
         yield from self.con.execute("SELECT id, tags FROM docs WHERE tags != ''")
+
+    def snapshot(self) -> dict[str, bytes] | None:
+        """What :meth:`keep` kept, by name; None when there is none (or it cannot be read now)."""
+        try:
+            kept = {name: bytes(data) for name, data in self.con.execute("SELECT name, data FROM snapshot")}
+        except sqlite3.Error:
+            return None
+        return kept or None
+
+    def forget(self) -> None:
+        """Drop the kept snapshot (it could not be read)."""
+        with contextlib.suppress(sqlite3.Error):
+            self.con.execute("DELETE FROM snapshot")
+
+    def keep(self, blobs: dict[str, bytes], sensitive: Callable[[], set[str]]) -> None:
+        """Replace the kept snapshot of the search's rows (``blobs``, with the JSON list of their scopes under
+        ``scopes``) unless it is the same. Inside the transaction the sensitive scopes are asked again
+        (``sensitive``): rows of a scope marked sensitive meanwhile are not written. Quietly does nothing when
+        the index is busy or was replaced: the next open keeps it."""
+        digest = hashlib.blake2b(digest_size=16)
+        for name in sorted(blobs):
+            digest.update(name.encode() + b"\0" + hashlib.blake2b(blobs[name], digest_size=16).digest())
+        try:
+            self.con.execute("BEGIN IMMEDIATE")
+            try:
+                same = self.con.execute("SELECT 1 FROM snapshot WHERE name = 'digest' AND data = ?", (digest.digest(),))
+                if not same.fetchone() and self.current() and not set(json.loads(blobs["scopes"])) & sensitive():
+                    self.con.execute("DELETE FROM snapshot")
+                    rows = [*blobs.items(), ("digest", digest.digest())]
+                    self.con.executemany("INSERT INTO snapshot (name, data) VALUES (?, ?)", rows)
+                self.con.execute("COMMIT")
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass
 
     def matching(self, term: str, head_only: bool = False) -> str | None:
         """Ids of the memories whose head (or tags and body, unless ``head_only``) contain ``term``, joined by
@@ -292,7 +331,17 @@ def _holds_sensitive(con: sqlite3.Connection, sensitive: set[str]) -> bool:
     if not sensitive:
         return False
     query = "SELECT 1 FROM docs WHERE scope IN (SELECT value FROM json_each(?)) OR path NOT LIKE '%.md' LIMIT 1"
-    return con.execute(query, (_json(sensitive),)).fetchone() is not None
+    kept = _kept_scopes(con)
+    return con.execute(query, (_json(sensitive),)).fetchone() is not None or kept is None or bool(kept & sensitive)
+
+
+def _kept_scopes(con: sqlite3.Connection) -> set[str] | None:
+    """The scopes of the rows the search's snapshot holds; None when that cannot be read (it may hold anything)."""
+    row = con.execute("SELECT data FROM snapshot WHERE name = 'scopes'").fetchone()
+    try:
+        return {str(scope) for scope in json.loads(row[0])} if row else set()
+    except (ValueError, TypeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -462,6 +511,8 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
                 verdict.damaged = f"schema {schema[0] if schema else 'missing'}, not {SCHEMA}"
                 return verdict
             con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
+            kept = _kept_scopes(con)
+            verdict.sensitive += 1 if kept is None else len(kept & sensitive)  # a snapshot's scope counts as one
             for scope, rel, size, mtime in con.execute("SELECT scope, path, size, mtime_ns FROM docs"):
                 verdict.memories += 1
                 if scope in sensitive or not rel.endswith(".md"):

@@ -12,11 +12,11 @@ AND, OR and NOT are single int operations (docs/performance.md has figures).
 
 from __future__ import annotations
 
+import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -26,24 +26,15 @@ from engram.store.index import Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import MemoryTrigrams, Words, bits, indexes, parse_rows
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
+from engram.store.search.rows import FIELDS, Builder, Hit, Rows, padded
 from engram.store.service import Store
 
 RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, head matches first, newest first
 REFINE_HEADS = 5_000  # ranking checks the heads of at most this many hits one by one (uncached, so kept small)
-Document = tuple[int, str, str]  # the persistent index's id, slug and scope of a memory
 CACHE = 256  # term bitsets kept (a 100k-memory bitset is 12.5 KB)
+CHUNK = 20_000  # rows of index.db made compact at a time
 
-
-@dataclass(frozen=True)
-class Hit:
-    slug: str
-    title: str
-    type: str
-    scope_hash: str
-    decay_state: str
-    source: str
-    created_at: str
-    encrypted: bool
+__all__ = ["Hit", "SearchIndex", "SearchResult", "snippet"]
 
 
 @dataclass
@@ -57,47 +48,27 @@ class SearchResult:
     scores: list[float | None] = field(default_factory=list)
 
 
-class Rows:
-    """Every memory's listed fields, a tuple per column as SQLite returned them: a :class:`Hit` is made only for
-    the hits a query shows (an object per memory was a third of the index's load, and of its memory)."""
-
-    def __init__(self, columns: Sequence[Sequence[Any]] = ((),) * 8) -> None:
-        self.slugs, self.titles, self.types, self.scopes, self.states, self.sources, self.created, self.encrypted = (
-            tuple(column) for column in columns
-        )
-
-    def __len__(self) -> int:
-        return len(self.slugs)
-
-    def __getitem__(self, n: int) -> Hit:
-        return Hit(
-            self.slugs[n],
-            self.titles[n],
-            self.types[n],
-            self.scopes[n],
-            self.states[n],
-            self.sources[n],
-            self.created[n],
-            bool(self.encrypted[n]),
-        )
-
-
 class SearchIndex:
-    """Every memory's searchable text and fields, newest first, with a bitset per field value."""
+    """Every memory's searchable text and fields, newest first, with bitsets for field values and terms.
 
-    def __init__(self, fulltext: FullText | None = None) -> None:
-        self.rows = Rows()
-        self.head: tuple[str, ...] = ()  # title, triggers and slug, lowercased
-        self.words = Words([])  # heads as " word word … ": ^prefix is " pre", suffix$ "fix ", ^word$ " word "
-        self.values: dict[str, dict[str, int]] = {"type": {}, "scope": {}, "state": {}, "source": {}}
-        self.by_slug: dict[str, int] = {}
+    ``partial`` marks an index answered from what engram kept of the last one (:meth:`cached`): the rows of plain
+    scopes as they were then, with their bodies from the persistent index as it is now. The rows of sensitive
+    scopes, and what index.db changed since, come with the full read (:meth:`load`) that follows it."""
+
+    def __init__(self, rows: Rows, fulltext: FullText | None = None, partial: bool = False) -> None:
+        self.rows = rows
+        self.words = Words(rows.heads)
         self.fulltext = fulltext  # the persistent index, None where there is none (a cache that cannot be written)
-        self.position = np.full(0, -1, dtype=np.int64)  # persistent index id -> row, -1 for a row it may not answer
-        self.covered = np.zeros(0, dtype=bool)  # rows whose text the persistent index holds
-        self.memory = MemoryTrigrams({}, {})  # the other rows: heads, and bodies once enriched
+        self.partial = partial
+        self.covered = rows.doc >= 0 if fulltext is not None else np.zeros(len(rows), dtype=bool)
+        covered = np.flatnonzero(self.covered)
+        self.position = np.full(int(rows.doc.max(initial=-1)) + 1, -1, dtype=np.int64)  # persistent id -> row
+        self.position[rows.doc[covered]] = covered
+        self.memory = MemoryTrigrams({i: rows.head(i) for i in np.flatnonzero(~self.covered).tolist()}, {})
         self.bodies: dict[int, str] = {}  # row -> tags and body, for rows not covered, once enriched
         self.tags: dict[int, list[str]] = {}  # row -> tags, for rows not covered, once enriched
         self.enriched = False
+        self._values: dict[str, dict[str, int]] = {}  # field -> value (lowercased) -> bitset, built on first use
         self._tags: dict[str, int] | None = None  # tag -> bitset, built on the first tag: term
         self._cache: OrderedDict[tuple[str, str, str], int] = OrderedDict()
 
@@ -108,6 +79,8 @@ class SearchIndex:
     @property
     def searching(self) -> str:
         """What a query looks at now, for the console's status line."""
+        if self.partial:
+            return "titles, triggers, bodies, tags of plain scopes (the rest loading)"
         if self.enriched:
             return "titles, triggers, bodies, tags"
         if self.fulltext is not None:
@@ -116,51 +89,60 @@ class SearchIndex:
 
     @classmethod
     def load(cls, store: Store, fulltext: FullText | None = None) -> SearchIndex:
-        """Titles, triggers and fields from index.db (no memory file is read), and the bodies of plain scopes
-        at once through ``fulltext``, the persistent index, as up to date as its last sync."""
-        index = cls(fulltext)
+        """Titles, triggers and fields of every memory from index.db (no memory file is read), and the bodies of
+        plain scopes at once through ``fulltext``, the persistent index, as up to date as its last sync. Rows are
+        read a chunk at a time and made compact before the next."""
         sensitive = store.sensitive_scopes()
-        fetched = store.index.db.execute_sql(  # NOT INDEXED: a scan and a sort, a third quicker than the index
+        documents = {slug: (doc_id, scope) for doc_id, slug, scope in fulltext.documents()} if fulltext else {}
+        builder = Builder()
+        cursor = store.index.db.execute_sql(  # NOT INDEXED: a scan and a sort, a third quicker than the index
             "SELECT slug, title, type, scope_hash, decay_state, source, created_at, body_path LIKE '%.md.enc', "
             f"{TRIGGERS} FROM memories m NOT INDEXED ORDER BY created_at DESC"
-        ).fetchall()
-        *columns, triggers = zip(*fetched, strict=True) if fetched else ((),) * 9
-        del fetched
-        index.rows = rows = Rows(columns)
-        index.by_slug = dict(zip(rows.slugs, range(len(rows)), strict=True))
-        index.head = tuple(map(head_text, rows.titles, triggers, rows.slugs))  # of strings: the collector skips it
-        index.values = {
-            "type": _value_bits(rows.types),
-            "scope": _value_bits(rows.scopes),
-            "state": _value_bits(rows.states),
-            "source": _value_bits(rows.sources),
-        }
-        index.words = Words(index.head)
-        index.covered = np.zeros(len(rows), dtype=bool)
-        if fulltext is not None:
-            index._cover(list(fulltext.documents()), sensitive)
-        index.memory = MemoryTrigrams({i: index.head[i] for i in np.flatnonzero(~index.covered).tolist()}, {})
-        return index
+        )
+        while chunk := cursor.fetchmany(CHUNK):
+            slugs, titles, types, scopes, states, sources, created, encrypted, triggers = zip(*chunk, strict=True)
+            del chunk
+            heads = list(map(padded, map(head_text, titles, triggers, slugs)))
+            docs = [
+                doc[0] if (doc := documents.get(slug)) and not (enc or {scope, doc[1]} & sensitive) else -1
+                for slug, scope, enc in zip(slugs, scopes, encrypted, strict=True)
+            ]
+            builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
+        return cls(builder.rows(), fulltext)
 
-    def _cover(self, documents: list[Document], sensitive: set[str]) -> None:
-        """Map the persistent index's ids (its ``documents``) to rows; a row of a sensitive scope is never
-        answered from it."""
-        rows = list(map(self.by_slug.get, (slug for _, slug, _ in documents)))
-        encrypted = self.rows.encrypted
-        kept = [
-            (doc_id, n)
-            for (doc_id, _, scope), n in zip(documents, rows, strict=True)
-            if n is not None and scope not in sensitive and not encrypted[n]
-        ]
-        ids, positions = [doc_id for doc_id, _ in kept], [n for _, n in kept]
-        self.position = np.full(max(ids, default=-1) + 1, -1, dtype=np.int64)
-        self.position[ids] = positions
-        self.covered[positions] = True
+    @classmethod
+    def cached(cls, store: Store, fulltext: FullText) -> SearchIndex | None:
+        """The index as :meth:`keep` left it (rows of plain scopes only), answering at once while :meth:`load`
+        reads index.db; None when there is none, or it holds a scope sensitive now."""
+        blobs = fulltext.snapshot()
+        if blobs is None:
+            return None
+        try:
+            rows = Rows.from_blobs(blobs)
+            scopes = set(json.loads(blobs["scopes"]))
+        except (KeyError, ValueError, TypeError):
+            fulltext.forget()  # damaged: the next keep writes it again
+            return None
+        return None if scopes & store.sensitive_scopes() else cls(rows, fulltext, partial=True)
+
+    def keep(self, store: Store) -> None:
+        """Keep this index's rows of plain scopes beside the persistent index, for :meth:`cached` at the next
+        open (nothing of a sensitive scope, or of an encrypted file, is written)."""
+        if self.fulltext is None or self.partial:
+            return
+        sensitive = store.sensitive_scopes()
+        rows = self.rows
+        hidden = [k for k, scope in enumerate(rows.names["scope"]) if scope in sensitive]
+        plain = rows.take(np.flatnonzero(~np.isin(rows.codes["scope"], hidden) & ~rows.encrypted))
+        scopes = sorted({plain.names["scope"][k] for k in np.unique(plain.codes["scope"]).tolist()})
+        self.fulltext.keep(plain.blobs() | {"scopes": json.dumps(scopes).encode()}, store.sensitive_scopes)
 
     def prepare(self) -> None:
-        """What the first ``tag:`` term would otherwise build while a person types (80 ms at 100k memories): for the
-        worker that loaded the index, once the index answers."""
+        """What the first field or ``tag:`` term would otherwise build while a person types (80 ms at 100k
+        memories for tags): for the worker that loaded the index, once the index answers."""
         self._tag_bits()
+        for name in FIELDS:
+            self._field_bits(name)
 
     def enrich(
         self,
@@ -180,7 +162,7 @@ class SearchIndex:
         todo = np.flatnonzero(~self.covered).tolist()
         for n, i in enumerate(todo, 1):
             hit = self.rows[i]
-            kept = carry.by_slug.get(hit.slug) if carry is not None and hit.slug not in changed else None
+            kept = carry.rows.by_slug.get(hit.slug) if carry is not None and hit.slug not in changed else None
             if kept is not None and carry is not None and kept in carry.bodies:
                 self.bodies[i] = carry.bodies[kept]
                 if kept in carry.tags:
@@ -202,7 +184,7 @@ class SearchIndex:
                 time.sleep(0.001)  # let the thread that answers the keyboard have the interpreter
             if progress is not None and n % 1000 == 0:
                 progress(n, len(todo))
-        self.memory = MemoryTrigrams({i: self.head[i] for i in todo}, self.bodies)
+        self.memory = MemoryTrigrams({i: self.rows.head(i) for i in todo}, self.bodies)
         self.enriched = True
         self._tags = None
         self._cache.clear()
@@ -259,7 +241,8 @@ class SearchIndex:
         t = term.text
         if term.field is not None:  # a value prefix: the union of the few values that start with it
             found = 0
-            for value, value_bits in (self._tag_bits() if term.field == "tag" else self.values[term.field]).items():
+            values = self._tag_bits() if term.field == "tag" else self._field_bits(term.field)
+            for value, value_bits in values.items():
                 if value.startswith(t):
                     found |= value_bits
             return found
@@ -292,6 +275,12 @@ class SearchIndex:
             rows = self.position[ids]
             found = np.concatenate((found, rows[rows >= 0]))
         return bits(found, len(self.rows))
+
+    def _field_bits(self, name: str) -> dict[str, int]:
+        """value (lowercased) -> bitset of a field, built on its first use."""
+        if name not in self._values:
+            self._values[name] = _value_bits(self.rows.codes[name], self.rows.names[name])
+        return self._values[name]
 
     def _tag_bits(self) -> dict[str, int]:
         """tag -> bitset, from the persistent index's rows and the enriched others (built once, on the first
@@ -348,7 +337,9 @@ class SearchIndex:
         if not self._uses_fts(term):
             return self._positive(term)
         if found.bit_count() <= REFINE_HEADS:
-            return bits([i for i in indexes(found, REFINE_HEADS).tolist() if term.text in self.head[i]], len(self.rows))
+            needle = " ".join(term.text.split())
+            heads = self.rows.head
+            return bits([i for i in indexes(found, REFINE_HEADS).tolist() if needle in heads(i)], len(self.rows))
         key = ("head", term.kind, term.text)
         if key not in self._cache:  # the scan of every head is quicker than a column query of the trigram indexes
             single_spaced = " ".join(term.text.split()) == term.text
@@ -361,21 +352,17 @@ class SearchIndex:
         return self._cache[key]
 
 
-def _value_bits(values: Sequence[str]) -> dict[str, int]:
-    """value (lowercased) -> the bitset of the rows holding it: each row's value numbered through a dict of the
-    few distinct ones (no string is lowercased or compared per row), numpy sorts the rows by number once, and
-    each value's rows are one slice of that order."""
-    if not values:
-        return {}
-    distinct = list(dict.fromkeys(values))
-    names = sorted({v.lower() for v in distinct})
-    number = {name: i for i, name in enumerate(names)}
-    numbered = {v: number[v.lower()] for v in distinct}
-    which = np.fromiter(map(numbered.__getitem__, values), dtype=np.int64, count=len(values))
+def _value_bits(codes: np.ndarray, names: Sequence[str]) -> dict[str, int]:
+    """value (lowercased) -> the bitset of the rows holding it: the values' numbers are mapped to those of their
+    lowercased names (values differing only in case are one), numpy sorts the rows by number once, and each
+    value's rows are one slice of that order."""
+    lowered = sorted({name.lower() for name in names})
+    number = {name: k for k, name in enumerate(lowered)}
+    which = np.asarray([number[name.lower()] for name in names], dtype=np.int64)[codes] if len(codes) else codes
     order = np.argsort(which, kind="stable")
-    counts = np.bincount(which, minlength=len(names))
+    counts = np.bincount(which, minlength=len(lowered))
     starts = np.cumsum(counts) - counts
-    return {name: bits(order[a : a + n], len(values)) for name, a, n in zip(names, starts, counts, strict=True)}
+    return {name: bits(order[a : a + n], len(codes)) for name, a, n in zip(lowered, starts, counts, strict=True) if n}
 
 
 def snippet(text: str, words: list[str], width: int = 120) -> str:

@@ -74,16 +74,21 @@ class SearchPane(PaneBase):
 
     @background("search-load")
     def load_index(self) -> None:
-        """Titles, triggers and fields from index.db, and the bodies of plain scopes from engram's persistent
-        index as its last sync left it: searchable at once. Then the persistent index is brought up to date
-        (only files whose fingerprint moved are read) and, if anything changed, the index loaded again."""
+        """What the last open kept of the rows of plain scopes answers first, with their bodies from engram's
+        persistent index as its last sync left it. Then titles, triggers and fields of every memory from index.db,
+        kept for the next open. Then the persistent index is brought up to date (only files whose fingerprint
+        moved are read) and, if anything changed, the index loaded again."""
         from engram.store.search.fulltext import FullText  # numpy and rapidfuzz: loaded here, off the first frame
         from engram.store.search.index import SearchIndex
 
         fulltext = FullText.open(self.store)
+        cached = SearchIndex.cached(self.store, fulltext) if fulltext is not None else None
+        if cached is not None:  # what the last open kept of plain scopes answers while index.db is read
+            deliver(self, self.ready, cached)
         index = SearchIndex.load(self.store, fulltext)
         deliver(self, self.ready, index)
         index.prepare()
+        index.keep(self.store)
         if fulltext is not None:
             self.sync_fulltext()
 
@@ -107,7 +112,7 @@ class SearchPane(PaneBase):
         self.shared.search = index
         self.locked = frozenset(s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s))
         self.run_search(self.query_one("#search-query", Input).value)
-        if self.loaded and not index.enriched:
+        if self.loaded and not index.enriched and not index.partial:  # a partial one is replaced in a moment
             self.enrich(index)
 
     def load(self) -> None:
@@ -115,7 +120,7 @@ class SearchPane(PaneBase):
         once someone opens the pane: at 100k memories that can be a minute of work, which should not compete with
         the queue for nothing."""
         self.settled()
-        if self.index is not None and not self.index.enriched:
+        if self.index is not None and not self.index.enriched and not self.index.partial:
             self.enrich(self.index)
 
     def store_changed(self, changes: Changes, showing: bool) -> None:

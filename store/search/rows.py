@@ -1,0 +1,206 @@
+"""Every memory's listed fields in a few flat arrays, newest first: what the search index holds per memory.
+
+A Python object per memory (a tuple, a string per column) cost most of the index's load and of its memory at a
+million memories. Here a column of strings is one UTF-8 buffer with the end of each string (:class:`Strings`), a
+field with few distinct values (type, scope, decay state, source) is a small integer per memory plus the list
+of its values, and a memory is made into a :class:`Hit` only when a query shows it.
+
+The arrays are also what engram keeps of them between runs (``blobs``/``from_blobs``): the console answers from
+them at once while the rows are read again from index.db in the background.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+FIELDS = ("type", "scope", "state", "source")  # the fields a query filters on (``type:fact``), in listing order
+_STRINGS = ("slugs", "titles", "created", "heads")
+
+
+@dataclass(frozen=True)
+class Hit:
+    slug: str
+    title: str
+    type: str
+    scope_hash: str
+    decay_state: str
+    source: str
+    created_at: str
+    encrypted: bool
+
+
+class Strings:
+    """A column of strings as one UTF-8 buffer and the end of each string in it."""
+
+    def __init__(self, data: bytes, ends: np.ndarray) -> None:
+        self.data = data
+        self.ends = ends
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> Strings:
+        encoded = [value.encode() for value in values]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        return cls(b"".join(encoded), np.cumsum(lengths))
+
+    @classmethod
+    def joined(cls, parts: Sequence[Strings]) -> Strings:
+        """The columns of ``parts`` one after the other."""
+        offsets = np.cumsum([0] + [len(part.data) for part in parts], dtype=np.int64)[:-1]
+        ends = [part.ends + offset for part, offset in zip(parts, offsets, strict=True)]
+        return cls(b"".join(part.data for part in parts), np.concatenate(ends) if ends else np.zeros(0, np.int64))
+
+    @property
+    def starts(self) -> np.ndarray:
+        return np.concatenate(([0], self.ends[:-1])).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, n: int) -> str:
+        return self.data[int(self.ends[n - 1]) if n else 0 : int(self.ends[n])].decode()
+
+    def take(self, rows: np.ndarray) -> Strings:
+        """The strings of ``rows``, in that order (gathered by numpy, no loop per string)."""
+        starts, lengths = self.starts[rows], self.ends[rows] - self.starts[rows]
+        ends = np.cumsum(lengths)
+        total = int(ends[-1]) if len(ends) else 0
+        where = np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+        return Strings(np.frombuffer(self.data, dtype=np.uint8)[where].tobytes(), ends)
+
+
+class Rows:
+    """Every memory's listed fields, newest first; row ``n`` is bit ``n`` of the search's bitsets.
+
+    ``heads`` holds each memory's title, triggers and slug, lowercased, whitespace-normalised and padded, each
+    ended by a NUL (``" word word \\0"``): the buffer the scan of short terms runs over as it is. ``doc`` is the
+    memory's id in the persistent index, -1 where that index may not answer for it (sensitive, encrypted, or not
+    taken in yet)."""
+
+    def __init__(
+        self,
+        strings: dict[str, Strings],
+        codes: dict[str, np.ndarray],
+        names: dict[str, list[str]],
+        encrypted: np.ndarray,
+        doc: np.ndarray,
+    ) -> None:
+        self.slugs, self.titles, self.created, self.heads = (strings[name] for name in _STRINGS)
+        self.codes = codes
+        self.names = names
+        self.encrypted = encrypted
+        self.doc = doc
+
+    @classmethod
+    def empty(cls) -> Rows:
+        return cls.joined([])
+
+    def __len__(self) -> int:
+        return len(self.slugs)
+
+    def __getitem__(self, n: int) -> Hit:
+        type_, scope, state, source = (self.names[f][self.codes[f][n]] for f in FIELDS)
+        title, created = self.titles[n], self.created[n]
+        return Hit(self.slugs[n], title, type_, scope, state, source, created, bool(self.encrypted[n]))
+
+    def head(self, n: int) -> str:
+        """Row ``n``'s title, triggers and slug as ``heads`` holds them (padded with a space each side)."""
+        return self.heads[n][:-1]
+
+    @cached_property
+    def by_slug(self) -> dict[str, int]:
+        """slug -> row, built on first use (the console's first answers never need it)."""
+        return {self.slugs[n]: n for n in range(len(self))}
+
+    def take(self, rows: np.ndarray) -> Rows:
+        """The rows ``rows`` (ascending), in a compact copy."""
+        strings = {name: getattr(self, name).take(rows) for name in _STRINGS}
+        codes = {f: self.codes[f][rows] for f in FIELDS}
+        return Rows(strings, codes, self.names, self.encrypted[rows], self.doc[rows])
+
+    @classmethod
+    def joined(cls, parts: Sequence[Rows]) -> Rows:
+        """The rows of ``parts`` one after the other; the parts number their values alike (:class:`Builder`)."""
+        strings = {name: Strings.joined([getattr(part, name) for part in parts]) for name in _STRINGS}
+        codes = {f: _concat([part.codes[f] for part in parts], np.int32) for f in FIELDS}
+        names = parts[-1].names if parts else {f: [] for f in FIELDS}
+        encrypted = _concat([part.encrypted for part in parts], np.bool_)
+        return cls(strings, codes, names, encrypted, _concat([part.doc for part in parts], np.int64))
+
+    def blobs(self) -> dict[str, bytes]:
+        """The rows as named byte strings, to be kept and read back by :meth:`from_blobs`."""
+        found = {f"{name}.data": getattr(self, name).data for name in _STRINGS}
+        found |= {f"{name}.ends": getattr(self, name).ends.astype(np.int64).tobytes() for name in _STRINGS}
+        found |= {f"codes.{f}": self.codes[f].astype(np.int32).tobytes() for f in FIELDS}
+        found["names"] = json.dumps(self.names).encode()
+        found["encrypted"] = self.encrypted.astype(np.bool_).tobytes()
+        found["doc"] = self.doc.astype(np.int64).tobytes()
+        return found
+
+    @classmethod
+    def from_blobs(cls, blobs: dict[str, bytes]) -> Rows:
+        """The rows :meth:`blobs` gave (read-only arrays over the bytes: nothing is copied). Raises ``KeyError`` or
+        ``ValueError`` for blobs that are not such rows."""
+        strings = {
+            name: Strings(blobs[f"{name}.data"], np.frombuffer(blobs[f"{name}.ends"], dtype=np.int64))
+            for name in _STRINGS
+        }
+        codes = {f: np.frombuffer(blobs[f"codes.{f}"], dtype=np.int32) for f in FIELDS}
+        names = json.loads(blobs["names"])
+        encrypted = np.frombuffer(blobs["encrypted"], dtype=np.bool_)
+        rows = cls(strings, codes, names, encrypted, np.frombuffer(blobs["doc"], dtype=np.int64))
+        lengths = [len(column) for column in strings.values()] + [len(column) for column in codes.values()]
+        if any(n != len(rows) for n in (*lengths, len(rows.encrypted), len(rows.doc))):
+            raise ValueError("columns of different lengths")
+        if any(len(codes[f]) and (codes[f].min() < 0 or codes[f].max() >= len(names[f])) for f in FIELDS):
+            raise ValueError("a value number out of range")
+        return rows
+
+
+class Builder:
+    """Rows read a chunk at a time (a chunk of tuples is dropped once made compact, so a million rows never stand
+    as Python objects at once), with each field's values numbered alike across chunks."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, dict[str, int]] = {f: {} for f in FIELDS}
+        self.parts: list[Rows] = []
+
+    def add(
+        self,
+        slugs: Sequence[str],
+        titles: Sequence[str],
+        fields: Sequence[Sequence[str]],
+        created: Sequence[str],
+        encrypted: Sequence[int],
+        heads: Sequence[str],
+        doc: Sequence[int],
+    ) -> None:
+        codes = {f: self._number(f, values) for f, values in zip(FIELDS, fields, strict=True)}
+        strings = dict(zip(_STRINGS, map(Strings.of, (slugs, titles, created, heads)), strict=True))
+        names = {f: list(self.numbers[f]) for f in FIELDS}
+        self.parts.append(Rows(strings, codes, names, np.asarray(encrypted, dtype=np.bool_), np.asarray(doc, np.int64)))
+
+    def _number(self, field: str, values: Sequence[str]) -> np.ndarray:
+        number = self.numbers[field]
+        for value in dict.fromkeys(values):
+            number.setdefault(value, len(number))
+        return np.fromiter(map(number.__getitem__, values), dtype=np.int32, count=len(values))
+
+    def rows(self) -> Rows:
+        rows = Rows.joined(self.parts)
+        rows.names = {f: list(self.numbers[f]) for f in FIELDS}
+        return rows
+
+
+def padded(head: str) -> str:
+    """A head as ``Rows.heads`` holds it: whitespace-normalised, a space each side, ended by a NUL (a NUL inside
+    becomes a space: it separates memories)."""
+    return " " + " ".join(head.replace("\0", " ").split()) + " \0"
+
+
+def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)

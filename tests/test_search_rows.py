@@ -1,0 +1,73 @@
+"""The search's rows in flat arrays: a column of strings gathered, joined and kept as bytes gives back exactly the
+strings it was made of (any Unicode, empty strings included), and the rows read back from their bytes are the
+rows kept."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engram.store.search.arrays import Words
+from engram.store.search.rows import FIELDS, Builder, Rows, Strings, padded
+
+texts = st.lists(st.text(max_size=12), max_size=30)
+
+
+@given(texts, st.data())
+def test_strings_take_the_rows_asked_for(values, data):
+    column = Strings.of(values)
+    assert [column[n] for n in range(len(column))] == values
+    picked = sorted(data.draw(st.sets(st.integers(0, len(values) - 1))) if values else [])
+    taken = column.take(np.asarray(picked, dtype=np.int64))
+    assert [taken[n] for n in range(len(taken))] == [values[n] for n in picked]
+
+
+@given(st.lists(texts, max_size=4))
+def test_strings_joined_are_one_column(parts):
+    column = Strings.joined([Strings.of(part) for part in parts])
+    assert [column[n] for n in range(len(column))] == [value for part in parts for value in part]
+
+
+row = st.tuples(
+    st.text(min_size=1, max_size=10),
+    st.text(max_size=10),
+    st.tuples(*(st.sampled_from(["a", "B", "b", "c"]) for _ in FIELDS)),
+    st.booleans(),
+    st.integers(-1, 50),
+)
+
+
+@given(st.lists(st.lists(row, max_size=8), max_size=4), st.data())
+def test_rows_built_in_chunks_kept_and_read_back_are_the_rows(chunks, data):
+    builder = Builder()
+    for chunk in chunks:
+        if chunk:
+            slugs, titles, fields, encrypted, doc = zip(*chunk, strict=True)
+            heads = [padded(f"{t} {s}".lower()) for s, t in zip(slugs, titles, strict=True)]
+            created = [f"2026-11-{n:02d}" for n in range(len(chunk))]
+            builder.add(slugs, titles, tuple(zip(*fields, strict=True)), created, encrypted, heads, doc)
+    built = builder.rows()
+    flat = [r for chunk in chunks for r in chunk]
+    assert [(built[n].slug, built[n].title, built[n].encrypted) for n in range(len(built))] == [
+        (s, t, e) for s, t, _, e, _ in flat
+    ]
+    assert [
+        tuple(getattr(built[n], f) for f in ("type", "scope_hash", "decay_state", "source")) for n in range(len(built))
+    ] == [f for _, _, f, _, _ in flat]
+    back = Rows.from_blobs(built.blobs())
+    assert [back[n] for n in range(len(back))] == [built[n] for n in range(len(built))]
+    assert back.doc.tolist() == [d for *_, d in flat]
+    picked = np.asarray(sorted(data.draw(st.sets(st.integers(0, max(len(flat) - 1, 0))))) if flat else [], np.int64)
+    taken = built.take(picked)
+    assert [taken[n] for n in range(len(taken))] == [built[n] for n in picked.tolist()]
+
+
+@given(
+    st.lists(st.text(max_size=10), min_size=1, max_size=20),
+    st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=4),
+)
+def test_the_scan_of_heads_finds_what_a_substring_test_finds(heads, needle):
+    padded_heads = [padded(h) for h in heads]
+    found = set(Words(Strings.of(padded_heads)).rows(needle).tolist())
+    assert found == {n for n, h in enumerate(padded_heads) if needle in h[:-1]}
