@@ -44,7 +44,7 @@ def test_rows_built_in_chunks_kept_and_read_back_are_the_rows(chunks, data):
     for chunk in chunks:
         if chunk:
             slugs, titles, fields, encrypted, doc = zip(*chunk, strict=True)
-            heads = [padded(f"{t} {s}".lower()) for s, t in zip(slugs, titles, strict=True)]
+            heads = [padded(f"{t} {s}".lower()) + "\0" for s, t in zip(slugs, titles, strict=True)]
             created = [f"2026-11-{n:02d}" for n in range(len(chunk))]
             builder.add(slugs, titles, tuple(zip(*fields, strict=True)), created, encrypted, heads, doc)
     built = builder.rows()
@@ -69,5 +69,5 @@ def test_rows_built_in_chunks_kept_and_read_back_are_the_rows(chunks, data):
 )
 def test_the_scan_of_heads_finds_what_a_substring_test_finds(heads, needle):
     padded_heads = [padded(h) for h in heads]
-    found = set(Words(Strings.of(padded_heads)).rows(needle).tolist())
-    assert found == {n for n, h in enumerate(padded_heads) if needle in h[:-1]}
+    found = set(Words(Strings.of([h + "\0" for h in padded_heads])).rows(needle).tolist())
+    assert found == {n for n, h in enumerate(padded_heads) if needle in h}

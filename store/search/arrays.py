@@ -38,21 +38,21 @@ def indexes(found: int, limit: int) -> np.ndarray:
 
 
 class MemoryTrigrams:
-    """An FTS5 trigram index of some memories (rowid = their position in the search index), in this process's
-    memory only: what may never be written to disk, or is not in the persistent index yet. Two columns, as in
-    the persistent index: the head, and the tags and body once read."""
+    """An FTS5 trigram index of the tags and bodies of some memories (rowid = their position in the search
+    index), in this process's memory only: bodies that may never be written to disk (sensitive scopes, unlocked),
+    or that are not in the persistent index yet. Their heads are scanned as ``Words``: a trigram index of a
+    million heads cost more memory than the heads themselves."""
 
-    def __init__(self, heads: Mapping[int, str], bodies: Mapping[int, str]) -> None:
+    def __init__(self, bodies: Mapping[int, str]) -> None:
         self.con = sqlite3.connect(":memory:", check_same_thread=False)
-        self.con.execute("CREATE VIRTUAL TABLE docs USING fts5(head, body, tokenize='trigram')")
-        rows = ((i, h, bodies.get(i, "")) for i, h in heads.items())
-        self.con.executemany("INSERT INTO docs (rowid, head, body) VALUES (?, ?, ?)", rows)
+        self.con.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='trigram')")
+        self.con.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", bodies.items())
         self.con.commit()
 
-    def rows(self, term: str, head_only: bool = False) -> np.ndarray:
-        """Positions whose head (or body, unless ``head_only``) contains ``term`` (three characters or more)."""
-        query = ("head : " if head_only else "") + phrase(term)
-        (found,) = self.con.execute("SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", (query,)).fetchone()
+    def rows(self, term: str) -> np.ndarray:
+        """Positions whose tags or body contain ``term`` (three characters or more)."""
+        query = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?"
+        (found,) = self.con.execute(query, (phrase(term),)).fetchone()
         return parse_rows(found)
 
 

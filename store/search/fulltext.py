@@ -30,6 +30,7 @@ from pathlib import Path
 from engram.store.errors import StoreError
 from engram.store.frontmatter import parse
 from engram.store.paths import engram_cache_dir
+from engram.store.search.rows import padded
 from engram.store.service import Store
 from engram.store.write.atomic import read_regular, scrub
 
@@ -76,9 +77,9 @@ TRIGGERS = (
 
 def head_text(title: str, triggers: str, slug: str) -> str:
     """What a memory is searched by before its body: title, triggers (as TRIGGERS joins them) and slug,
-    lowercased, whitespace-normalised. The console's index and the persistent one build it the same way, so both
-    answer alike."""
-    return " ".join(f"{title} {triggers} {slug}".lower().split())
+    lowercased and ``padded``. The console's index and the persistent one build it the same way, so both answer
+    alike."""
+    return padded(f"{title} {triggers} {slug}".lower())
 
 
 def phrase(term: str) -> str:
@@ -212,13 +213,13 @@ class FullText:
         except sqlite3.Error:
             pass
 
-    def matching(self, term: str, head_only: bool = False) -> str | None:
-        """Ids of the memories whose head (or tags and body, unless ``head_only``) contain ``term``, joined by
-        commas in one string (the caller parses them at once with numpy). A damaged or discarded file answers
-        nothing rather than failing a keystroke; the next look reopens it."""
-        query = ("head : " if head_only else "") + phrase(term)
+    def matching(self, term: str) -> str | None:
+        """Ids of the memories whose head, tags or body contain ``term``, joined by commas in one string (the
+        caller parses them at once with numpy). A damaged or discarded file answers nothing rather than failing a
+        keystroke; the next look reopens it."""
+        query = "SELECT group_concat(rowid) FROM fts WHERE fts MATCH ?"
         try:
-            (found,) = self.con.execute("SELECT group_concat(rowid) FROM fts WHERE fts MATCH ?", (query,)).fetchone()
+            (found,) = self.con.execute(query, (phrase(term),)).fetchone()
         except sqlite3.Error:
             return None
         return str(found) if found else None

@@ -1,7 +1,7 @@
 """The console's search index: every memory's fields as bitsets, its head (title, triggers, slug) for short terms
-and ranking, and its text through two trigram indexes: engram's persistent one (``fulltext``, memories of plain
-scopes, on disk, up to date at open) and one in this process's memory for the rest (heads of what the persistent
-one does not hold yet, and bodies of sensitive scopes while they are unlocked, which never reach a file).
+and ranking, and its text through engram's persistent trigram index (``fulltext``, memories of plain scopes, on
+disk, up to date at open); for the rest, a scan of their heads and, once read, a trigram index of their bodies in
+this process's memory (bodies of sensitive scopes while they are unlocked, which never reach a file).
 
 Every term of a query becomes a bitset (a Python int, one bit per memory, bit 0 the newest): field values have
 theirs precomputed, text terms of three or more characters come from the trigram indexes, shorter ones and
@@ -26,7 +26,7 @@ from engram.store.index import Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import MemoryTrigrams, Words, bits, indexes, parse_rows
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
-from engram.store.search.rows import FIELDS, Builder, Hit, Rows, padded
+from engram.store.search.rows import FIELDS, Builder, Hit, Rows
 from engram.store.service import Store
 
 RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, head matches first, newest first
@@ -64,7 +64,9 @@ class SearchIndex:
         covered = np.flatnonzero(self.covered)
         self.position = np.full(int(rows.doc.max(initial=-1)) + 1, -1, dtype=np.int64)  # persistent id -> row
         self.position[rows.doc[covered]] = covered
-        self.memory = MemoryTrigrams({i: rows.head(i) for i in np.flatnonzero(~self.covered).tolist()}, {})
+        self.loose = np.flatnonzero(~self.covered)  # the rows the persistent index does not answer for
+        self.loose_heads = Words(rows.heads.take(self.loose))
+        self.memory = MemoryTrigrams({})  # bodies of loose rows, once enriched
         self.bodies: dict[int, str] = {}  # row -> tags and body, for rows not covered, once enriched
         self.tags: dict[int, list[str]] = {}  # row -> tags, for rows not covered, once enriched
         self.enriched = False
@@ -102,7 +104,7 @@ class SearchIndex:
         while chunk := cursor.fetchmany(CHUNK):
             slugs, titles, types, scopes, states, sources, created, encrypted, triggers = zip(*chunk, strict=True)
             del chunk
-            heads = list(map(padded, map(head_text, titles, triggers, slugs)))
+            heads = [head + "\0" for head in map(head_text, titles, triggers, slugs)]
             docs = [
                 doc[0] if (doc := documents.get(slug)) and not (enc or {scope, doc[1]} & sensitive) else -1
                 for slug, scope, enc in zip(slugs, scopes, encrypted, strict=True)
@@ -184,7 +186,7 @@ class SearchIndex:
                 time.sleep(0.001)  # let the thread that answers the keyboard have the interpreter
             if progress is not None and n % 1000 == 0:
                 progress(n, len(todo))
-        self.memory = MemoryTrigrams({i: self.rows.head(i) for i in todo}, self.bodies)
+        self.memory = MemoryTrigrams(self.bodies)
         self.enriched = True
         self._tags = None
         self._cache.clear()
@@ -252,7 +254,7 @@ class SearchIndex:
             self._cache.move_to_end(key)
             return cached
         if key[0] == "fts":
-            found = self._text_bits(t, head_only=False)
+            found = self._text_bits(t)
         else:
             needle = " ".join(t.split())
             needle = {"prefix": f" {needle}", "suffix": f"{needle} ", "equal": f" {needle} "}.get(term.kind, needle)
@@ -265,16 +267,16 @@ class SearchIndex:
         if len(self._cache) > CACHE:
             self._cache.popitem(last=False)
 
-    def _text_bits(self, t: str, head_only: bool) -> int:
-        """Rows whose text (or head) contains ``t``: the persistent index for the rows it covers, the in-memory
-        one for the others."""
-        found = self.memory.rows(t, head_only)
+    def _text_bits(self, t: str) -> int:
+        """Rows whose head, tags or body contain ``t``: the persistent index for the rows it covers; for the
+        others, a scan of their heads and the in-memory index of the bodies read."""
+        found = [self.loose[self.loose_heads.rows(t)], self.memory.rows(t)]
         if self.fulltext is not None and len(self.position):
-            ids = parse_rows(self.fulltext.matching(t, head_only))
+            ids = parse_rows(self.fulltext.matching(t))
             ids = ids[ids < len(self.position)]  # rows it took in after this index was loaded
             rows = self.position[ids]
-            found = np.concatenate((found, rows[rows >= 0]))
-        return bits(found, len(self.rows))
+            found.append(rows[rows >= 0])
+        return bits(np.concatenate(found), len(self.rows))
 
     def _field_bits(self, name: str) -> dict[str, int]:
         """value (lowercased) -> bitset of a field, built on its first use."""
@@ -336,19 +338,12 @@ class SearchIndex:
         thousand heads are quicker to check one by one than a phrase query over all of them."""
         if not self._uses_fts(term):
             return self._positive(term)
+        t, heads = term.text, self.rows.head
         if found.bit_count() <= REFINE_HEADS:
-            needle = " ".join(term.text.split())
-            heads = self.rows.head
-            return bits([i for i in indexes(found, REFINE_HEADS).tolist() if needle in heads(i)], len(self.rows))
-        key = ("head", term.kind, term.text)
-        if key not in self._cache:  # the scan of every head is quicker than a column query of the trigram indexes
-            single_spaced = " ".join(term.text.split()) == term.text
-            found_in_head = (
-                bits(self.words.rows(term.text), len(self.rows))
-                if single_spaced
-                else self._text_bits(term.text, head_only=True)
-            )
-            self._remember(key, found_in_head)
+            return bits([i for i in indexes(found, REFINE_HEADS).tolist() if t in heads(i)], len(self.rows))
+        key = ("head", term.kind, t)
+        if key not in self._cache:  # the scan of every head is quicker than a column query of the trigram index
+            self._remember(key, bits(self.words.rows(t), len(self.rows)))
         return self._cache[key]
 
 

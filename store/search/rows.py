@@ -196,10 +196,10 @@ class Builder:
         return rows
 
 
-def padded(head: str) -> str:
-    """A head as ``Rows.heads`` holds it: whitespace-normalised, a space each side, ended by a NUL (a NUL inside
-    becomes a space: it separates memories)."""
-    return " " + " ".join(head.replace("\0", " ").split()) + " \0"
+def padded(text: str) -> str:
+    """``text`` whitespace-normalised with a space each side, as heads are searched (``" word word "``: ``^pre``
+    is ``" pre"``, ``fix$`` is ``"fix "``); a NUL becomes a space (it separates the heads in ``Rows.heads``)."""
+    return " " + " ".join(text.replace("\0", " ").split()) + " "
 
 
 def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
