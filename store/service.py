@@ -24,7 +24,7 @@ from engram.store.audit import chain
 from engram.store.audit.checkpoints import default_book
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
-from engram.store.index import AuditOutbox, Binding, Index, Memory, OutboxGuard, as_peewee_errors, tuples
+from engram.store.index import AuditOutbox, Index, Memory, OutboxGuard, as_peewee_errors, tuples
 from engram.store.lazy import lazy_module
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof
@@ -367,16 +367,16 @@ class Store:
             self._bind_written(writing)
 
     def _bind_written(self, writing: list[tuple[FileWrite | DataWrite, bytes, bytes | None, Future[None]]]) -> None:
-        for write, data, plaintext, future in writing:
+        for *_, future in writing:
             future.result()
-            self._bind(write, data, plaintext)
+        self._bind([(write, data, plaintext) for write, data, plaintext, _ in writing])
 
     def _write_file(self, path: Path, write: FileWrite | DataWrite, durable: bool) -> None:
         data, mode, verify, plaintext = self._seal(write)
         if isinstance(write, DataWrite):
             path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, mode=mode, durable=durable, verify=verify)
-        self._bind(write, data, plaintext)
+        self._bind([(write, data, plaintext)])
 
     def _seal(self, write: FileWrite | DataWrite) -> tuple[bytes, int, Callable[[bytes], None] | None, bytes | None]:
         """The bytes to write, their file mode, the read-back check, and the plaintext of an encrypted memory."""
@@ -395,14 +395,12 @@ class Store:
 
         return encrypt(data, key, scope), 0o600, same_when_decrypted, data
 
-    def _bind(self, write: FileWrite | DataWrite, data: bytes, plaintext: bytes | None) -> None:
-        """Record an encrypted memory's binding, or forget the binding of one now plaintext (the index's part)."""
-        if not isinstance(write, FileWrite):
-            return
-        if plaintext is not None:
-            binding.record(self, write.doc, data, plaintext)
-        elif self.index.has(Binding):
-            binding.forget(self, write.doc.frontmatter.slug)
+    def _bind(self, written: list[tuple[FileWrite | DataWrite, bytes, bytes | None]]) -> None:
+        """Record the bindings of the encrypted memories written, and forget those of the ones now plaintext (the
+        index's part), a statement for each kind whatever their number."""
+        memories = [(write.doc, data, plaintext) for write, data, plaintext in written if isinstance(write, FileWrite)]
+        binding.record(self, [(doc, data, plaintext) for doc, data, plaintext in memories if plaintext is not None])
+        binding.forget(self, [doc.frontmatter.slug for doc, _, plaintext in memories if plaintext is None])
 
     # ----------------------------------------------------------------- index rows
 

@@ -216,8 +216,8 @@ NOT_ONE_EVENT = {
     "sensitive.rekey.rekey_random": "rekey_started, one memory_rekeyed per batch, then scope_rekeyed "
     "(tests/test_rekey.py)",
     "sensitive.rekey.plan_passphrase_rekey": "reads only",
-    "sensitive.binding.record": "the binding row of one encrypted write, inside that write's transaction",
-    "sensitive.binding.forget": "drops the binding of one plaintext write, inside that write's transaction",
+    "sensitive.binding.record": "the binding rows of the encrypted files of one write, inside its transaction",
+    "sensitive.binding.forget": "drops the bindings of the plaintext files of one write, inside its transaction",
     "sensitive.binding.verify": "reads only",
     "sensitive.binding.bindings": "reads only",
     "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",

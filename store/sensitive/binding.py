@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from engram.store.index import Binding, table_of
+from engram.store.index import Binding, as_peewee_errors, table_of
 from engram.store.lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -55,35 +56,39 @@ def content_mac(key: bytes, plaintext: bytes) -> str:
     return hmac.new(key, b"content\0" + plaintext, hashlib.sha256).hexdigest()
 
 
-def record(store: Store, doc: MemoryDoc, data: bytes, plaintext: bytes) -> None:
-    """Bind the encrypted file ``data`` just written for ``doc`` (inside the write's index transaction). Plain
-    SQL, as :func:`forget`: called once per file of a bulk write, where peewee's building of each query cost
-    more than the HMACs."""
-    if not store.index.has(Binding):
+def record(store: Store, written: Sequence[tuple[MemoryDoc, bytes, bytes]]) -> None:
+    """Bind the encrypted files just written, each ``(doc, data, plaintext)`` (inside the write's index
+    transaction): one query for their versions so far, one statement for the rows, one key derived per scope.
+    A bulk write binds thousands at a time, where a statement per file cost more than the files' HMACs."""
+    if not written or not store.index.has(Binding):
         return  # a root opened read-only, or by an index without engram's tables: nothing is written anyway
-    fm = doc.frontmatter
-    key = binding_key(store.keys.key_for(fm.scope_hash))
-    db = store.index.db
-    old = db.execute_sql(f"SELECT version FROM {_TABLE} WHERE slug = ?", (fm.slug,)).fetchone()
-    version = old[0] + 1 if old else 1
-    db.execute_sql(
-        f"INSERT OR REPLACE INTO {_TABLE} (slug, scope_hash, version, updated_at, file_mac, content_mac, bound_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            fm.slug,
-            fm.scope_hash,
-            version,
-            frontmatter.index_datetime(fm.updated_at or fm.created_at),
-            file_mac(key, fm.slug, version, data),
-            content_mac(key, plaintext),
-            store.now().isoformat(),
-        ),
-    )
+    slugs = json.dumps([doc.frontmatter.slug for doc, _, _ in written])
+    query = f"SELECT slug, version FROM {_TABLE} WHERE slug IN (SELECT value FROM json_each(?))"
+    versions: dict[str, int] = dict(store.index.db.execute_sql(query, (slugs,)).fetchall())
+    keys: dict[str, bytes] = {}
+    rows = []
+    for doc, data, plaintext in written:
+        fm = doc.frontmatter
+        if fm.scope_hash not in keys:
+            keys[fm.scope_hash] = binding_key(store.keys.key_for(fm.scope_hash))
+        key = keys[fm.scope_hash]
+        version = versions[fm.slug] = versions.get(fm.slug, 0) + 1  # a slug written twice in one batch
+        updated = frontmatter.index_datetime(fm.updated_at or fm.created_at)
+        macs = file_mac(key, fm.slug, version, data), content_mac(key, plaintext)
+        rows.append((fm.slug, fm.scope_hash, version, updated, *macs, store.now().isoformat()))
+    with as_peewee_errors():
+        store.index.db.cursor().executemany(
+            f"INSERT OR REPLACE INTO {_TABLE} (slug, scope_hash, version, updated_at, file_mac, content_mac, "
+            "bound_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
 
 
-def forget(store: Store, slug: str) -> None:
-    """The memory is plaintext now (or gone): its binding no longer means anything."""
-    store.index.db.execute_sql(f"DELETE FROM {_TABLE} WHERE slug = ?", (slug,))
+def forget(store: Store, slugs: Collection[str]) -> None:
+    """These memories are plaintext now (or gone): their bindings no longer mean anything. One statement."""
+    if slugs and store.index.has(Binding):
+        query = f"DELETE FROM {_TABLE} WHERE slug IN (SELECT value FROM json_each(?))"
+        store.index.db.execute_sql(query, (json.dumps(list(slugs)),))
 
 
 @dataclass(frozen=True)
@@ -140,17 +145,13 @@ def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, 
     if not items:
         return 0
 
-    def update() -> None:
-        for _, doc, data, plaintext in items:
-            record(store, doc, data, plaintext)
-
     store.apply(
         Change(
             "files_bound",
             scope_hash,
             scope_hash,
             {"count": len(items), "slugs": [doc.frontmatter.slug for _, doc, _, _ in items]},
-            index_update=update,
+            index_update=lambda: record(store, [(doc, data, plaintext) for _, doc, data, plaintext in items]),
         )
     )
     return len(items)

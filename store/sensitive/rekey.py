@@ -194,8 +194,7 @@ def _rekey_scope(
     ]
 
     def finish() -> None:
-        for _rel, doc, data, plain in stale:
-            binding.record(store, doc, data, plain)
+        binding.record(store, [(doc, data, plain) for _rel, doc, data, plain in stale])
         _finish(store, scope_hash, source)
 
     store.apply(
