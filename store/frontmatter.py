@@ -161,8 +161,12 @@ def serialize(doc: MemoryDoc) -> bytes:
 
 
 def dump_yaml(mapping: dict[str, Any]) -> str:
-    """``yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)`` to the byte, through libyaml's emitter
-    (several times faster: most of the time of writing a memory) when every string is one it writes alike."""
+    """``yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)`` to the byte: written line by line for the
+    plain shape of nearly every frontmatter (``plain_yaml.dump``), else through libyaml's emitter when every
+    string is one it writes alike, else PyYAML's own."""
+    plain = plain_yaml.dump(mapping)
+    if plain is not None:
+        return plain
     if _CDumper is not None and _emitted_alike(mapping):
         return yaml.dump(mapping, Dumper=_CDumper, sort_keys=False, allow_unicode=True)
     return yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)

@@ -1,4 +1,4 @@
-"""The plain YAML that ``yaml.safe_dump`` writes for a frontmatter, read line by line.
+"""The plain YAML that ``yaml.safe_dump`` writes for a frontmatter, read and written line by line.
 
 Loading YAML was most of the time of reading a memory file (about 90 µs of a header's 30 nodes, even with
 libyaml's parser: PyYAML builds every node in Python). Every frontmatter memoryd or engram writes has one
@@ -9,6 +9,10 @@ else: folded or multi-line scalars, escapes, other flow collections, anchors, ta
 characters YAML treats as line breaks. Plain scalars are typed by PyYAML's own resolver, so ``yes``, ``1_000``
 or ``2026-01-01`` are never taken for strings. A declined header goes to the full parser;
 ``tests/test_plain_yaml.py`` holds the two to the same result on generated headers.
+
+:func:`dump` is the other way: the bytes ``yaml.safe_dump`` writes for a mapping of that shape, or None where
+its emitter would fold, double-quote or otherwise think harder (PyYAML's representer cost a third of the time of
+writing a memory).
 """
 
 from __future__ import annotations
@@ -128,3 +132,88 @@ def _tag(text: str) -> str:
         if len(_TAGS) < 4096:
             _TAGS[text] = tag
     return tag
+
+
+_WIDTH = 80  # PyYAML's best_width: a longer line of a plain or quoted scalar is folded at a space
+_PLAIN_TEXT = re.compile("[\x21-\x7e\xa1-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff ]+")
+"""Printable characters YAML writes as they are, and the plain space (no tab, no break, no NBSP or BOM)."""
+
+
+def dump(mapping: dict[str, Any]) -> str | None:
+    """What ``yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True)`` writes, for a mapping in the plain
+    shape :func:`load` reads, written in the few string operations per line that shape needs (PyYAML's
+    representer walks every node in Python: most of the time of writing a memory). None for anything else: a
+    string that would be folded, double-quoted, or written as a block; empty collections; null; deeper nesting.
+    ``tests/test_plain_yaml.py`` holds the two to the same bytes on generated mappings."""
+    if not mapping:
+        return None
+    lines: list[str] = []
+    try:
+        for key, value in mapping.items():
+            _put(lines, key, value)
+    except _Declined:
+        return None
+    return "".join(lines)
+
+
+def _put(lines: list[str], key: object, value: object) -> None:
+    name = _key(key)
+    if isinstance(value, list) and value:
+        lines.append(f"{name}:\n")
+        lines.extend(f"- {_value(item, 2)}\n" for item in value)
+    elif isinstance(value, dict) and value:
+        lines.append(f"{name}:\n")
+        lines.extend(f"  {_key(k)}: {_value(v, len(str(k)) + 4)}\n" for k, v in value.items())
+    else:
+        lines.append(f"{name}: {_value(value, len(name) + 2)}\n")
+
+
+def _key(key: object) -> str:
+    if not isinstance(key, str) or not 0 < len(key) < 64 or _plain(key, 0) != key:
+        raise _Declined
+    return key
+
+
+def _value(value: object, column: int) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, str):
+        return _plain(value, column)
+    raise _Declined
+
+
+def _float(value: float) -> str:
+    """PyYAML's ``represent_float``."""
+    if value != value:
+        return ".nan"
+    if value in (float("inf"), float("-inf")):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value).lower()
+    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
+
+
+def _plain(text: str, column: int) -> str:
+    """``text`` as the emitter writes it from ``column``: plain where YAML allows it and reads it back as this
+    string, else single-quoted; declined where the emitter would fold it, double-quote it or keep its edge
+    spaces."""
+    if not text or not _PLAIN_TEXT.fullmatch(text) or text[0] == " " or text[-1] == " ":
+        raise _Declined
+    written = text if _block_plain(text) and _tag(text) == _STR else "'" + text.replace("'", "''") + "'"
+    if column + len(written) > _WIDTH:
+        raise _Declined
+    return written
+
+
+def _block_plain(text: str) -> bool:
+    """PyYAML's ``analyze_scalar`` on a one-line text without edge spaces: no indicator where YAML would take it
+    for syntax (``#`` or ``&`` first, ``- `` or ``: `` anywhere, `` #``, a final ``:``, a document marker)."""
+    first = text[0]
+    if text.startswith(("---", "...")) or first in "#,[]{}&*!|>'\"%@`":
+        return False
+    if first in "?:-" and (len(text) == 1 or text[1] == " "):
+        return False
+    return text.find(": ", 1) < 0 and not (len(text) > 1 and text[-1] == ":") and " #" not in text

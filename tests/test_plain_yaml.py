@@ -228,3 +228,63 @@ def test_every_fixture_header_is_read_without_pyyaml(store):
         text = store.read_bytes(entry.relpath).decode()
         header = text[4 : text.index("\n---\n", 3) + 1]
         assert agrees(header), entry.relpath
+
+
+def dumps_alike(mapping: dict[str, Any]) -> bool:
+    """The plain writer declined, or wrote the bytes PyYAML writes; True when it wrote."""
+    fast = plain_yaml.dump(mapping)
+    if fast is None:
+        return False
+    assert fast == yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True), mapping
+    return True
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_mappings)
+def test_what_the_plain_writer_writes_is_what_pyyaml_writes(mapping):
+    dumps_alike(mapping)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_frontmatters)
+def test_frontmatters_are_written_as_pyyaml_writes_them(mapping):
+    dumps_alike(mapping)
+
+
+_near_plain = st.text(st.sampled_from(list("abcXYZ019 .:-_#'\",[]{}?!&*|>%@`中é：🚀")), min_size=1, max_size=90)
+_plain_values = _near_plain | _words | st.integers() | st.floats() | st.booleans()
+_plain_mappings = st.dictionaries(
+    st.sampled_from(["title", "slug", "triggers", "dura_score", "D", "x-extra", "_k", "yes", "1", "a b"]),
+    _plain_values
+    | st.lists(_plain_values, max_size=4)
+    | st.dictionaries(_words | _near_plain, _plain_values, max_size=4),
+    max_size=8,
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_plain_mappings)
+def test_mappings_near_the_plain_shape_are_written_as_pyyaml_writes_them(mapping):
+    """Syntax characters in every place, words YAML types, lengths about the fold width: most are written."""
+    dumps_alike(mapping)
+
+
+def test_every_fixture_header_is_written_without_pyyaml(store):
+    """memoryd's own frontmatters, read and written again, take the fast way (the reason it exists) and give
+    the bytes memoryd wrote."""
+    entries = [e for e in walk(store.layout) if isinstance(e, FileEntry) and not e.relpath.endswith(".enc")]
+    written = 0
+    for entry in entries:
+        text = store.read_bytes(entry.relpath).decode()
+        header = text[4 : text.index("\n---\n", 3) + 1]
+        written += dumps_alike(yaml.safe_load(header))
+        assert plain_yaml.dump(yaml.safe_load(header)) in (None, header)
+    assert written >= 0.9 * len(entries) > 0
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_plain_values, st.sampled_from(["k", "title", "a_much_longer_key_of_thirty_chars"]))
+def test_one_scalar_near_the_plain_shape_is_written_as_pyyaml_writes_it(value, key):
+    dumps_alike({key: value})
+    dumps_alike({key: [value]})
+    dumps_alike({key: {"D": value}})
