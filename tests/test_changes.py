@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_proposes, memoryd_rebuild_index
 
+from engram.store import changes as feed_module
 from engram.store.changes import ChangeFeed
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
@@ -110,20 +111,37 @@ def test_a_rebuild_seen_by_a_poll_that_then_failed_is_said_by_the_next(fixture_r
     """A poll that notices the new index.db (or a new row) and then cannot read it (busy, half written) must not
     swallow the news: the next poll says it."""
 
-    def failing(self):
-        raise StoreError("busy")
+    def failing(*args):
+        raise sqlite3.OperationalError("database is locked")
 
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
         feed = ChangeFeed(store)
         memoryd_rebuild_index(fixture_root)
         with monkeypatch.context() as patched:
-            patched.setattr(ChangeFeed, "_promotion_rows", failing)
+            patched.setattr(feed_module._Seen, "compare", failing)
             with pytest.raises(StoreError):
                 feed.poll()
         assert feed.poll().index_replaced
         pid = memoryd_proposes(fixture_root)
         with monkeypatch.context() as patched:
-            patched.setattr(ChangeFeed, "_memory_rows", failing)
+            patched.setattr(feed_module._Seen, "_delta", failing)
             with pytest.raises(StoreError):
                 feed.poll()
         assert pid in feed.poll().promotions
+
+
+def test_a_memory_removed_beside_a_row_without_a_key_is_named(store, fixture_root):
+    """A row whose key is NULL (SQLite lets a TEXT PRIMARY KEY be NULL) is no change of its own, and does not
+    hide that another memory went (``x NOT IN`` a set holding NULL is never true)."""
+    feed = ChangeFeed(store)
+    con = sqlite3.connect(fixture_root / "index.db")
+    with con:
+        gone = con.execute("SELECT slug FROM memories ORDER BY slug LIMIT 1").fetchone()[0]
+        con.execute("DELETE FROM memories WHERE slug = ?", (gone,))
+        con.execute(
+            "INSERT INTO memories (slug, type, scope_hash, title, source, created_at, fingerprint, body_path) "
+            "VALUES (NULL, 'fact', '710d5aaf7a15', 'no key', 'x', '2026-11-24', 'f', 'scopes/x/facts/nokey.md')"
+        )
+    con.close()
+    changes = feed.poll()
+    assert changes is not None and changes.memories == {gone}
