@@ -293,3 +293,18 @@ def test_damaged_kept_rows_are_not_used(store, name, data):
     assert SearchIndex.cached(store, FullText.open(store)) is None
     full.keep(store)  # the next open keeps them again
     assert SearchIndex.cached(store, FullText.open(store)) is not None
+
+
+def test_a_sync_that_wrote_many_rows_leaves_the_index_merged(store, monkeypatch):
+    """Its batches leave a segment each; a phrase query reads every segment, so the sync merges them."""
+    import engram.store.search.fulltext as fulltext
+
+    monkeypatch.setattr(fulltext, "BATCH", 10)
+    assert sync(store).read > 100
+    with sqlite3.connect(cache_path(store)) as con:
+        assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] == 1
+    path = store.layout.root / Memory.get(Memory.scope_hash == PLAIN).body_path
+    path.write_text(path.read_text() + "\nonce more\n")
+    assert sync(store).read == 1  # one row of 160: left to FTS5's own merging
+    with sqlite3.connect(cache_path(store)) as con:
+        assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] == 2

@@ -23,6 +23,14 @@ def test_strings_take_the_rows_asked_for(values, data):
     assert [taken[n] for n in range(len(taken))] == [values[n] for n in picked]
 
 
+@given(texts, st.data(), st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=3))
+def test_strings_picked_and_searched_one_by_one(values, data, needle):
+    column = Strings.of([v + "\0" for v in values])
+    picked = data.draw(st.lists(st.integers(0, len(values) - 1))) if values else []
+    assert column.pick(picked) == [values[n] + "\0" for n in picked]
+    assert column.find(needle, picked) == [n for n in picked if needle in values[n]]
+
+
 @given(st.lists(texts, max_size=4))
 def test_strings_joined_are_one_column(parts):
     column = Strings.joined([Strings.of(part) for part in parts])
@@ -61,6 +69,7 @@ def test_rows_built_in_chunks_kept_and_read_back_are_the_rows(chunks, data):
     picked = np.asarray(sorted(data.draw(st.sets(st.integers(0, max(len(flat) - 1, 0))))) if flat else [], np.int64)
     taken = built.take(picked)
     assert [taken[n] for n in range(len(taken))] == [built[n] for n in picked.tolist()]
+    assert built.hits(picked.tolist()) == [built[n] for n in picked.tolist()]
 
 
 @given(

@@ -64,6 +64,22 @@ class Strings:
     def __getitem__(self, n: int) -> str:
         return self.data[int(self.ends[n - 1]) if n else 0 : int(self.ends[n])].decode()
 
+    def pick(self, rows: Sequence[int]) -> list[str]:
+        """The strings of ``rows`` (a few hundred shown hits: one numpy gather of their ends, no scalar lookups)."""
+        at = np.asarray(rows, dtype=np.int64)
+        ends = self.ends[at].tolist()
+        starts = np.where(at > 0, self.ends[at - 1], 0).tolist() if len(at) else []
+        return [self.data[a:b].decode() for a, b in zip(starts, ends, strict=True)]
+
+    def find(self, needle: str, rows: Sequence[int]) -> list[int]:
+        """Those of ``rows`` whose string, less its last character (the NUL ending each head), contains
+        ``needle`` (a search of the buffer between their ends: no string is made)."""
+        at = np.asarray(rows, dtype=np.int64)
+        ends = self.ends[at].tolist()
+        starts = np.where(at > 0, self.ends[at - 1], 0).tolist() if len(at) else []
+        find, pattern = self.data.find, needle.encode()
+        return [n for n, a, b in zip(rows, starts, ends, strict=True) if find(pattern, a, b - 1) >= 0]
+
     def take(self, rows: np.ndarray) -> Strings:
         """The strings of ``rows``, in that order (gathered by numpy, no loop per string)."""
         starts, lengths = self.starts[rows], self.ends[rows] - self.starts[rows]
@@ -106,6 +122,13 @@ class Rows:
         type_, scope, state, source = (self.names[f][self.codes[f][n]] for f in FIELDS)
         title, created = self.titles[n], self.created[n]
         return Hit(self.slugs[n], title, type_, scope, state, source, created, bool(self.encrypted[n]))
+
+    def hits(self, rows: Sequence[int]) -> list[Hit]:
+        """The hits of ``rows``, made a column at a time."""
+        slugs, titles, created = (column.pick(rows) for column in (self.slugs, self.titles, self.created))
+        fields = [[self.names[f][k] for k in self.codes[f][np.asarray(rows, dtype=np.int64)].tolist()] for f in FIELDS]
+        flags = self.encrypted[np.asarray(rows, dtype=np.int64)].tolist()
+        return list(map(Hit, slugs, titles, *fields, created, flags))
 
     def head(self, n: int) -> str:
         """Row ``n``'s title, triggers and slug as ``heads`` holds them (padded with a space each side)."""
