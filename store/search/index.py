@@ -12,6 +12,8 @@ AND, OR and NOT are single int operations (docs/performance.md has figures).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import time
 from collections import OrderedDict
@@ -110,7 +112,10 @@ class SearchIndex:
                 for slug, scope, enc in zip(slugs, scopes, encrypted, strict=True)
             ]
             builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
-        return cls(builder.rows(), fulltext)
+        index = cls(builder.rows(), fulltext)
+        del builder, documents
+        _give_back_freed_memory()
+        return index
 
     @classmethod
     def cached(cls, store: Store, fulltext: FullText) -> SearchIndex | None:
@@ -347,6 +352,14 @@ class SearchIndex:
         if key not in self._cache:  # the scan of every head is quicker than a column query of the trigram index
             self._remember(key, bits(self.words.rows(t), len(self.rows)))
         return self._cache[key]
+
+
+def _give_back_freed_memory() -> None:
+    """Hand the heap the read freed back to the system: glibc keeps freed memory for reuse, and a million rows'
+    chunks and ids left 250 MB resident after the index was made (600 MB to 350 MB). Nothing where the C library
+    has no ``malloc_trim``."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _value_bits(codes: np.ndarray, names: Sequence[str]) -> dict[str, int]:

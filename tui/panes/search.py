@@ -85,6 +85,7 @@ class SearchPane(PaneBase):
         cached = SearchIndex.cached(self.store, fulltext) if fulltext is not None else None
         if cached is not None:  # what the last open kept of plain scopes answers while index.db is read
             deliver(self, self.ready, cached)
+            cached.prepare()
         index = SearchIndex.load(self.store, fulltext)
         deliver(self, self.ready, index)
         index.prepare()
