@@ -317,3 +317,20 @@ async def test_search_answers_from_the_kept_rows_while_index_db_is_read(store, m
         await settle(app, pilot)
         assert not pane.index.partial
         assert pane.result.total > early.total and any(hit.encrypted for hit in pane.result.hits)
+
+
+async def test_a_large_index_is_searched_in_a_worker_and_only_the_last_query_is_shown(store, monkeypatch):
+    import engram.tui.panes.search as search_module
+
+    monkeypatch.setattr(search_module, "INLINE", 0)  # every index counts as large
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(app, pilot)
+        pane = app.query_one(SearchPane)
+        box = app.query_one("#search-query", Input)
+        box.value = "config"
+        box.value = "zzzz-no-such-thing"  # typed before the first answer came
+        await settle(app, pilot)
+        assert pane.result.total == 0 and not pane.result.hits
+        assert await search(app, pilot, "config")  # and a query left standing is answered

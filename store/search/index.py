@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -75,6 +76,7 @@ class SearchIndex:
         self._values: dict[str, dict[str, int]] = {}  # field -> value (lowercased) -> bitset, built on first use
         self._tags: dict[str, int] | None = None  # tag -> bitset, built on the first tag: term
         self._cache: OrderedDict[tuple[str, str, str], int] = OrderedDict()
+        self._searching = threading.Lock()
 
     @property
     def everything(self) -> int:
@@ -84,7 +86,7 @@ class SearchIndex:
     def searching(self) -> str:
         """What a query looks at now, for the console's status line."""
         if self.partial:
-            return "titles, triggers, bodies, tags of plain scopes (the rest loading)"
+            return "plain scopes (the rest loading)"
         if self.enriched:
             return "titles, triggers, bodies, tags"
         if self.fulltext is not None:
@@ -221,7 +223,13 @@ class SearchIndex:
         return fresh
 
     def search(self, text: str, limit: int = 500) -> SearchResult:
-        """The best ``limit`` hits for ``text`` (newest first for an empty query), and how many matched."""
+        """The best ``limit`` hits for ``text`` (newest first for an empty query), and how many matched. One query
+        at a time (a console searching in a worker may start the next before the last is done: they share the
+        cache of term bitsets)."""
+        with self._searching:
+            return self._search(text, limit)
+
+    def _search(self, text: str, limit: int) -> SearchResult:
         try:
             query = parse(text)
         except QuerySyntaxError as exc:

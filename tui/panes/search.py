@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # numpy and rapidfuzz load with the index's worker, not with 
     from engram.store.search.index import SearchIndex, SearchResult
 
 SHOWN = 100
+INLINE = 50_000  # memories up to which a keystroke's search runs on the UI thread (a few ms); above, in a worker
 
 
 class SearchPane(PaneBase):
@@ -179,10 +180,26 @@ class SearchPane(PaneBase):
         self.run_search(event.value)
 
     def run_search(self, text: str) -> None:
-        if self.index is None:
+        """A small index answers on the UI thread, at once; a large one (tens of milliseconds a broad term at a
+        million memories) in a worker, so the query box echoes every key meanwhile and only the answer to the
+        query as it now reads is shown."""
+        index = self.index
+        if index is None:
             return
-        self.result = self.index.search(text, limit=SHOWN)
-        self.show_hits()
+        if len(index.rows) <= INLINE:
+            self.result = index.search(text, limit=SHOWN)
+            self.show_hits()
+        else:
+            self.search_in_background(index, text)
+
+    @background("search-query")
+    def search_in_background(self, index: SearchIndex, text: str) -> None:
+        deliver(self, self.searched, index, text, index.search(text, limit=SHOWN))
+
+    def searched(self, index: SearchIndex, text: str, result: SearchResult) -> None:
+        if index is self.index and text == self.query_one("#search-query", Input).value:
+            self.result = result
+            self.show_hits()
 
     def show_hits(self) -> None:
         if self.index is None or self.result is None:
