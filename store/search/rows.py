@@ -66,19 +66,20 @@ class Strings:
 
     def pick(self, rows: Sequence[int]) -> list[str]:
         """The strings of ``rows`` (a few hundred shown hits: one numpy gather of their ends, no scalar lookups)."""
-        at = np.asarray(rows, dtype=np.int64)
-        ends = self.ends[at].tolist()
-        starts = np.where(at > 0, self.ends[at - 1], 0).tolist() if len(at) else []
-        return [self.data[a:b].decode() for a, b in zip(starts, ends, strict=True)]
+        return [self.data[a:b].decode() for a, b in self._bounds(rows)]
 
     def find(self, needle: str, rows: Sequence[int]) -> list[int]:
         """Those of ``rows`` whose string, less its last character (the NUL ending each head), contains
         ``needle`` (a search of the buffer between their ends: no string is made)."""
-        at = np.asarray(rows, dtype=np.int64)
-        ends = self.ends[at].tolist()
-        starts = np.where(at > 0, self.ends[at - 1], 0).tolist() if len(at) else []
         find, pattern = self.data.find, needle.encode()
-        return [n for n, a, b in zip(rows, starts, ends, strict=True) if find(pattern, a, b - 1) >= 0]
+        return [n for n, (a, b) in zip(rows, self._bounds(rows), strict=True) if find(pattern, a, b - 1) >= 0]
+
+    def _bounds(self, rows: Sequence[int]) -> list[tuple[int, int]]:
+        """Where the strings of ``rows`` start and end in the buffer."""
+        at = np.asarray(rows, dtype=np.int64)
+        if not len(at):
+            return []
+        return list(zip(np.where(at > 0, self.ends[at - 1], 0).tolist(), self.ends[at].tolist(), strict=True))
 
     def take(self, rows: np.ndarray) -> Strings:
         """The strings of ``rows``, in that order (gathered by numpy, no loop per string)."""
@@ -119,9 +120,7 @@ class Rows:
         return len(self.slugs)
 
     def __getitem__(self, n: int) -> Hit:
-        type_, scope, state, source = (self.names[f][self.codes[f][n]] for f in FIELDS)
-        title, created = self.titles[n], self.created[n]
-        return Hit(self.slugs[n], title, type_, scope, state, source, created, bool(self.encrypted[n]))
+        return self.hits([n])[0]
 
     def hits(self, rows: Sequence[int]) -> list[Hit]:
         """The hits of ``rows``, made a column at a time."""
