@@ -535,13 +535,22 @@ class Index:
         told apart (``rebuilt``: engram's copies of what memoryd lost count again, and ``check`` lists it)
         instead of engram reading, or writing into, a deleted file. Cheap: one ``stat``."""
         self.db.reopen_if_stale()
-        if not self.db.replaced:
+        if not self.db.replaced and not self._lost_in_place():
             return False
         self.db.replaced = False
         self._tables = None
         self._writable = False
         self.rebuilt = self._identity_lost()
         return True
+
+    def _lost_in_place(self) -> bool:
+        """A rebuilt index.db under the same inode number (the old file's, freed once no connection held it, is
+        the first the file system hands out again): told by engram's identity missing from it. Asked only of an
+        index that had it; two small queries."""
+        if self.rebuilt or self.read_only:
+            return False
+        self._tables = None
+        return self._identity_lost()
 
     def release(self) -> None:
         """Close this thread's connection while it is idle (it reopens at the next query). memoryd's

@@ -145,3 +145,20 @@ def test_a_memory_removed_beside_a_row_without_a_key_is_named(store, fixture_roo
     con.close()
     changes = feed.poll()
     assert changes is not None and changes.memories == {gone}
+
+
+def test_a_rebuild_under_the_same_inode_number_is_told_by_the_identity(fixture_root, unlocked_keys, monkeypatch):
+    """memoryd unlinks index.db and creates a new one; once no connection holds the old file, the file system may
+    give the new one the same inode number, so the file's identity alone does not tell. engram's identity row,
+    missing from the new file, does."""
+    from engram.store import index as index_module
+
+    monkeypatch.setattr(index_module, "_file_id", lambda path: (1, 1))  # every file looks like the first one
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        store.index.writable()  # engram wrote to this root before: its identity is in index.db
+        feed = ChangeFeed(store)
+        store.index.release()
+        memoryd_rebuild_index(fixture_root)
+        changes = feed.poll()
+        assert changes.index_replaced and store.index.rebuilt
+        assert not feed.poll()  # said once
