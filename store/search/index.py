@@ -90,7 +90,7 @@ class SearchIndex:
         if self.enriched:
             return "titles, triggers, bodies, tags"
         if self.fulltext is not None:
-            return "titles, triggers, bodies, tags (sensitive bodies loading)"
+            return "all but sensitive bodies (loading)"
         return "titles and triggers (bodies loading)"
 
     @classmethod

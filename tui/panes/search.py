@@ -206,10 +206,10 @@ class SearchPane(PaneBase):
             return
         self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
         scope = self.index.searching
-        matches = "memory matches" if self.result.total == 1 else "memories match"
+        total = self.result.total
+        matches = "match" if total == 1 else "matches"
         status = self.result.error or (
-            f"{self.result.total} {matches} · searching {scope}"
-            + (f" · showing the best {SHOWN}" if self.result.total > SHOWN else "")
+            f"{total:,} {matches}" + (f" (best {SHOWN} shown)" if total > SHOWN else "") + f" · in {scope}"
         )
         self.query_one("#search-status", Static).update(Text(status))
 
