@@ -37,8 +37,6 @@ REFINE_HEADS = 5_000  # ranking checks the heads of at most this many hits one b
 CACHE = 256  # term bitsets kept (a 100k-memory bitset is 12.5 KB)
 CHUNK = 20_000  # rows of index.db made compact at a time
 
-__all__ = ["Hit", "SearchIndex", "SearchResult", "snippet"]
-
 
 @dataclass
 class SearchResult:

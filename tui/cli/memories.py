@@ -13,7 +13,7 @@ from engram.store.query import QuerySyntaxError
 from engram.store.service import Store
 
 if TYPE_CHECKING:
-    from engram.store.search.index import Hit
+    from engram.store.search.rows import Hit
 from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
 from engram.tui.cli_progress import cli_progress
 

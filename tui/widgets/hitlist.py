@@ -18,7 +18,7 @@ from engram.tui.widgets.linelist import LineList
 from engram.tui.widgets.safe import plain
 
 if TYPE_CHECKING:  # numpy and rapidfuzz load with the search index's worker, not with the console
-    from engram.store.search.index import Hit
+    from engram.store.search.rows import Hit
 
 COLUMNS = (("type", 10), ("scope", 12), ("state", 16), ("created", 10))  # then the title takes the rest
 NARROW = 100  # below this width the title keeps room to be read: type and a shorter state only
