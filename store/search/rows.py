@@ -112,10 +112,6 @@ class Rows:
         self.encrypted = encrypted
         self.doc = doc
 
-    @classmethod
-    def empty(cls) -> Rows:
-        return cls.joined([])
-
     def __len__(self) -> int:
         return len(self.slugs)
 
@@ -125,8 +121,9 @@ class Rows:
     def hits(self, rows: Sequence[int]) -> list[Hit]:
         """The hits of ``rows``, made a column at a time."""
         slugs, titles, created = (column.pick(rows) for column in (self.slugs, self.titles, self.created))
-        fields = [[self.names[f][k] for k in self.codes[f][np.asarray(rows, dtype=np.int64)].tolist()] for f in FIELDS]
-        flags = self.encrypted[np.asarray(rows, dtype=np.int64)].tolist()
+        at = np.asarray(rows, dtype=np.int64)
+        fields = [[self.names[f][k] for k in self.codes[f][at].tolist()] for f in FIELDS]
+        flags = self.encrypted[at].tolist()
         return list(map(Hit, slugs, titles, *fields, created, flags))
 
     def head(self, n: int) -> str:
@@ -145,11 +142,11 @@ class Rows:
         return Rows(strings, codes, self.names, self.encrypted[rows], self.doc[rows])
 
     @classmethod
-    def joined(cls, parts: Sequence[Rows]) -> Rows:
-        """The rows of ``parts`` one after the other; the parts number their values alike (:class:`Builder`)."""
+    def joined(cls, parts: Sequence[Rows], names: dict[str, list[str]]) -> Rows:
+        """The rows of ``parts`` one after the other, whose fields all number their values as ``names`` does
+        (:class:`Builder`)."""
         strings = {name: Strings.joined([getattr(part, name) for part in parts]) for name in _STRINGS}
         codes = {f: _concat([part.codes[f] for part in parts], np.int32) for f in FIELDS}
-        names = parts[-1].names if parts else {f: [] for f in FIELDS}
         encrypted = _concat([part.encrypted for part in parts], np.bool_)
         return cls(strings, codes, names, encrypted, _concat([part.doc for part in parts], np.int64))
 
@@ -203,8 +200,8 @@ class Builder:
     ) -> None:
         codes = {f: self._number(f, values) for f, values in zip(FIELDS, fields, strict=True)}
         strings = dict(zip(_STRINGS, map(Strings.of, (slugs, titles, created, heads)), strict=True))
-        names = {f: list(self.numbers[f]) for f in FIELDS}
-        self.parts.append(Rows(strings, codes, names, np.asarray(encrypted, dtype=np.bool_), np.asarray(doc, np.int64)))
+        flags, ids = np.asarray(encrypted, dtype=np.bool_), np.asarray(doc, np.int64)
+        self.parts.append(Rows(strings, codes, {}, flags, ids))  # the values' names: the builder's, at the end
 
     def _number(self, field: str, values: Sequence[str]) -> np.ndarray:
         number = self.numbers[field]
@@ -213,9 +210,7 @@ class Builder:
         return np.fromiter(map(number.__getitem__, values), dtype=np.int32, count=len(values))
 
     def rows(self) -> Rows:
-        rows = Rows.joined(self.parts)
-        rows.names = {f: list(self.numbers[f]) for f in FIELDS}
-        return rows
+        return Rows.joined(self.parts, {f: list(self.numbers[f]) for f in FIELDS})
 
 
 def padded(text: str) -> str:
