@@ -115,10 +115,6 @@ class AuditPane(PaneBase):
         with VerticalScroll(id="audit-open"):
             yield Static(id="audit-detail")
 
-    def on_mount(self) -> None:
-        self.query_one("#audit-open").display = False
-        self.query_one("#audit-progress").display = False
-
     @background("audit-load")
     def load(self) -> None:
         from engram.store.audit.view import AuditLog  # numpy: loaded when the log is first read

@@ -67,9 +67,6 @@ class DecayPane(PaneBase):
             yield PlainTable(id="decay-list", cursor_type="row", zebra_stripes=True)
         yield ProgressBar(id="decay-progress", show_eta=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#decay-progress").display = False
-
     def load(self) -> None:
         self.reload()
 

@@ -125,9 +125,6 @@ class QueuePane(PaneBase):
         if self.items:
             self.fill_page(row)
 
-    def on_mount(self) -> None:
-        self.query_one("#queue-filter", Input).display = False
-
     def load(self) -> None:
         if not self.settled_once and not self.filter_text:  # the first page, read by SQLite here: in the first frame
             try:

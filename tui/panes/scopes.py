@@ -53,10 +53,6 @@ class ScopesPane(PaneBase):
                 yield ProgressBar(id="progress", show_eta=False)
                 yield PlainTable(id="findings", cursor_type="row", zebra_stripes=True)
 
-    def on_mount(self) -> None:
-        self.query_one("#scope-progress").display = False
-        self.query_one("#progress").display = False
-
     def load(self) -> None:
         """The check reads every file: it starts when the pane is first looked at, not with the console
         (a background thread still takes a share of the interpreter from the keys being typed elsewhere)."""

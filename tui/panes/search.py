@@ -62,10 +62,6 @@ class SearchPane(PaneBase):
         with VerticalScroll(id="search-open"):
             yield Markdown(id="search-memory")
 
-    def on_mount(self) -> None:
-        self.query_one("#search-open").display = False
-        self.query_one("#search-progress").display = False
-
     def settled(self) -> None:
         """The index loads once the queue has its first page (it would compete with it), or when the pane is
         first shown, whichever comes first."""
