@@ -227,6 +227,23 @@ def test_the_persistent_index_answers_as_the_in_memory_one(both, data):
     assert {h.slug for h in got.hits} == {h.slug for h in want.hits}, text
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=8))
+def test_any_typed_text_gets_an_answer(both, text):
+    """Whatever reaches the query box (a lone surrogate from a paste, control characters, quotes) is answered,
+    the same by both indexes: text that cannot be in any stored memory matches nothing, never an exception."""
+    persistent, in_memory = both
+    got, want = persistent.search(text, limit=1000), in_memory.search(text, limit=1000)
+    assert (got.error, got.total) == (want.error, want.total), text
+
+
+@pytest.mark.parametrize("text", ["\ud800", "con\0fig", "'\udcff/cache", "^a\0$"])
+def test_text_no_memory_can_hold_matches_nothing(both, text):
+    for index in both:
+        everything = index.search("", limit=1).total
+        assert (index.search(text).total, index.search(f"!{text}").total) == (0, everything), text
+
+
 QUERIES = ["config", "'config/", "c", "co", "^how", "drift$", "灰", "!type:session", "type:fact", "tag:frontend"]
 QUERIES += ["a | z", "!config drift"]
 

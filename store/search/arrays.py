@@ -72,7 +72,7 @@ class Words:
     def rows(self, needle: str) -> np.ndarray:
         """Positions of the memories whose padded head contains ``needle``; the needle's rarest byte is looked up
         first (a leading space alone would match a million places), then the others only where it was found."""
-        pattern = np.frombuffer(needle.encode(), dtype=np.uint8)
+        pattern = np.frombuffer(needle.encode("utf-8", "surrogatepass"), dtype=np.uint8)  # a surrogate: no match
         if not len(pattern) or len(pattern) > len(self.units):
             return np.empty(0, dtype=np.int64)
         anchor = int(np.argmin(self.counts[pattern]))

@@ -261,6 +261,8 @@ class SearchIndex:
                 if value.startswith(t):
                     found |= value_bits
             return found
+        if not _findable(t):
+            return 0
         key = ("fts" if self._uses_fts(term) else "scan", term.kind, t)
         cached = self._cache.get(key)
         if cached is not None:
@@ -358,6 +360,13 @@ class SearchIndex:
         if key not in self._cache:  # the scan of every head is quicker than a column query of the trigram index
             self._remember(key, bits(self.words.rows(t), len(self.rows)))
         return self._cache[key]
+
+
+def _findable(text: str) -> bool:
+    """Can ``text`` occur in a memory? Not with a NUL (it ends each head in the scanned buffer, and FTS5 takes no
+    NUL in a phrase) nor with a lone surrogate (stored text is valid UTF-8, and SQLite cannot be asked for one).
+    Such a term matches nothing, and the search answers rather than failing on what a paste put in the box."""
+    return "\0" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
 def _give_back_freed_memory() -> None:

@@ -70,8 +70,9 @@ class Strings:
 
     def find(self, needle: str, rows: Sequence[int]) -> list[int]:
         """Those of ``rows`` whose string, less its last character (the NUL ending each head), contains
-        ``needle`` (a search of the buffer between their ends: no string is made)."""
-        find, pattern = self.data.find, needle.encode()
+        ``needle`` (a search of the buffer between their ends: no string is made). A lone surrogate in ``needle``
+        (pasted text) encodes to bytes valid UTF-8 never holds, so it is found nowhere, as in the strings."""
+        find, pattern = self.data.find, needle.encode("utf-8", "surrogatepass")
         return [n for n, (a, b) in zip(rows, self._bounds(rows), strict=True) if find(pattern, a, b - 1) >= 0]
 
     def _bounds(self, rows: Sequence[int]) -> list[tuple[int, int]]:
