@@ -19,7 +19,7 @@ from engram.store.drift.rebuild import rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.index import Memory
 from engram.store.queue import pending_ids
-from engram.store.search.fulltext import FullText, cache_path, sync, verify
+from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
 from engram.store.sensitive.convert import mark_sensitive
 from engram.store.service import Store
@@ -29,9 +29,10 @@ PLAIN = "710d5aaf7a15"
 
 
 def cache_bytes(store: Store) -> bytes:
-    """Everything SQLite keeps of the index on disk: the database, its WAL and any journal."""
+    """Everything engram keeps of the index on disk: the database, its WAL and any journal, and its segments."""
     path = cache_path(store)
-    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+    files = [*path.parent.glob(path.name + "*"), *segments_dir(path).glob("*")]
+    return b"".join(p.read_bytes() for p in files)
 
 
 def body_pieces(store: Store, scope: str, unique: bool = False) -> list[bytes]:
@@ -295,7 +296,7 @@ def test_kept_rows_of_a_scope_marked_sensitive_since_are_not_used_and_are_wiped(
     with sqlite3.connect(store.layout.index_path) as con:  # memoryd's mark: the registration comes first
         con.execute("INSERT INTO sensitive_scopes VALUES (?, '/tmp/project', '2026-11-24T00:00:00Z')", (PLAIN,))
     assert SearchIndex.cached(store, FullText.open(store)) is None
-    assert verify(store).sensitive == 1
+    assert verify(store).sensitive == 2  # the scope as the snapshot holds it, and as the segments do
     assert sync(store).discarded
     assert SearchIndex.cached(store, FullText.open(store)) is None
 
@@ -322,6 +323,6 @@ def test_a_sync_that_wrote_many_rows_leaves_the_index_merged(store, monkeypatch)
         assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] == 1
     path = store.layout.root / Memory.get(Memory.scope_hash == PLAIN).body_path
     path.write_text(path.read_text() + "\nonce more\n")
-    assert sync(store).read == 1  # one row of 160: left to FTS5's own merging
+    assert sync(store).read == 1  # one row of 160 (a delete and an insert): left to FTS5's merging
     with sqlite3.connect(cache_path(store)) as con:
-        assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] == 2
+        assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] > 1

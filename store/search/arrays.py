@@ -13,8 +13,13 @@ from functools import cached_property
 
 import numpy as np
 
-from engram.store.search.fulltext import phrase
 from engram.store.search.rows import Strings
+
+
+def phrase(term: str) -> str:
+    """``term`` as an FTS5 phrase: a trigram index matches a phrase of three characters or more exactly as a
+    substring."""
+    return '"' + term.replace('"', '""') + '"'
 
 
 def parse_rows(found: str | None) -> np.ndarray:

@@ -21,20 +21,26 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from engram.store.errors import StoreError
 from engram.store.frontmatter import parse
 from engram.store.paths import engram_cache_dir
+from engram.store.search import generation
+from engram.store.search.arrays import parse_rows, phrase
 from engram.store.search.rows import padded
+from engram.store.search.segments import verify as verify_segments
 from engram.store.service import Store
 from engram.store.write.atomic import read_regular, scrub
 
-SCHEMA = "3"  # how rows are built: a file of another schema is discarded and built again
+SCHEMA = "4"  # how rows are built: a file of another schema is discarded and built again (3 is upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
 SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -56,6 +62,10 @@ CREATE TABLE IF NOT EXISTS docs (
 );
 CREATE TABLE IF NOT EXISTS snapshot (name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(head, body, content='docs', content_rowid='id', tokenize='trigram');
+CREATE TABLE IF NOT EXISTS dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS docs_dead AFTER DELETE ON docs BEGIN
+    INSERT INTO dead (id) VALUES (old.id);
+END;
 CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs BEGIN
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
@@ -83,16 +93,15 @@ def head_text(title: str, triggers: str, slug: str) -> str:
     return padded(f"{title} {triggers} {slug}".lower())
 
 
-def phrase(term: str) -> str:
-    """``term`` as an FTS5 phrase: a trigram index matches a phrase of three characters or more exactly as a
-    substring."""
-    return '"' + term.replace('"', '""') + '"'
-
-
 def cache_path(store: Store) -> Path:
     """The index file of ``store``'s root: named by a hash of the root's resolved path."""
     key = hashlib.sha256(str(store.layout.root).encode()).hexdigest()[:24]
     return engram_cache_dir() / "search" / f"{key}.db"
+
+
+def segments_dir(path: Path) -> Path:
+    """Where the segments of the index file ``path`` are (see :mod:`engram.store.search.generation`)."""
+    return path.with_suffix(".seg")
 
 
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
@@ -110,6 +119,7 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
             os.chmod(path, 0o600)
             con.executescript(_TABLES)
             con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema' AND value = '3'", (SCHEMA,))  # + dead
         row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None or row[0] != SCHEMA:
             raise sqlite3.DatabaseError(f"schema {row[0] if row else 'missing'}, not {SCHEMA}")
@@ -125,6 +135,7 @@ def discard(store: Store) -> None:
     path = cache_path(store)
     for suffix in SUFFIXES:
         scrub(path.with_name(path.name + suffix))
+    generation.sweep(segments_dir(path), None)
 
 
 def _digest(data: bytes) -> str:
@@ -140,6 +151,8 @@ class FullText:
         self.con = con
         st = os.stat(path)
         self.file = (st.st_dev, st.st_ino)
+        self.segments = generation.Reader(con, segments_dir(path))
+        self._reading = threading.Lock()
 
     @classmethod
     def open(cls, store: Store, *, create: bool = True) -> FullText | None:
@@ -214,16 +227,19 @@ class FullText:
         except sqlite3.Error:
             pass
 
-    def matching(self, term: str) -> str | None:
-        """Ids of the memories whose head, tags or body contain ``term``, joined by commas in one string (the
-        caller parses them at once with numpy). A damaged or discarded file answers nothing rather than failing a
+    def matching(self, term: str) -> np.ndarray:
+        """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they
+        cover, FTS5 for those above them. A damaged or discarded file answers nothing rather than failing a
         keystroke; the next look reopens it."""
-        query = "SELECT group_concat(rowid) FROM fts WHERE fts MATCH ?"
         try:
-            (found,) = self.con.execute(query, (phrase(term),)).fetchone()
+            with self._reading:
+                self.segments.refresh()
+                found = self.segments.matching(term)
+                query = "SELECT group_concat(rowid) FROM fts WHERE fts MATCH ? AND rowid > ?"
+                (rest,) = self.con.execute(query, (phrase(term), self.segments.covered)).fetchone()
         except sqlite3.Error:
-            return None
-        return str(found) if found else None
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate((found, parse_rows(str(rest)))) if rest else found
 
 
 @dataclass
@@ -286,6 +302,7 @@ def sync(
         with closing(con):
             _sync(store, con, None if result.discarded else only, progress, result)
             _merge_if_many(con, result)
+            generation.fold(con, segments_dir(path), store.sensitive_scopes)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"{path}: the search index cannot be brought up to date now ({exc})") from None
     return result
@@ -349,7 +366,12 @@ def _holds_sensitive(con: sqlite3.Connection, sensitive: set[str]) -> bool:
         return False
     query = "SELECT 1 FROM docs WHERE scope IN (SELECT value FROM json_each(?)) OR path NOT LIKE '%.md' LIMIT 1"
     kept = _kept_scopes(con)
-    return con.execute(query, (_json(sensitive),)).fetchone() is not None or kept is None or bool(kept & sensitive)
+    try:
+        segments = generation.manifest(con)
+    except generation.DamagedManifest:
+        return True
+    held = (kept or set()) | (segments.scopes if segments else set())
+    return con.execute(query, (_json(sensitive),)).fetchone() is not None or kept is None or bool(held & sensitive)
 
 
 def _kept_scopes(con: sqlite3.Connection) -> set[str] | None:
@@ -455,26 +477,25 @@ def _write(store: Store, con: sqlite3.Connection, work: list[_Stale], gone: list
             source = item.source
             if source.scope in sensitive:
                 continue
-            row = {"id": item.known.id if item.known else None, "slug": source.slug, "scope": source.scope}
-            row |= {"path": source.path, "size": item.size, "mtime_ns": item.mtime_ns, "digest": digest}
-            row |= {"head": source.head, "tags": text[0] if text else "", "body": text[1] if text else ""}
-            if text is None:
+            row = {"slug": source.slug, "scope": source.scope, "path": source.path, "size": item.size}
+            row |= {"mtime_ns": item.mtime_ns, "digest": digest, "head": source.head}
+            known = item.known
+            if text is None and known is not None and known.head == source.head and known.path == source.path:
                 con.execute(
-                    "UPDATE docs SET size = :size, mtime_ns = :mtime_ns, digest = :digest, head = :head WHERE id = :id",
-                    row,
+                    "UPDATE docs SET size = :size, mtime_ns = :mtime_ns, digest = :digest WHERE id = :id",
+                    row | {"id": known.id},
                 )
-            elif item.known is None:
-                con.execute(
-                    "INSERT INTO docs (slug, scope, path, size, mtime_ns, digest, tags, head, body) "
-                    "VALUES (:slug, :scope, :path, :size, :mtime_ns, :digest, :tags, :head, :body)",
-                    row,
-                )
-            else:
-                con.execute(
-                    "UPDATE docs SET scope = :scope, path = :path, size = :size, mtime_ns = :mtime_ns, "
-                    "digest = :digest, tags = :tags, head = :head, body = :body WHERE id = :id",
-                    row,
-                )
+                continue
+            if text is None and known is not None:  # the same bytes under another head or path
+                text = con.execute("SELECT tags, body FROM docs WHERE id = ?", (known.id,)).fetchone()
+            assert text is not None  # only a known memory's file is taken in unread
+            if known is not None:  # a memory's text changes under a new id: a segment's copy of the old is dead
+                con.execute("DELETE FROM docs WHERE id = ?", (known.id,))
+            con.execute(
+                "INSERT INTO docs (slug, scope, path, size, mtime_ns, digest, tags, head, body) "
+                "VALUES (:slug, :scope, :path, :size, :mtime_ns, :digest, :tags, :head, :body)",
+                row | {"tags": text[0], "body": text[1]},
+            )
         con.executemany("DELETE FROM docs WHERE id = ?", ((i,) for i in gone))
         result.removed += len(gone)
         con.execute("COMMIT")
@@ -530,6 +551,16 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
             con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
             kept = _kept_scopes(con)
             verdict.sensitive += 1 if kept is None else len(kept & sensitive)  # a snapshot's scope counts as one
+            try:
+                segments = generation.manifest(con)
+            except generation.DamagedManifest as exc:
+                verdict.damaged = str(exc)
+                return verdict
+            if segments is not None:
+                verdict.sensitive += len(segments.scopes & sensitive)  # as a snapshot's
+                verdict.damaged = verify_segments(segments_dir(path), segments.parts)
+                if verdict.damaged:
+                    return verdict
             for scope, rel, size, mtime in con.execute("SELECT scope, path, size, mtime_ns FROM docs"):
                 verdict.memories += 1
                 if scope in sensitive or not rel.endswith(".md"):

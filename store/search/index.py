@@ -27,7 +27,7 @@ from rapidfuzz import fuzz, process
 from engram.store.errors import StoreError
 from engram.store.index import Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.arrays import MemoryTrigrams, Words, bits, indexes, parse_rows
+from engram.store.search.arrays import MemoryTrigrams, Words, bits, indexes
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
 from engram.store.search.rows import FIELDS, Builder, Hit, Rows
 from engram.store.service import Store
@@ -287,7 +287,7 @@ class SearchIndex:
         others, a scan of their heads and the in-memory index of the bodies read."""
         found = [self.loose[self.loose_heads.rows(t)], self.memory.rows(t)]
         if self.fulltext is not None and len(self.position):
-            ids = parse_rows(self.fulltext.matching(t))
+            ids = self.fulltext.matching(t)
             ids = ids[ids < len(self.position)]  # rows it took in after this index was loaded
             rows = self.position[ids]
             found.append(rows[rows >= 0])

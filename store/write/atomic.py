@@ -134,7 +134,9 @@ def scrub(path: Path) -> None:
     try:
         size = path.stat().st_size
         with path.open("r+b") as fh:
-            fh.write(b"\0" * size)
+            zeros = bytes(min(size, 1 << 20))  # a MiB at a time: a search segment may be a gigabyte
+            for _ in range(0, size, len(zeros) or 1):
+                fh.write(zeros[: size - fh.tell()])
             fh.flush()
             os.fsync(fh.fileno())
     except FileNotFoundError:

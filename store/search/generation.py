@@ -1,0 +1,195 @@
+"""Which segments the persistent index has, and how memories get into them.
+
+The manifest (a row of the index's ``meta`` table) names the segment files, their arrays' digests, the scopes
+whose text they hold and the highest id they cover. FTS5 keeps indexing every memory, so segments only ever
+answer faster, never differently: a memory above ``covered`` is answered by FTS5, a memory whose row was deleted
+(its file changed, so its text came back under a new id; or it went) is in the ``dead`` table and its segment
+copy is ignored, and an index whose segments cannot be opened answers from FTS5 alone.
+
+A sync folds the memories above ``covered`` into new segments once there are enough of them, and builds every
+segment again once many of their memories are dead. Files are written and fsynced before the manifest naming
+them commits; files no manifest names (an older generation, or one a crash left) are scrubbed, as the index's
+own pages are: they hold text of plain scopes, and such a scope may be marked sensitive later.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments, text_of
+from engram.store.write.atomic import fsync_dir, scrub
+
+FOLD_FROM = 2_000  # memories beyond the segments from which a sync folds them in (fewer: FTS5 answers quickly)
+FOLD_SHARE = 50  # ... or one memory in this many, whichever is more
+DEAD_SHARE = 10  # segments are built again once one memory in this many of theirs is dead
+
+
+@dataclass(frozen=True)
+class Manifest:
+    covered: int = 0  # the highest id the segments hold
+    parts: dict[str, dict[str, str]] = field(default_factory=dict)  # segment name -> array -> digest
+    scopes: frozenset[str] = frozenset()  # the scopes whose text the segments hold
+
+    def dumps(self) -> str:
+        return json.dumps({"covered": self.covered, "parts": self.parts, "scopes": sorted(self.scopes)})
+
+
+class DamagedManifest(ValueError):
+    """The manifest cannot be read: the segments may hold anything."""
+
+
+def manifest(con: sqlite3.Connection) -> Manifest | None:
+    """The index's manifest, None when it has no segments; raises :class:`DamagedManifest`."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'segments'").fetchone()
+    if row is None:
+        return None
+    try:
+        data = json.loads(row[0])
+        parts = {str(name): {str(a): str(d) for a, d in arrays.items()} for name, arrays in data["parts"].items()}
+        return Manifest(int(data["covered"]), parts, frozenset(str(scope) for scope in data["scopes"]))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise DamagedManifest(f"segment manifest: {exc}") from None
+
+
+def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[str]]) -> bool:
+    """Fold the memories the segments do not cover into new ones when there are enough of them, or build every
+    segment again when none exist or many of theirs are dead; True if it wrote any. The scopes marked sensitive
+    are asked again before the manifest commits (``sensitive``): if the text read holds one, the new files are
+    scrubbed and nothing is kept."""
+    try:
+        known = manifest(con)
+    except DamagedManifest:
+        known = None
+    total = int(con.execute("SELECT count(*) FROM docs").fetchone()[0])
+    fresh = (
+        known is None
+        or _dead(con, known.covered) * DEAD_SHARE > total
+        or len(known.parts) > total // SEGMENT_DOCS + 8  # many small folds: one pass over each costs a keystroke
+    )
+    start = 0 if fresh or known is None else known.covered
+    if not total or (not fresh and _above(con, start) < max(FOLD_FROM, total // FOLD_SHARE)):
+        return False
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    con.execute("BEGIN")  # one snapshot to read from; deletions after it are dead rows after ``seen``
+    try:
+        (seen,) = con.execute("SELECT coalesce(max(seq), 0) FROM dead").fetchone()
+        parts, scopes, covered = _write_segments(con, directory, start)
+    finally:
+        con.execute("COMMIT")
+    if not parts:
+        return False
+    fsync_dir(directory)
+    if not fresh and known is not None:
+        parts, scopes = known.parts | parts, scopes | known.scopes
+    new = Manifest(covered, parts, frozenset(scopes))
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if scopes & sensitive():
+            con.execute("ROLLBACK")
+            sweep(directory, known if not fresh else None)
+            return False
+        con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('segments', ?)", (new.dumps(),))
+        if fresh:
+            con.execute("DELETE FROM dead WHERE seq <= ?", (seen,))  # ids the new segments never read
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    sweep(directory, new)
+    return True
+
+
+def _write_segments(
+    con: sqlite3.Connection, directory: Path, start: int
+) -> tuple[dict[str, dict[str, str]], set[str], int]:
+    """Segments of the memories above id ``start``, SEGMENT_DOCS at a time: (name -> digests, scopes, last id)."""
+    parts: dict[str, dict[str, str]] = {}
+    scopes: set[str] = set()
+    covered = start
+    cursor = con.execute("SELECT id, scope, head, body FROM docs WHERE id > ? ORDER BY id", (start,))
+    while chunk := cursor.fetchmany(SEGMENT_DOCS):
+        ids, chunk_scopes, heads, bodies = zip(*chunk, strict=True)
+        del chunk
+        segment = Segment.build(ids, map(text_of, heads, bodies))
+        name = secrets.token_hex(8)
+        parts[name] = segment.save(directory / name)
+        scopes.update(chunk_scopes)
+        covered = int(ids[-1])
+    return parts, scopes, covered
+
+
+def _dead(con: sqlite3.Connection, covered: int) -> int:
+    return int(con.execute("SELECT count(DISTINCT id) FROM dead WHERE id <= ?", (covered,)).fetchone()[0])
+
+
+def _above(con: sqlite3.Connection, covered: int) -> int:
+    return int(con.execute("SELECT count(*) FROM docs WHERE id > ?", (covered,)).fetchone()[0])
+
+
+def sweep(directory: Path, keep: Manifest | None) -> None:
+    """Scrub every segment file ``keep`` does not name (all of them for None)."""
+    names = set(keep.parts) if keep is not None else set()
+    try:
+        files = list(directory.iterdir())
+    except FileNotFoundError:
+        return
+    for path in files:
+        if path.name.split(".", 1)[0] not in names:
+            scrub(path)
+
+
+class Reader:
+    """The segments of an index as its manifest now says, for a connection that reads it: opened again when
+    another connection committed (SQLite's ``data_version``), with the ids the ``dead`` table lists."""
+
+    def __init__(self, con: sqlite3.Connection, directory: Path) -> None:
+        self.con = con
+        self.directory = directory
+        self._version: int | None = None
+        self._parts: dict[str, dict[str, str]] | None = None
+        self.segments: Segments | None = None
+        self.covered = 0
+        self.alive = np.ones(0, dtype=bool)
+
+    def refresh(self) -> None:
+        """Follow the manifest and the dead ids; on any failure, answer from FTS5 alone (``covered`` 0)."""
+        (version,) = self.con.execute("PRAGMA data_version").fetchone()
+        if version == self._version:
+            return
+        self._version = version
+        try:
+            known = manifest(self.con)
+        except DamagedManifest:
+            known = None
+        if known is None:
+            self._parts, self.segments, self.covered = None, None, 0
+            return
+        if known.parts != self._parts:
+            try:
+                self.segments = Segments.open(self.directory, list(known.parts))
+            except (OSError, ValueError):
+                self._parts, self.segments, self.covered = None, None, 0
+                return
+            self._parts = known.parts
+        self.covered = known.covered
+        alive = np.ones(known.covered + 1, dtype=bool)
+        rows = self.con.execute("SELECT id FROM dead WHERE id <= ?", (known.covered,))
+        dead = np.fromiter((i for (i,) in rows), dtype=np.int64)
+        alive[dead] = False
+        alive[0] = False  # ids start at 1: a zero is a scrubbed file's
+        self.alive = alive
+
+    def matching(self, term: str) -> np.ndarray:
+        """Ids of live memories up to ``covered`` holding ``term``."""
+        if self.segments is None:
+            return np.empty(0, dtype=np.int64)
+        ids = self.segments.matching(term)
+        ids = ids[(ids >= 0) & (ids < len(self.alive))]
+        return ids[self.alive[ids]]

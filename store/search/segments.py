@@ -1,0 +1,202 @@
+"""Positional trigram segments: how the persistent index finds a body term at keyboard speed.
+
+FTS5 answers a phrase by merging the position lists of all its trigrams in every memory holding them: 13 ms for
+``idempotency`` over 75,000 bodies, ten times that over a million, however many keys of the word were typed
+before. A segment keeps, for up to SEGMENT_DOCS memories, their text as one buffer (each memory's head, a NUL,
+its tags and body, a NUL; lowercased UTF-8, as the index stores it) and where every byte trigram of it occurs,
+sorted by trigram. A term is found from the occurrences of its rarest trigram, each checked against the buffer
+byte by byte in numpy; a term typed one key further is found among the occurrences of the term before it, one
+comparison each, so a word costs little more than its first three letters. A match of UTF-8 bytes is a match of
+characters, and no term holds a NUL, so no match spans two memories or a head and a body.
+
+Segments are ``.npy`` files beside the index, memory-mapped: only the pages a query touches are read, and they
+stay the kernel's to reclaim. They hold text of plain scopes only, as the index does, and are scrubbed with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SEGMENT_DOCS = 20_000  # memories per segment: ~9 MB of text, built in about a second with ~150 MB at its peak
+ARRAYS = ("ids", "ends", "text", "positions", "keys", "starts")
+REMEMBERED = 8  # terms whose occurrences are kept for the next key (a broad one at 1M: ~20 MB)
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a term occurs in one segment: offsets in its text, and the memory (its number in the segment) of each."""
+
+    at: np.ndarray  # int64, ascending
+    doc: np.ndarray  # int64, ascending (with repeats)
+
+
+@dataclass(frozen=True)
+class Segment:
+    ids: np.ndarray  # int64: the index's id of each memory, ascending
+    ends: np.ndarray  # int64: where each memory's text ends in ``text``
+    text: np.ndarray  # uint8: head NUL body NUL of each memory
+    positions: np.ndarray  # uint32: every trigram's offsets, by trigram then offset
+    keys: np.ndarray  # uint32: the trigrams present (three bytes as a number), ascending
+    starts: np.ndarray  # int64: where each key's offsets start in ``positions`` (and the end)
+
+    @classmethod
+    def build(cls, ids: Sequence[int], texts: Iterable[bytes]) -> Segment:
+        parts = list(texts)
+        text = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        ends = np.cumsum([len(part) for part in parts], dtype=np.int64)
+        del parts
+        if len(text) >= 1 << 32:
+            raise ValueError("a segment's text must stay under 4 GiB (offsets are 32-bit)")
+        count = max(len(text) - 2, 0)
+        # trigram << 32 | offset, sorted: by trigram, then by offset. Built in place to bound the peak.
+        packed = np.arange(count, dtype=np.uint64)
+        for shift, window in ((48, text[:count]), (40, text[1 : count + 1]), (32, text[2 : count + 2])):
+            packed |= window.astype(np.uint64) << np.uint64(shift)
+        packed.sort()
+        trigrams = (packed >> np.uint64(32)).astype(np.uint32)
+        positions = packed.astype(np.uint32)  # the low 32 bits
+        del packed
+        first = np.flatnonzero(np.diff(trigrams)) + 1 if count else np.empty(0, dtype=np.int64)
+        starts = np.concatenate(([0], first, [count])).astype(np.int64) if count else np.zeros(1, dtype=np.int64)
+        keys = trigrams[starts[:-1]] if count else np.empty(0, dtype=np.uint32)
+        return cls(np.asarray(ids, dtype=np.int64), ends, text, positions, keys, starts)
+
+    def save(self, stem: Path) -> dict[str, str]:
+        """Write the arrays as ``<stem>.<name>.npy``, each fsynced; returns their digests by name."""
+        digests = {}
+        for name in ARRAYS:
+            array = getattr(self, name)
+            path = stem.with_name(f"{stem.name}.{name}.npy")
+            with open(path, "wb") as fh:
+                np.save(fh, array, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            digests[name] = digest(array)
+        return digests
+
+    @classmethod
+    def open(cls, stem: Path) -> Segment:
+        """The arrays of ``stem`` memory-mapped. Raises ``OSError`` or ``ValueError`` for missing or malformed
+        files (the caller answers from FTS5 alone)."""
+        arrays = {
+            name: np.load(stem.with_name(f"{stem.name}.{name}.npy"), mmap_mode="r", allow_pickle=False)
+            for name in ARRAYS
+        }
+        segment = cls(**arrays)
+        segment.check_shape()
+        return segment
+
+    def check_shape(self) -> None:
+        """What must hold for a query never to index out of its arrays (contents are the digests' business)."""
+        kinds = {"ids": np.int64, "ends": np.int64, "text": np.uint8, "positions": np.uint32, "keys": np.uint32}
+        kinds["starts"] = np.int64
+        for name, kind in kinds.items():
+            array = getattr(self, name)
+            if array.dtype != kind or array.ndim != 1:
+                raise ValueError(f"segment array {name}: {array.dtype}, {array.ndim} dimensions")
+        if len(self.ids) != len(self.ends) or len(self.starts) != len(self.keys) + 1:
+            raise ValueError("segment arrays of unequal lengths")
+        if len(self.ends) and int(self.ends[-1]) != len(self.text):
+            raise ValueError("segment text shorter than its memories")
+        if int(self.starts[-1]) != len(self.positions):
+            raise ValueError("segment offsets shorter than its trigrams")
+
+    def find(self, pattern: np.ndarray) -> Found:
+        """Where ``pattern`` (three bytes or more) occurs: the rarest of its trigrams gives the candidates, the
+        other bytes are compared at each."""
+        size = len(pattern)
+        wide = pattern.astype(np.uint32)
+        trigrams = (wide[:-2] << 16) | (wide[1:-1] << 8) | wide[2:]
+        k = np.searchsorted(self.keys, trigrams)
+        if not len(self.keys) or (k >= len(self.keys)).any() or (self.keys[k] != trigrams).any():
+            return _NOWHERE
+        counts = self.starts[k + 1] - self.starts[k]
+        anchor = int(np.argmin(counts))
+        at = self.positions[int(self.starts[k[anchor]]) : int(self.starts[k[anchor] + 1])].astype(np.int64) - anchor
+        at = at[(at >= 0) & (at <= len(self.text) - size)]
+        for j in range(size):
+            if not anchor <= j < anchor + 3:
+                at = at[self.text[at + j] == pattern[j]]
+        return Found(at, np.searchsorted(self.ends, at, side="right"))
+
+    def extend(self, found: Found, pattern: np.ndarray, known: int) -> Found:
+        """Where ``pattern`` occurs, given where its first ``known`` bytes do (``found``)."""
+        keep = found.at <= len(self.text) - len(pattern)
+        at, doc = found.at[keep], found.doc[keep]
+        for j in range(known, len(pattern)):
+            same = self.text[at + j] == pattern[j]
+            at, doc = at[same], doc[same]
+        return Found(at, doc)
+
+    def ids_of(self, found: Found) -> np.ndarray:
+        doc = found.doc
+        if len(doc):
+            doc = doc[np.concatenate(([True], doc[1:] != doc[:-1]))]  # ascending: repeats are neighbours
+        return self.ids[doc]
+
+
+_NOWHERE = Found(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+
+def digest(array: np.ndarray) -> str:
+    """The digest of an array's bytes (what the manifest records and ``check`` compares)."""
+    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8).data, digest_size=16).hexdigest()
+
+
+def text_of(head: str, body: str) -> bytes:
+    """A memory's text in a segment: its head and its tags and body, each ended by a NUL."""
+    return f"{head}\0{body}\0".encode()
+
+
+class Segments:
+    """The segments of one generation, answering terms; remembers the occurrences of the last few terms, so that
+    the next key of a word is found among them. Queries may come from several threads."""
+
+    def __init__(self, parts: Sequence[Segment]) -> None:
+        self.parts = list(parts)
+        self._found: OrderedDict[bytes, list[Found]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, directory: Path, names: Sequence[str]) -> Segments:
+        return cls([Segment.open(directory / name) for name in names])
+
+    def matching(self, term: str) -> np.ndarray:
+        """The ids (ascending) of the memories whose head or body contains ``term`` (three bytes or more: a
+        shorter one has no trigram to start from, and the caller scans heads for it)."""
+        key = term.encode()
+        pattern = np.frombuffer(key, dtype=np.uint8)
+        with self._lock:
+            before = next((key[:n] for n in range(len(key), 2, -1) if key[:n] in self._found), None)
+            if before is None:
+                found = [part.find(pattern) for part in self.parts]
+            else:
+                self._found.move_to_end(before)
+                last = zip(self.parts, self._found[before], strict=True)
+                found = [part.extend(f, pattern, len(before)) for part, f in last]
+            self._found[key] = found
+            while len(self._found) > REMEMBERED:
+                self._found.popitem(last=False)
+        ids = [part.ids_of(f) for part, f in zip(self.parts, found, strict=True)]
+        return np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+
+
+def verify(directory: Path, manifest: Mapping[str, Mapping[str, str]]) -> str | None:
+    """Why the segments of ``manifest`` (name -> array -> digest) are not what was written, or None."""
+    for name, digests in manifest.items():
+        try:
+            segment = Segment.open(directory / name)
+        except (OSError, ValueError) as exc:
+            return f"segment {name}: {exc}"
+        for array, expected in digests.items():
+            if digest(getattr(segment, array)) != expected:
+                return f"segment {name}: {array} is not what was written"
+    return None

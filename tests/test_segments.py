@@ -1,0 +1,153 @@
+"""The persistent index's positional trigram segments: a term is found exactly where it occurs (any Unicode,
+typed a key at a time or at once), a memory whose file changed is answered by its new text and never by the copy
+a segment kept, new memories are folded in and dead ones built out, and a damaged or orphaned segment file is
+found by ``check``, never answers, and is built again or scrubbed."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from memoryd_emulation import memoryd_saves
+
+from engram.store.drift.check import check
+from engram.store.drift.repair import repair
+from engram.store.index import Memory
+from engram.store.search import generation
+from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
+from engram.store.search.index import SearchIndex
+from engram.store.search.segments import Segment, Segments, text_of
+
+PLAIN = "710d5aaf7a15"
+
+alphabet = st.sampled_from("abcab 灰度é\u00e9/")
+bodies = st.lists(st.text(alphabet, max_size=40), min_size=1, max_size=12)
+
+
+def reference(texts: list[str], term: str) -> list[int]:
+    return [n for n, text in enumerate(texts) if term in text]
+
+
+@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=6))
+def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks, word):
+    """Several segments, each memory's head and body; the ids found, fresh or narrowed from the term before,
+    are exactly the memories holding the term in one or the other (never across them)."""
+    texts, parts, next_id = [], [], 1
+    for chunk in chunks:
+        heads = [body[: len(body) // 2] for body in chunk]
+        parts.append(Segment.build(range(next_id, next_id + len(chunk)), map(text_of, heads, chunk)))
+        texts += [f"{h}\0{b}" for h, b in zip(heads, chunk, strict=True)]
+        next_id += len(chunk)
+    typing = Segments(parts)
+    for n in range(1, len(word) + 1):
+        term = word[:n]
+        if len(term.encode()) < 3:
+            continue
+        want = [i + 1 for i in reference([t.replace("\0", "\n") for t in texts], term)]
+        assert typing.matching(term).tolist() == want, term
+        assert Segments(parts).matching(term).tolist() == want, term
+
+
+def test_an_empty_segment_answers_nothing():
+    segment = Segment.build([], [])
+    assert Segments([segment]).matching("abc").tolist() == []
+
+
+def searched(store, text: str) -> set[str]:
+    index = SearchIndex.load(store, FullText.open(store))
+    return {hit.slug for hit in index.search(text, limit=10_000).hits}
+
+
+def manifest(store) -> generation.Manifest:
+    with sqlite3.connect(cache_path(store)) as con:
+        known = generation.manifest(con)
+    assert known is not None
+    return known
+
+
+def test_a_rewritten_memory_is_found_by_its_new_text_and_never_by_the_copy_a_segment_kept(store):
+    sync(store)
+    covered = manifest(store).covered
+    memory = Memory.get(Memory.scope_hash == PLAIN)
+    doc = store.read_doc(memory.body_path)
+    line = next(line for line in doc.body.lower().splitlines() if len(line) >= 24)
+    piece = "'" + line[:24].replace(" ", "\\ ")  # one exact term
+    assert searched(store, piece) == {memory.slug}  # its old text, in a segment
+    doc.body = "okapi-theodolite handbook"
+    memoryd_saves(store.layout.root, doc)  # another process rewrites it
+    sync(store)
+    assert manifest(store).covered == covered  # one change: not folded in, FTS5 answers for it
+    assert not searched(store, piece)  # the segment still holds the old text: it is dead
+    fulltext = FullText.open(store)
+    assert not fulltext.matching(line[:24]).tolist()  # dead to any reader, a kept snapshot's too
+    assert searched(store, "okapi-theodolite") == {memory.slug}
+
+
+def append(store, slug: str, line: str) -> None:
+    """Another process adds a line to a memory (its file may move to another type directory)."""
+    doc = store.read_doc(Memory.get(Memory.slug == slug).body_path)
+    doc.body += f"\n{line}"
+    memoryd_saves(store.layout.root, doc)
+
+
+def test_new_memories_are_folded_in_and_many_dead_ones_built_out(store, monkeypatch):
+    sync(store)
+    first = manifest(store)
+    assert first.covered > 100 and len(first.parts) == 1
+    memories = list(Memory.select().where(Memory.scope_hash == PLAIN).limit(30))
+    for n, memory in enumerate(memories):
+        append(store, memory.slug, f"kiwi-sextant-{n}")
+    monkeypatch.setattr(generation, "FOLD_FROM", 10)
+    monkeypatch.setattr(generation, "DEAD_SHARE", 1)  # dead ones are too many only when more than all
+    sync(store)
+    folded = manifest(store)
+    assert folded.covered > first.covered and len(folded.parts) == 2 and first.parts.items() <= folded.parts.items()
+    assert searched(store, "kiwi-sextant-") == {m.slug for m in memories}
+    monkeypatch.setattr(generation, "DEAD_SHARE", 1_000)  # now one in a thousand is too many
+    for n, memory in enumerate(memories):
+        append(store, memory.slug, f"emu-{n}")
+    sync(store)
+    rebuilt = manifest(store)
+    assert len(rebuilt.parts) == 1 and not rebuilt.parts.keys() & folded.parts.keys()
+    assert sorted(p.name.split(".")[0] for p in segments_dir(cache_path(store)).iterdir()) == [*rebuilt.parts] * 6
+    with sqlite3.connect(cache_path(store)) as con:
+        assert con.execute("SELECT count(*) FROM dead WHERE id <= ?", (rebuilt.covered,)).fetchone()[0] == 0
+    assert searched(store, "kiwi-sextant-") == {m.slug for m in memories}
+    assert searched(store, "'emu-1") >= {memories[1].slug}
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_a_damaged_segment_is_found_by_check_never_answers_and_is_built_again_by_repair(store, damage):
+    sync(store)
+    want = searched(store, "'config/ssr_cache.yaml")
+    assert want
+    name = next(iter(manifest(store).parts))
+    path = segments_dir(cache_path(store)) / f"{name}.text.npy"
+    data = bytearray(path.read_bytes())
+    if damage == "truncate":
+        del data[len(data) // 2 :]
+    else:
+        data[-200:] = b"z" * 200
+    path.write_bytes(bytes(data))
+    assert verify(store).damaged
+    assert check(store).of("search_index_damaged")
+    if damage == "truncate":  # it cannot be opened: FTS5 answers alone, and exactly
+        assert searched(store, "'config/ssr_cache.yaml") == want
+    assert any("search index built again" in m for m in repair(store).fixed)
+    assert verify(store).damaged is None and name not in manifest(store).parts
+    assert searched(store, "'config/ssr_cache.yaml") >= want  # (repair may take in a memory the drift left out)
+
+
+def test_files_no_manifest_names_are_scrubbed(store):
+    sync(store)
+    directory = segments_dir(cache_path(store))
+    orphan = directory / "0123456789abcdef.text.npy"  # what a crash before the manifest's commit leaves
+    np.save(orphan, np.frombuffer(b"left by a crash", dtype=np.uint8))
+    with sqlite3.connect(cache_path(store)) as con:
+        con.execute("DELETE FROM meta WHERE key = 'segments'")
+    sync(store)
+    assert not orphan.exists()
+    assert manifest(store).parts
