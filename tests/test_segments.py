@@ -151,3 +151,4 @@ def test_files_no_manifest_names_are_scrubbed(store):
     sync(store)
     assert not orphan.exists()
     assert manifest(store).parts
+    assert all(p.stat().st_mode & 0o077 == 0 for p in directory.iterdir())  # the owner's only, as the index is

@@ -58,8 +58,12 @@ class Segment:
         count = max(len(text) - 2, 0)
         # trigram << 32 | offset, sorted: by trigram, then by offset. Built in place to bound the peak.
         packed = np.arange(count, dtype=np.uint64)
+        byte = np.empty(count, dtype=np.uint64)  # one scratch array for the three bytes
         for shift, window in ((48, text[:count]), (40, text[1 : count + 1]), (32, text[2 : count + 2])):
-            packed |= window.astype(np.uint64) << np.uint64(shift)
+            np.copyto(byte, window)
+            byte <<= np.uint64(shift)
+            packed |= byte
+        del byte
         packed.sort()
         trigrams = (packed >> np.uint64(32)).astype(np.uint32)
         positions = packed.astype(np.uint32)  # the low 32 bits
@@ -75,7 +79,7 @@ class Segment:
         for name in ARRAYS:
             array = getattr(self, name)
             path = stem.with_name(f"{stem.name}.{name}.npy")
-            with open(path, "wb") as fh:
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
                 np.save(fh, array, allow_pickle=False)
                 fh.flush()
                 os.fsync(fh.fileno())
