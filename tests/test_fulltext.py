@@ -212,9 +212,10 @@ def _words(index: SearchIndex) -> st.SearchStrategy[str]:
         lambda h, i, n: texts[h][i : i + n].strip() or "x",
         st.integers(0, len(texts) - 1),
         st.integers(0, 200),
-        st.integers(3, 12),
+        st.integers(1, 12),  # one and two characters: heads only, from the segments of heads
     )
-    term = st.tuples(st.sampled_from(["", "!", "'"]), piece).map(lambda t: "".join(t).replace(" ", "\\ "))
+    affixes = st.tuples(st.sampled_from(["", "!", "'", "^"]), piece, st.sampled_from(["", "", "$"]))
+    term = affixes.map(lambda t: "".join(t).replace(" ", "\\ "))
     return st.lists(st.one_of(term, st.sampled_from(["tag:front", "type:fa", "!scope:5"])), min_size=1, max_size=3)
 
 

@@ -8,12 +8,16 @@ numpy parses it and scatters the rows into a bitset."""
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 
 import numpy as np
 
 from engram.store.search.rows import Strings
+
+SCANS_REMEMBERED = 4  # needles whose starts a scan keeps for the next key
+SCAN_REMEMBERED_MOST = 4_000_000  # ... each of at most this many starts (16 MB)
 
 
 def phrase(term: str) -> str:
@@ -69,21 +73,38 @@ class Words:
     def __init__(self, heads: Strings) -> None:
         self.units = np.frombuffer(heads.data, dtype=np.uint8)
         self.ends = heads.ends
+        self._found: OrderedDict[bytes, np.ndarray] = OrderedDict()  # needle -> where it starts (uint32)
 
     @cached_property
     def counts(self) -> np.ndarray:
         return np.bincount(self.units, minlength=256)
 
     def rows(self, needle: str) -> np.ndarray:
-        """Positions of the memories whose padded head contains ``needle``; the needle's rarest byte is looked up
-        first (a leading space alone would match a million places), then the others only where it was found."""
-        pattern = np.frombuffer(needle.encode("utf-8", "surrogatepass"), dtype=np.uint8)  # a surrogate: no match
+        """Positions of the memories whose padded head contains ``needle`` (with repeats, harmless to bits())."""
+        return np.searchsorted(self.ends, self.starts(needle), side="right")
+
+    def starts(self, needle: str) -> np.ndarray:
+        """Where ``needle`` starts in the buffer. A needle one key longer than one looked up lately is checked
+        only where that one starts; any other is looked up from its rarest byte (a leading space alone would match
+        a million places), then its other bytes only where that one was found."""
+        key = needle.encode("utf-8", "surrogatepass")  # a surrogate: bytes valid UTF-8 never holds, no match
+        pattern = np.frombuffer(key, dtype=np.uint8)
         if not len(pattern) or len(pattern) > len(self.units):
             return np.empty(0, dtype=np.int64)
-        anchor = int(np.argmin(self.counts[pattern]))
-        at = np.flatnonzero(self.units == pattern[anchor]) - anchor  # where the needle would start
-        at = at[(at >= 0) & (at <= len(self.units) - len(pattern))]
-        for k in range(len(pattern)):
-            if k != anchor:
-                at = at[self.units[at + k] == pattern[k]]
-        return np.searchsorted(self.ends, at, side="right")  # repeats are harmless to bits()
+        known = next((key[:n] for n in range(len(key) - 1, 0, -1) if key[:n] in self._found), None)
+        if known is not None:
+            at = self._found[known].astype(np.int64)
+            at = at[at <= len(self.units) - len(pattern)]
+            checked = range(len(known), len(pattern))
+        else:
+            anchor = int(np.argmin(self.counts[pattern]))
+            at = np.flatnonzero(self.units == pattern[anchor]) - anchor  # where the needle would start
+            at = at[(at >= 0) & (at <= len(self.units) - len(pattern))]
+            checked = range(len(pattern))
+        for k in checked:
+            at = at[self.units[at + k] == pattern[k]]
+        if len(at) <= SCAN_REMEMBERED_MOST:
+            self._found[key] = at.astype(np.uint32)
+            while len(self._found) > SCANS_REMEMBERED:
+                self._found.popitem(last=False)
+        return at

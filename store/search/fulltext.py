@@ -241,6 +241,18 @@ class FullText:
             return np.empty(0, dtype=np.int64)
         return np.concatenate((found, parse_rows(str(rest)))) if rest else found
 
+    def heads_matching(self, needle: str) -> tuple[np.ndarray, int, np.ndarray] | None:
+        """Ids of the memories up to the segments' highest id whose head holds ``needle`` (any length), with that
+        id and which ids up to it are alive: the caller scans the heads of the others. None when there are no
+        segments of heads (the caller scans every head)."""
+        try:
+            with self._reading:
+                self.segments.refresh()
+                ids = self.segments.head_matching(needle)
+                return None if ids is None else (ids, self.segments.covered, self.segments.alive)
+        except sqlite3.Error:
+            return None
+
 
 @dataclass
 class SyncResult:
@@ -558,7 +570,7 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
                 return verdict
             if segments is not None:
                 verdict.sensitive += len(segments.scopes & sensitive)  # as a snapshot's
-                verdict.damaged = verify_segments(segments_dir(path), segments.parts)
+                verdict.damaged = verify_segments(segments_dir(path), segments.files)
                 if verdict.damaged:
                     return verdict
             for scope, rel, size, mtime in con.execute("SELECT scope, path, size, mtime_ns FROM docs"):

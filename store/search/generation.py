@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments, text_of
+from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments, head_of, text_of
 from engram.store.write.atomic import fsync_dir, scrub
 
 FOLD_FROM = 2_000  # memories beyond the segments from which a sync folds them in (fewer: FTS5 answers quickly)
@@ -35,10 +35,22 @@ DEAD_SHARE = 10  # segments are built again once one memory in this many of thei
 class Manifest:
     covered: int = 0  # the highest id the segments hold
     parts: dict[str, dict[str, str]] = field(default_factory=dict)  # segment name -> array -> digest
+    heads: dict[str, dict[str, str]] = field(default_factory=dict)  # the same memories' heads alone
     scopes: frozenset[str] = frozenset()  # the scopes whose text the segments hold
 
+    def after(self, earlier: Manifest) -> Manifest:
+        """These segments folded in after ``earlier``'s."""
+        return Manifest(
+            self.covered, earlier.parts | self.parts, earlier.heads | self.heads, earlier.scopes | self.scopes
+        )
+
     def dumps(self) -> str:
-        return json.dumps({"covered": self.covered, "parts": self.parts, "scopes": sorted(self.scopes)})
+        named = {"covered": self.covered, "parts": self.parts, "heads": self.heads, "scopes": sorted(self.scopes)}
+        return json.dumps(named)
+
+    @property
+    def files(self) -> dict[str, dict[str, str]]:
+        return self.parts | self.heads
 
 
 class DamagedManifest(ValueError):
@@ -52,8 +64,11 @@ def manifest(con: sqlite3.Connection) -> Manifest | None:
         return None
     try:
         data = json.loads(row[0])
-        parts = {str(name): {str(a): str(d) for a, d in arrays.items()} for name, arrays in data["parts"].items()}
-        return Manifest(int(data["covered"]), parts, frozenset(str(scope) for scope in data["scopes"]))
+        parts, heads = (
+            {str(name): {str(a): str(d) for a, d in arrays.items()} for name, arrays in data.get(kind, {}).items()}
+            for kind in ("parts", "heads")
+        )
+        return Manifest(int(data["covered"]), parts, heads, frozenset(str(scope) for scope in data["scopes"]))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise DamagedManifest(f"segment manifest: {exc}") from None
 
@@ -70,6 +85,7 @@ def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[s
     total = int(con.execute("SELECT count(*) FROM docs").fetchone()[0])
     fresh = (
         known is None
+        or len(known.heads) != len(known.parts)  # written before heads had segments of their own
         or _dead(con, known.covered) * DEAD_SHARE > total
         or len(known.parts) > total // SEGMENT_DOCS + 8  # many small folds: one pass over each costs a keystroke
     )
@@ -80,15 +96,14 @@ def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[s
     con.execute("BEGIN")  # one snapshot to read from; deletions after it are dead rows after ``seen``
     try:
         (seen,) = con.execute("SELECT coalesce(max(seq), 0) FROM dead").fetchone()
-        parts, scopes, covered = _write_segments(con, directory, start)
+        written = _write_segments(con, directory, start)
     finally:
         con.execute("COMMIT")
-    if not parts:
+    if not written.parts:
         return False
     fsync_dir(directory)
-    if not fresh and known is not None:
-        parts, scopes = known.parts | parts, scopes | known.scopes
-    new = Manifest(covered, parts, frozenset(scopes))
+    new = written if fresh or known is None else written.after(known)
+    scopes = set(new.scopes)
     con.execute("BEGIN IMMEDIATE")
     try:
         if scopes & sensitive():
@@ -106,23 +121,22 @@ def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[s
     return True
 
 
-def _write_segments(
-    con: sqlite3.Connection, directory: Path, start: int
-) -> tuple[dict[str, dict[str, str]], set[str], int]:
-    """Segments of the memories above id ``start``, SEGMENT_DOCS at a time: (name -> digests, scopes, last id)."""
+def _write_segments(con: sqlite3.Connection, directory: Path, start: int) -> Manifest:
+    """Segments of the memories above id ``start``, SEGMENT_DOCS at a time, and of their heads alone."""
     parts: dict[str, dict[str, str]] = {}
+    heads: dict[str, dict[str, str]] = {}
     scopes: set[str] = set()
     covered = start
     cursor = con.execute("SELECT id, scope, head, body FROM docs WHERE id > ? ORDER BY id", (start,))
     while chunk := cursor.fetchmany(SEGMENT_DOCS):
-        ids, chunk_scopes, heads, bodies = zip(*chunk, strict=True)
+        ids, chunk_scopes, chunk_heads, bodies = zip(*chunk, strict=True)
         del chunk
-        segment = Segment.build(ids, map(text_of, heads, bodies))
         name = secrets.token_hex(8)
-        parts[name] = segment.save(directory / name)
+        parts[name] = Segment.build(ids, map(text_of, chunk_heads, bodies)).save(directory / name)
+        heads[f"{name}-heads"] = Segment.build(ids, map(head_of, chunk_heads)).save(directory / f"{name}-heads")
         scopes.update(chunk_scopes)
         covered = int(ids[-1])
-    return parts, scopes, covered
+    return Manifest(covered, parts, heads, frozenset(scopes))
 
 
 def _dead(con: sqlite3.Connection, covered: int) -> int:
@@ -135,7 +149,7 @@ def _above(con: sqlite3.Connection, covered: int) -> int:
 
 def sweep(directory: Path, keep: Manifest | None) -> None:
     """Scrub every segment file ``keep`` does not name (all of them for None)."""
-    names = set(keep.parts) if keep is not None else set()
+    names = set(keep.files) if keep is not None else set()
     try:
         files = list(directory.iterdir())
     except FileNotFoundError:
@@ -153,43 +167,50 @@ class Reader:
         self.con = con
         self.directory = directory
         self._version: int | None = None
-        self._parts: dict[str, dict[str, str]] | None = None
+        self._files: dict[str, dict[str, str]] | None = None
         self.segments: Segments | None = None
+        self.heads: Segments | None = None
         self.covered = 0
         self.alive = np.ones(0, dtype=bool)
 
-    def refresh(self) -> None:
-        """Follow the manifest and the dead ids; on any failure, answer from FTS5 alone (``covered`` 0)."""
+    def refresh(self) -> bool:
+        """Follow the manifest and the dead ids; on any failure, answer from FTS5 alone (``covered`` 0). True
+        when what the segments answer for may have changed."""
         (version,) = self.con.execute("PRAGMA data_version").fetchone()
         if version == self._version:
-            return
+            return False
         self._version = version
         try:
             known = manifest(self.con)
         except DamagedManifest:
             known = None
-        if known is None:
-            self._parts, self.segments, self.covered = None, None, 0
-            return
-        if known.parts != self._parts:
+        if known is not None and known.files != self._files:
             try:
                 self.segments = Segments.open(self.directory, list(known.parts))
+                self.heads = Segments.open(self.directory, list(known.heads)) if known.heads else None
+                self._files = known.files
             except (OSError, ValueError):
-                self._parts, self.segments, self.covered = None, None, 0
-                return
-            self._parts = known.parts
+                known = None
+        if known is None:
+            self._files, self.segments, self.heads, self.covered, self.alive = None, None, None, 0, np.ones(0, bool)
+            return True
         self.covered = known.covered
         alive = np.ones(known.covered + 1, dtype=bool)
         rows = self.con.execute("SELECT id FROM dead WHERE id <= ?", (known.covered,))
-        dead = np.fromiter((i for (i,) in rows), dtype=np.int64)
-        alive[dead] = False
+        alive[np.fromiter((i for (i,) in rows), dtype=np.int64)] = False
         alive[0] = False  # ids start at 1: a zero is a scrubbed file's
         self.alive = alive
+        return True
 
     def matching(self, term: str) -> np.ndarray:
-        """Ids of live memories up to ``covered`` holding ``term``."""
-        if self.segments is None:
-            return np.empty(0, dtype=np.int64)
-        ids = self.segments.matching(term)
+        """Ids of live memories up to ``covered`` whose head or body holds ``term`` (three bytes or more)."""
+        return self._live(self.segments.matching(term)) if self.segments is not None else np.empty(0, np.int64)
+
+    def head_matching(self, needle: str) -> np.ndarray | None:
+        """Ids of live memories up to ``covered`` whose head holds ``needle`` (any length); None without
+        segments of heads."""
+        return self._live(self.heads.matching(needle)) if self.heads is not None else None
+
+    def _live(self, ids: np.ndarray) -> np.ndarray:
         ids = ids[(ids >= 0) & (ids < len(self.alive))]
         return ids[self.alive[ids]]

@@ -36,6 +36,7 @@ RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, hea
 REFINE_HEADS = 5_000  # ranking checks the heads of at most this many hits one by one (uncached, so kept small)
 CACHE = 256  # term bitsets kept (a 100k-memory bitset is 12.5 KB)
 CHUNK = 20_000  # rows of index.db made compact at a time
+LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"  # one-key terms prepare() answers ahead
 
 
 @dataclass
@@ -75,6 +76,7 @@ class SearchIndex:
         self._tags: dict[str, int] | None = None  # tag -> bitset, built on the first tag: term
         self._cache: OrderedDict[tuple[str, str, str], int] = OrderedDict()
         self._searching = threading.Lock()
+        self._outside: tuple[np.ndarray, np.ndarray, Words] | None = None  # see _unsegmented
 
     @property
     def everything(self) -> int:
@@ -146,12 +148,15 @@ class SearchIndex:
 
     def prepare(self) -> None:
         """What the first field, ``tag:`` or short term would otherwise build while a person types (80 ms at 100k
-        memories for tags, 20 ms for the scan's byte counts): for the worker that loaded the index, once the index
-        answers."""
+        memories for tags, 20 ms for the scan's byte counts, 5 ms for each letter): for the worker that loaded the
+        index, once the index answers."""
         self._tag_bits()
         for name in FIELDS:
             self._field_bits(name)
         self.words.counts  # noqa: B018  (the scan's byte counts, computed on first use)
+        for letter in LETTERS:  # a query's first key: a scan of every head (55 ms at 1M), done here once
+            with self._searching:  # a key typed meanwhile waits for one letter at most
+                self._positive(Term(letter))
 
     def enrich(
         self,
@@ -273,7 +278,7 @@ class SearchIndex:
         else:
             needle = " ".join(t.split())
             needle = {"prefix": f" {needle}", "suffix": f"{needle} ", "equal": f" {needle} "}.get(term.kind, needle)
-            found = bits(self.words.rows(needle), len(self.rows))
+            found = bits(self._head_rows(needle), len(self.rows))
         self._remember(key, found)
         return found
 
@@ -357,9 +362,33 @@ class SearchIndex:
         if found.bit_count() <= REFINE_HEADS:
             return bits(self.rows.heads.find(t, indexes(found, REFINE_HEADS).tolist()), len(self.rows))
         key = ("head", term.kind, t)
-        if key not in self._cache:  # the scan of every head is quicker than a column query of the trigram index
-            self._remember(key, bits(self.words.rows(t), len(self.rows)))
+        if key not in self._cache:
+            self._remember(key, bits(self._head_rows(t), len(self.rows)))
         return self._cache[key]
+
+    def _head_rows(self, needle: str) -> np.ndarray:
+        """Rows whose head holds ``needle``: the persistent index's segments of heads answer for the memories
+        they cover, and the heads of the others are scanned. One byte is scanned in every head (its segments'
+        offsets would be most of them, to be sorted), as is everything without such segments."""
+        segmented = self.fulltext is not None and len(needle.encode()) > 1
+        answer = self.fulltext.heads_matching(needle) if self.fulltext is not None and segmented else None
+        if answer is None:
+            return self.words.rows(needle)
+        ids, covered, alive = answer
+        rows = self.position[ids[ids < len(self.position)]]
+        others, scan = self._unsegmented(covered, alive)
+        return np.concatenate((rows[rows >= 0], others[scan.rows(needle)]))
+
+    def _unsegmented(self, covered: int, alive: np.ndarray) -> tuple[np.ndarray, Words]:
+        """The rows the segments do not answer for (no id in the persistent index, above ``covered``, or dead),
+        and a scan of their heads; made again when the segments changed."""
+        if self._outside is None or self._outside[0] is not alive:
+            doc = self.rows.doc if self.fulltext is not None else np.full(len(self.rows), -1)
+            inside = (doc >= 0) & (doc <= covered)
+            inside[inside] = alive[doc[inside]]
+            rows = np.flatnonzero(~inside)
+            self._outside = (alive, rows, Words(self.rows.heads.take(rows)))
+        return self._outside[1], self._outside[2]
 
 
 def _findable(text: str) -> bool:

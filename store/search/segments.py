@@ -28,6 +28,7 @@ import numpy as np
 SEGMENT_DOCS = 20_000  # memories per segment: ~9 MB of text, built in about a second with ~150 MB at its peak
 ARRAYS = ("ids", "ends", "text", "positions", "keys", "starts")
 REMEMBERED = 8  # terms whose occurrences are kept for the next key (a broad one at 1M: ~20 MB)
+REMEMBERED_MOST = 4_000_000  # ... each of at most this many occurrences (64 MB)
 
 
 @dataclass(frozen=True)
@@ -55,20 +56,21 @@ class Segment:
         del parts
         if len(text) >= 1 << 32:
             raise ValueError("a segment's text must stay under 4 GiB (offsets are 32-bit)")
-        count = max(len(text) - 2, 0)
+        count = len(text)  # a trigram starts at every byte: the last two end in NULs past the text
+        after = np.concatenate((text, np.zeros(2, dtype=np.uint8)))
         # trigram << 32 | offset, sorted: by trigram, then by offset. Built in place to bound the peak.
         packed = np.arange(count, dtype=np.uint64)
         byte = np.empty(count, dtype=np.uint64)  # one scratch array for the three bytes
-        for shift, window in ((48, text[:count]), (40, text[1 : count + 1]), (32, text[2 : count + 2])):
+        for shift, window in ((48, after[:count]), (40, after[1 : count + 1]), (32, after[2 : count + 2])):
             np.copyto(byte, window)
             byte <<= np.uint64(shift)
             packed |= byte
-        del byte
+        del byte, after
         packed.sort()
         trigrams = (packed >> np.uint64(32)).astype(np.uint32)
         positions = packed.astype(np.uint32)  # the low 32 bits
         del packed
-        first = np.flatnonzero(np.diff(trigrams)) + 1 if count else np.empty(0, dtype=np.int64)
+        first = np.flatnonzero(np.diff(trigrams)) + 1
         starts = np.concatenate(([0], first, [count])).astype(np.int64) if count else np.zeros(1, dtype=np.int64)
         keys = trigrams[starts[:-1]] if count else np.empty(0, dtype=np.uint32)
         return cls(np.asarray(ids, dtype=np.int64), ends, text, positions, keys, starts)
@@ -131,6 +133,14 @@ class Segment:
                 at = at[self.text[at + j] == pattern[j]]
         return Found(at, np.searchsorted(self.ends, at, side="right"))
 
+    def find_short(self, pattern: np.ndarray) -> Found:
+        """Where a pattern of one or two bytes occurs: the offsets of every trigram it begins, one slice of
+        ``positions`` (its keys are neighbours), put back in order."""
+        low = int(pattern[0]) << 16 | (int(pattern[1]) << 8 if len(pattern) > 1 else 0)
+        first, last = np.searchsorted(self.keys, [low, low + (1 << 8 if len(pattern) > 1 else 1 << 16)])
+        at = np.sort(self.positions[int(self.starts[first]) : int(self.starts[last])]).astype(np.int64)
+        return Found(at, np.searchsorted(self.ends, at, side="right"))
+
     def extend(self, found: Found, pattern: np.ndarray, known: int) -> Found:
         """Where ``pattern`` occurs, given where its first ``known`` bytes do (``found``)."""
         keep = found.at <= len(self.text) - len(pattern)
@@ -155,6 +165,11 @@ def digest(array: np.ndarray) -> str:
     return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8).data, digest_size=16).hexdigest()
 
 
+def head_of(head: str) -> bytes:
+    """A memory's head alone in a segment of heads, ended by a NUL (as the console's rows hold it)."""
+    return f"{head}\0".encode()
+
+
 def text_of(head: str, body: str) -> bytes:
     """A memory's text in a segment: its head and its tags and body, each ended by a NUL."""
     return f"{head}\0{body}\0".encode()
@@ -173,22 +188,24 @@ class Segments:
     def open(cls, directory: Path, names: Sequence[str]) -> Segments:
         return cls([Segment.open(directory / name) for name in names])
 
-    def matching(self, term: str) -> np.ndarray:
-        """The ids (ascending) of the memories whose head or body contains ``term`` (three bytes or more: a
-        shorter one has no trigram to start from, and the caller scans heads for it)."""
-        key = term.encode()
+    def matching(self, needle: str) -> np.ndarray:
+        """The ids (ascending) of the memories whose text contains ``needle`` (no NUL in it)."""
+        key = needle.encode()
         pattern = np.frombuffer(key, dtype=np.uint8)
         with self._lock:
-            before = next((key[:n] for n in range(len(key), 2, -1) if key[:n] in self._found), None)
-            if before is None:
-                found = [part.find(pattern) for part in self.parts]
-            else:
+            before = next((key[:n] for n in range(len(key), 0, -1) if key[:n] in self._found), None)
+            if before is not None:
                 self._found.move_to_end(before)
                 last = zip(self.parts, self._found[before], strict=True)
                 found = [part.extend(f, pattern, len(before)) for part, f in last]
-            self._found[key] = found
-            while len(self._found) > REMEMBERED:
-                self._found.popitem(last=False)
+            elif len(pattern) >= 3:
+                found = [part.find(pattern) for part in self.parts]
+            else:
+                found = [part.find_short(pattern) for part in self.parts]
+            if sum(len(f.at) for f in found) <= REMEMBERED_MOST:
+                self._found[key] = found
+                while len(self._found) > REMEMBERED:
+                    self._found.popitem(last=False)
         ids = [part.ids_of(f) for part, f in zip(self.parts, found, strict=True)]
         return np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
 
