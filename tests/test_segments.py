@@ -142,6 +142,25 @@ def test_a_damaged_segment_is_found_by_check_never_answers_and_is_built_again_by
     assert searched(store, "'config/ssr_cache.yaml") >= want  # (repair may take in a memory the drift left out)
 
 
+@pytest.mark.parametrize("array", ["positions", "ends", "ids", "starts"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_a_segment_changed_in_place_never_fails_a_search_and_repair_brings_its_answers_back(store, array, value):
+    """Values pointing outside the arrays (a file changed in place, same shape): every query still gets an
+    answer, ``check`` finds the change by its digest, and ``repair`` builds the segments again."""
+    sync(store)
+    queries = ("'config/ssr_cache.yaml", "co", "^how", "ssr_cache")
+    want = {q: searched(store, q) for q in queries}
+    for path in segments_dir(cache_path(store)).glob(f"*.{array}.npy"):
+        values = np.load(path, mmap_mode="r+")
+        values[len(values) // 2 :] = np.iinfo(values.dtype).max if value else 0
+        values.flush()
+    for q in queries:
+        searched(store, q)  # answers, whatever it finds
+    assert verify(store).damaged and check(store).of("search_index_damaged")
+    repair(store)
+    assert {q: searched(store, q) >= want[q] for q in queries} == dict.fromkeys(queries, True)
+
+
 def test_files_no_manifest_names_are_scrubbed(store):
     sync(store)
     directory = segments_dir(cache_path(store))

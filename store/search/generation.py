@@ -172,6 +172,7 @@ class Reader:
         self.heads: Segments | None = None
         self.covered = 0
         self.alive = np.ones(0, dtype=bool)
+        self._any_dead = False
 
     def refresh(self) -> bool:
         """Follow the manifest and the dead ids; on any failure, answer from FTS5 alone (``covered`` 0). True
@@ -197,20 +198,34 @@ class Reader:
         self.covered = known.covered
         alive = np.ones(known.covered + 1, dtype=bool)
         rows = self.con.execute("SELECT id FROM dead WHERE id <= ?", (known.covered,))
-        alive[np.fromiter((i for (i,) in rows), dtype=np.int64)] = False
+        dead = np.fromiter((i for (i,) in rows), dtype=np.int64)
+        alive[dead] = False
         alive[0] = False  # ids start at 1: a zero is a scrubbed file's
-        self.alive = alive
+        self.alive, self._any_dead = alive, bool(len(dead))
         return True
 
     def matching(self, term: str) -> np.ndarray:
         """Ids of live memories up to ``covered`` whose head or body holds ``term`` (three bytes or more)."""
-        return self._live(self.segments.matching(term)) if self.segments is not None else np.empty(0, np.int64)
+        found = self._asked(self.segments, term)
+        return found if found is not None else np.empty(0, np.int64)
 
     def head_matching(self, needle: str) -> np.ndarray | None:
         """Ids of live memories up to ``covered`` whose head holds ``needle`` (any length); None without
         segments of heads."""
-        return self._live(self.heads.matching(needle)) if self.heads is not None else None
+        return self._asked(self.heads, needle)
+
+    def _asked(self, segments: Segments | None, needle: str) -> np.ndarray | None:
+        """A segments' answer; one whose arrays point outside themselves (a file changed since its digest was
+        taken) is dropped with all the others until the manifest changes: FTS5 and the scan answer meanwhile."""
+        if segments is None:
+            return None
+        try:
+            return self._live(segments.matching(needle))
+        except (IndexError, ValueError):
+            self.segments, self.heads, self.covered, self.alive = None, None, 0, np.ones(0, bool)
+            return None
 
     def _live(self, ids: np.ndarray) -> np.ndarray:
-        ids = ids[(ids >= 0) & (ids < len(self.alive))]
-        return ids[self.alive[ids]]
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(self.alive)):  # a damaged file's
+            ids = ids[(ids >= 0) & (ids < len(self.alive))]
+        return ids[self.alive[ids]] if self._any_dead else ids[ids > 0]

@@ -21,22 +21,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
 SEGMENT_DOCS = 20_000  # memories per segment: ~9 MB of text, built in about a second with ~150 MB at its peak
 ARRAYS = ("ids", "ends", "text", "positions", "keys", "starts")
+BLOCK_BITS = 6  # blocks of 64 bytes: a memory is at least a NUL or two, so a block holds few ends
 REMEMBERED = 8  # terms whose occurrences are kept for the next key (a broad one at 1M: ~20 MB)
-REMEMBERED_MOST = 4_000_000  # ... each of at most this many occurrences (64 MB)
-
-
-@dataclass(frozen=True)
-class Found:
-    """Where a term occurs in one segment: offsets in its text, and the memory (its number in the segment) of each."""
-
-    at: np.ndarray  # int64, ascending
-    doc: np.ndarray  # int64, ascending (with repeats)
+REMEMBERED_MOST = 4_000_000  # ... each of at most this many occurrences (16-32 MB)
 
 
 @dataclass(frozen=True)
@@ -92,8 +86,8 @@ class Segment:
     def open(cls, stem: Path) -> Segment:
         """The arrays of ``stem`` memory-mapped. Raises ``OSError`` or ``ValueError`` for missing or malformed
         files (the caller answers from FTS5 alone)."""
-        arrays = {
-            name: np.load(stem.with_name(f"{stem.name}.{name}.npy"), mmap_mode="r", allow_pickle=False)
+        arrays = {  # plain views of the maps: numpy's memmap class costs a call on every slice
+            name: np.load(stem.with_name(f"{stem.name}.{name}.npy"), mmap_mode="r", allow_pickle=False).view(np.ndarray)
             for name in ARRAYS
         }
         segment = cls(**arrays)
@@ -115,7 +109,7 @@ class Segment:
         if int(self.starts[-1]) != len(self.positions):
             raise ValueError("segment offsets shorter than its trigrams")
 
-    def find(self, pattern: np.ndarray) -> Found:
+    def find(self, pattern: np.ndarray) -> np.ndarray:
         """Where ``pattern`` (three bytes or more) occurs: the rarest of its trigrams gives the candidates, the
         other bytes are compared at each."""
         size = len(pattern)
@@ -126,38 +120,60 @@ class Segment:
             return _NOWHERE
         counts = self.starts[k + 1] - self.starts[k]
         anchor = int(np.argmin(counts))
-        at = self.positions[int(self.starts[k[anchor]]) : int(self.starts[k[anchor] + 1])].astype(np.int64) - anchor
-        at = at[(at >= 0) & (at <= len(self.text) - size)]
-        for j in range(size):
-            if not anchor <= j < anchor + 3:
-                at = at[self.text[at + j] == pattern[j]]
-        return Found(at, np.searchsorted(self.ends, at, side="right"))
+        offsets = self.positions[int(self.starts[k[anchor]]) : int(self.starts[k[anchor] + 1])]  # ascending
+        first = int(np.searchsorted(offsets, anchor))  # where the whole pattern fits in the text
+        last = int(np.searchsorted(offsets, len(self.text) - size + anchor, side="right"))
+        at = offsets[first:last]
+        if size > 3:
+            at = at.astype(np.int64) - anchor
+            for j in range(size):
+                if not anchor <= j < anchor + 3:
+                    at = at[self.text[at + j] == pattern[j]]
+        return at
 
-    def find_short(self, pattern: np.ndarray) -> Found:
+    def find_short(self, pattern: np.ndarray) -> np.ndarray:
         """Where a pattern of one or two bytes occurs: the offsets of every trigram it begins, one slice of
         ``positions`` (its keys are neighbours), put back in order."""
         low = int(pattern[0]) << 16 | (int(pattern[1]) << 8 if len(pattern) > 1 else 0)
         first, last = np.searchsorted(self.keys, [low, low + (1 << 8 if len(pattern) > 1 else 1 << 16)])
-        at = np.sort(self.positions[int(self.starts[first]) : int(self.starts[last])]).astype(np.int64)
-        return Found(at, np.searchsorted(self.ends, at, side="right"))
+        return np.sort(self.positions[int(self.starts[first]) : int(self.starts[last])])
 
-    def extend(self, found: Found, pattern: np.ndarray, known: int) -> Found:
-        """Where ``pattern`` occurs, given where its first ``known`` bytes do (``found``)."""
-        keep = found.at <= len(self.text) - len(pattern)
-        at, doc = found.at[keep], found.doc[keep]
+    def extend(self, at: np.ndarray, pattern: np.ndarray, known: int) -> np.ndarray:
+        """Where ``pattern`` occurs, given where its first ``known`` bytes do (``at``, ascending)."""
+        at = at[: int(np.searchsorted(at, len(self.text) - len(pattern), side="right"))]
         for j in range(known, len(pattern)):
-            same = self.text[at + j] == pattern[j]
-            at, doc = at[same], doc[same]
-        return Found(at, doc)
+            at = at[self.text[at + j] == pattern[j]]
+        return at
 
-    def ids_of(self, found: Found) -> np.ndarray:
-        doc = found.doc
-        if len(doc):
-            doc = doc[np.concatenate(([True], doc[1:] != doc[:-1]))]  # ascending: repeats are neighbours
-        return self.ids[doc]
+    @cached_property
+    def ends32(self) -> np.ndarray:
+        """``ends`` as the offsets' type: searchsorted then casts neither."""
+        return self.ends.astype(np.uint32)
+
+    def ids_of(self, at: np.ndarray) -> np.ndarray:
+        """The ids of the memories holding the offsets ``at``."""
+        present = np.zeros(len(self.ids), dtype=bool)
+        present[self.docs_of(at)] = True
+        return self.ids[present]
+
+    def docs_of(self, at: np.ndarray) -> np.ndarray:
+        """The memory (its number here) of each offset: the one where its block of BLOCK bytes starts, moved on
+        past each end the block holds (twice as quick as a binary search of every offset)."""
+        doc = self.block_docs[at >> BLOCK_BITS]
+        while True:
+            over = self.ends32[doc] <= at
+            if not over.any():
+                return doc
+            doc += over
+
+    @cached_property
+    def block_docs(self) -> np.ndarray:
+        """The memory each block of BLOCK bytes of the text starts in (made on first use: 2 ms a segment)."""
+        starts = np.arange(0, len(self.text) + 1, 1 << BLOCK_BITS, dtype=np.int64)
+        return np.searchsorted(self.ends, starts, side="right").astype(np.int32)
 
 
-_NOWHERE = Found(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+_NOWHERE = np.empty(0, dtype=np.int64)
 
 
 def digest(array: np.ndarray) -> str:
@@ -181,7 +197,7 @@ class Segments:
 
     def __init__(self, parts: Sequence[Segment]) -> None:
         self.parts = list(parts)
-        self._found: OrderedDict[bytes, list[Found]] = OrderedDict()
+        self._found: OrderedDict[bytes, list[np.ndarray]] = OrderedDict()  # needle -> offsets per segment
         self._lock = threading.Lock()
 
     @classmethod
@@ -202,7 +218,7 @@ class Segments:
                 found = [part.find(pattern) for part in self.parts]
             else:
                 found = [part.find_short(pattern) for part in self.parts]
-            if sum(len(f.at) for f in found) <= REMEMBERED_MOST:
+            if sum(map(len, found)) <= REMEMBERED_MOST:
                 self._found[key] = found
                 while len(self._found) > REMEMBERED:
                     self._found.popitem(last=False)
