@@ -227,6 +227,16 @@ class FullText:
         except sqlite3.Error:
             pass
 
+    def warm(self) -> tuple[int, np.ndarray] | None:
+        """Open the segments and make what their first query would (for the worker that loads the search);
+        returns what they cover (as :meth:`heads_matching` does), None without segments of heads."""
+        with contextlib.suppress(sqlite3.Error), self._reading:
+            self.segments.refresh()
+            self.segments.warm()
+            if self.segments.heads is not None:
+                return self.segments.covered, self.segments.alive
+        return None
+
     def matching(self, term: str) -> np.ndarray:
         """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they
         cover, FTS5 for those above them. A damaged or discarded file answers nothing rather than failing a

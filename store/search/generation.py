@@ -204,6 +204,11 @@ class Reader:
         self.alive, self._any_dead = alive, bool(len(dead))
         return True
 
+    def warm(self) -> None:
+        for segments in (self.segments, self.heads):
+            if segments is not None:
+                segments.warm()
+
     def matching(self, term: str) -> np.ndarray:
         """Ids of live memories up to ``covered`` whose head or body holds ``term`` (three bytes or more)."""
         found = self._asked(self.segments, term)

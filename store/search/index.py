@@ -154,6 +154,8 @@ class SearchIndex:
         for name in FIELDS:
             self._field_bits(name)
         self.words.counts  # noqa: B018  (the scan's byte counts, computed on first use)
+        if self.fulltext is not None and (coverage := self.fulltext.warm()) is not None:
+            self._unsegmented(*coverage)
         for letter in LETTERS:  # a query's first key: a scan of every head (55 ms at 1M), done here once
             with self._searching:  # a key typed meanwhile waits for one letter at most
                 self._positive(Term(letter))
@@ -387,7 +389,8 @@ class SearchIndex:
             inside = (doc >= 0) & (doc <= covered)
             inside[inside] = alive[doc[inside]]
             rows = np.flatnonzero(~inside)
-            self._outside = (alive, rows, Words(self.rows.heads.take(rows)))
+            same = np.array_equal(rows, self.loose)  # as a rule: the rows with no id in the persistent index
+            self._outside = (alive, rows, self.loose_heads if same else Words(self.rows.heads.take(rows)))
         return self._outside[1], self._outside[2]
 
 
