@@ -27,7 +27,7 @@ from rapidfuzz import fuzz, process
 from engram.store.errors import StoreError
 from engram.store.index import Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.arrays import MemoryTrigrams, Words, bits, indexes
+from engram.store.search.arrays import Heads, MemoryTrigrams, Words, bits, indexes
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
 from engram.store.search.rows import FIELDS, Builder, Hit, Rows
 from engram.store.service import Store
@@ -67,7 +67,7 @@ class SearchIndex:
         self.position = np.full(int(rows.doc.max(initial=-1)) + 1, -1, dtype=np.int64)  # persistent id -> row
         self.position[rows.doc[covered]] = covered
         self.loose = np.flatnonzero(~self.covered)  # the rows the persistent index does not answer for
-        self.loose_heads = Words(rows.heads.take(self.loose))
+        self.loose_heads = Heads(rows.heads.take(self.loose))
         self.memory = MemoryTrigrams({})  # bodies of loose rows, once enriched
         self.bodies: dict[int, str] = {}  # row -> tags and body, for rows not covered, once enriched
         self.tags: dict[int, list[str]] = {}  # row -> tags, for rows not covered, once enriched
@@ -76,7 +76,7 @@ class SearchIndex:
         self._tags: dict[str, int] | None = None  # tag -> bitset, built on the first tag: term
         self._cache: OrderedDict[tuple[str, str, str], int] = OrderedDict()
         self._searching = threading.Lock()
-        self._outside: tuple[np.ndarray, np.ndarray, Words] | None = None  # see _unsegmented
+        self._outside: tuple[np.ndarray, np.ndarray, Heads] | None = None  # see _unsegmented
 
     @property
     def everything(self) -> int:
@@ -154,8 +154,9 @@ class SearchIndex:
         for name in FIELDS:
             self._field_bits(name)
         self.words.counts  # noqa: B018  (the scan's byte counts, computed on first use)
+        self.loose_heads.prepare()
         if self.fulltext is not None and (coverage := self.fulltext.warm()) is not None:
-            self._unsegmented(*coverage)
+            self._unsegmented(*coverage)[1].prepare()
         for letter in LETTERS:  # a query's first key: a scan of every head (55 ms at 1M), done here once
             with self._searching:  # a key typed meanwhile waits for one letter at most
                 self._positive(Term(letter))
@@ -381,7 +382,7 @@ class SearchIndex:
         others, scan = self._unsegmented(covered, alive)
         return np.concatenate((rows[rows >= 0], others[scan.rows(needle)]))
 
-    def _unsegmented(self, covered: int, alive: np.ndarray) -> tuple[np.ndarray, Words]:
+    def _unsegmented(self, covered: int, alive: np.ndarray) -> tuple[np.ndarray, Heads]:
         """The rows the segments do not answer for (no id in the persistent index, above ``covered``, or dead),
         and a scan of their heads; made again when the segments changed."""
         if self._outside is None or self._outside[0] is not alive:
@@ -390,7 +391,7 @@ class SearchIndex:
             inside[inside] = alive[doc[inside]]
             rows = np.flatnonzero(~inside)
             same = np.array_equal(rows, self.loose)  # as a rule: the rows with no id in the persistent index
-            self._outside = (alive, rows, self.loose_heads if same else Words(self.rows.heads.take(rows)))
+            self._outside = (alive, rows, self.loose_heads if same else Heads(self.rows.heads.take(rows)))
         return self._outside[1], self._outside[2]
 
 

@@ -49,6 +49,11 @@ class Segment:
         text = np.frombuffer(b"".join(parts), dtype=np.uint8)
         ends = np.cumsum([len(part) for part in parts], dtype=np.int64)
         del parts
+        return cls.of(ids, text, ends)
+
+    @classmethod
+    def of(cls, ids: Sequence[int] | np.ndarray, text: np.ndarray, ends: np.ndarray) -> Segment:
+        """The segment of memories ``ids`` whose texts, one after another, are ``text``, each ending at ``ends``."""
         if len(text) >= 1 << 32:
             raise ValueError("a segment's text must stay under 4 GiB (offsets are 32-bit)")
         count = len(text)  # a trigram starts at every byte: the last two end in NULs past the text
