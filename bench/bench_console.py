@@ -49,6 +49,13 @@ def resident_mb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def mapped_mb() -> float:
+    """How much of :func:`resident_mb` is pages of mapped files (the search's segments: the kernel's page cache,
+    shared and reclaimable, not memory the process holds)."""
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    return int(status.get("RssFile", "0 kB").split()[0]) / 1024
+
+
 def percentiles(samples: list[float]) -> str:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]

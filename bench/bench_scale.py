@@ -46,7 +46,7 @@ print("kept")
 LOAD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
-from bench_console import percentiles, resident_mb, typing
+from bench_console import mapped_mb, percentiles, resident_mb, typing
 from engram.store.search.fulltext import FullText
 from engram.store.search.index import SearchIndex
 from engram.store.service import Store
@@ -59,14 +59,20 @@ with Store.open(sys.argv[1]) as store:
     kept.prepare()  # as the console's loading worker does once it answers
     kept_rss = resident_mb()
     kept_typing = percentiles(typing(kept))
+    kept_typed, kept_mapped = resident_mb(), mapped_mb()
     del kept
     t = time.perf_counter()
     index = SearchIndex.load(store, fulltext)
     load = time.perf_counter() - t
     index.prepare()  # as the console's loading worker does once the index answers (field and tag: bitsets)
-    rss = resident_mb()
+    rss, mapped = resident_mb(), mapped_mb()
+    full_typing = percentiles(typing(index))
+    typed, typed_mapped = resident_mb(), mapped_mb()
+    index.release()  # as the console does once typing stops
     print(json.dumps({"open": opened, "load": load, "rss_before": before, "rss_open": kept_rss, "rss": rss,
-                      "typing_open": kept_typing, "typing": percentiles(typing(index))}))
+                      "mapped": mapped, "typing_open": kept_typing, "typing": full_typing,
+                      "rss_open_typed": kept_typed, "mapped_open_typed": kept_mapped, "rss_typed": typed,
+                      "mapped_typed": typed_mapped, "rss_idle": resident_mb()}))
 """
 
 
@@ -134,12 +140,17 @@ def main() -> None:
         loaded = json.loads(run(LOAD, str(root), str(Path(__file__).parent)))
         print(
             f"body search available after open (rows of plain scopes kept by the last open): {loaded['open']:.2f} s, "
-            f"resident {loaded['rss_before']:.0f} -> {loaded['rss_open']:.0f} MB; keystrokes {loaded['typing_open']}",
+            f"resident {loaded['rss_before']:.0f} -> {loaded['rss_open']:.0f} MB; keystrokes {loaded['typing_open']}; "
+            f"resident after typing {loaded['rss_open_typed']:.0f} MB, {loaded['mapped_open_typed']:.0f} MB of it "
+            "mapped index files",
             flush=True,
         )
         print(
             f"every row read from index.db (in the background in the console): {loaded['load']:.2f} s, "
-            f"resident {loaded['rss']:.0f} MB; keystrokes {loaded['typing']}",
+            f"resident {loaded['rss']:.0f} MB ({loaded['mapped']:.0f} MB of it mapped index files); "
+            f"keystrokes {loaded['typing']}; resident after typing "
+            f"{loaded['rss_typed']:.0f} MB, {loaded['mapped_typed']:.0f} MB of it mapped index files; "
+            f"once typing stops (mapped pages released) {loaded['rss_idle']:.0f} MB",
             flush=True,
         )
         checked = json.loads(run(STEP, str(root), "check"))

@@ -6,6 +6,7 @@ found by ``check``, never answers, and is built again or scrubbed."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,3 +173,28 @@ def test_files_no_manifest_names_are_scrubbed(store):
     assert not orphan.exists()
     assert manifest(store).parts
     assert all(p.stat().st_mode & 0o077 == 0 for p in directory.iterdir())  # the owner's only, as the index is
+
+
+def mapped_kb(directory) -> int:
+    """Resident kilobytes of this process's maps of files in ``directory`` (Linux's smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line[:1].isupper():  # a map's header: address range, permissions, ..., path
+            inside = str(directory) in line
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_release_lets_go_of_the_pages_a_search_mapped_in_and_answers_stay(store):
+    sync(store)
+    fulltext = FullText.open(store)
+    index = SearchIndex.load(store, fulltext)
+    want = {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits}
+    index.search("con", limit=10)
+    directory = segments_dir(cache_path(store))
+    assert mapped_kb(directory) > 0
+    index.release()
+    assert mapped_kb(directory) == 0
+    index._cache.clear()
+    assert {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits} == want

@@ -9,6 +9,7 @@ import ast
 import re
 import sqlite3
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -334,3 +335,27 @@ async def test_a_large_index_is_searched_in_a_worker_and_only_the_last_query_is_
         await settle(app, pilot)
         assert pane.result.total == 0 and not pane.result.hits
         assert await search(app, pilot, "config")  # and a query left standing is answered
+
+
+async def test_the_index_lets_go_of_its_mapped_pages_once_typing_stops(store, monkeypatch):
+    import engram.tui.panes.search as search_module
+    from engram.store.search.index import SearchIndex
+
+    monkeypatch.setattr(search_module, "IDLE", 1.0)
+    released: list[float] = []
+    monkeypatch.setattr(SearchIndex, "release", lambda index: released.append(time.monotonic()))
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(app, pilot)
+        box = app.query_one("#search-query", Input)
+        for text in ("c", "co", "con"):
+            box.value = text
+            await pilot.pause(0.01)
+        last = time.monotonic()
+        assert not released  # keys came quicker than the idle delay: each put it off
+        for _ in range(100):
+            if released:
+                break
+            await pilot.pause(0.05)
+        assert len(released) == 1 and released[0] >= last

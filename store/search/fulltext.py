@@ -237,6 +237,10 @@ class FullText:
                 return self.segments.covered, self.segments.alive
         return None
 
+    def release(self) -> None:
+        """Let go of the segments' pages queries touched (see :meth:`Segment.release`): for a console idle."""
+        self.segments.release()
+
     def matching(self, term: str) -> np.ndarray:
         """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they
         cover, FTS5 for those above them. A damaged or discarded file answers nothing rather than failing a

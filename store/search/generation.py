@@ -209,6 +209,11 @@ class Reader:
             if segments is not None:
                 segments.warm()
 
+    def release(self) -> None:
+        for segments in (self.segments, self.heads):
+            if segments is not None:
+                segments.release()
+
     def matching(self, term: str) -> np.ndarray:
         """Ids of live memories up to ``covered`` whose head or body holds ``term`` (three bytes or more)."""
         found = self._asked(self.segments, term)

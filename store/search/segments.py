@@ -16,6 +16,7 @@ stay the kernel's to reclaim. They hold text of plain scopes only, as the index 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -42,6 +43,7 @@ class Segment:
     positions: np.ndarray  # uint32: every trigram's offsets, by trigram then offset
     keys: np.ndarray  # uint32: the trigrams present (three bytes as a number), ascending
     starts: np.ndarray  # int64: where each key's offsets start in ``positions`` (and the end)
+    maps: tuple[mmap.mmap, ...] = ()  # the files' maps, for a segment opened from them
 
     @classmethod
     def build(cls, ids: Sequence[int], texts: Iterable[bytes]) -> Segment:
@@ -92,13 +94,16 @@ class Segment:
     def open(cls, stem: Path) -> Segment:
         """The arrays of ``stem`` memory-mapped. Raises ``OSError`` or ``ValueError`` for missing or malformed
         files (the caller answers from FTS5 alone)."""
-        arrays = {  # plain views of the maps: numpy's memmap class costs a call on every slice
-            name: np.load(stem.with_name(f"{stem.name}.{name}.npy"), mmap_mode="r", allow_pickle=False).view(np.ndarray)
-            for name in ARRAYS
-        }
-        segment = cls(**arrays)
+        maps = {name: _mapped(stem.with_name(f"{stem.name}.{name}.npy")) for name in ARRAYS}
+        segment = cls(**{name: array for name, (array, _) in maps.items()}, maps=tuple(m for _, m in maps.values()))
         segment.check_shape()
         return segment
+
+    def release(self) -> None:
+        """Let go of the pages of the files queries touched: they stay in the kernel's cache, and the next query
+        maps them again (a page fault each), but they no longer count as this process's resident memory."""
+        for mapped in self.maps:
+            mapped.madvise(mmap.MADV_DONTNEED)
 
     def check_shape(self) -> None:
         """What must hold for a query never to index out of its arrays (contents are the digests' business)."""
@@ -182,6 +187,24 @@ class Segment:
 _NOWHERE = np.empty(0, dtype=np.int64)
 
 
+def _mapped(path: Path) -> tuple[np.ndarray, mmap.mmap]:
+    """The array of a ``.npy`` file, read where the file is mapped (its header read as numpy reads it), and the
+    map. Raises ``OSError`` or ``ValueError``."""
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in readers:
+            raise ValueError(f"{path.name}: .npy format {version}")
+        shape, fortran, dtype = readers[version](fh)
+        offset = fh.tell()
+        if fortran or len(shape) != 1 or dtype.hasobject:
+            raise ValueError(f"{path.name}: not a flat array")
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    if offset + shape[0] * dtype.itemsize > len(mapped):
+        raise ValueError(f"{path.name}: shorter than its header says")
+    return np.frombuffer(mapped, dtype=dtype, count=shape[0], offset=offset), mapped
+
+
 def digest(array: np.ndarray) -> str:
     """The digest of an array's bytes (what the manifest records and ``check`` compares)."""
     return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8).data, digest_size=16).hexdigest()
@@ -209,6 +232,10 @@ class Segments:
     @classmethod
     def open(cls, directory: Path, names: Sequence[str]) -> Segments:
         return cls([Segment.open(directory / name) for name in names])
+
+    def release(self) -> None:
+        for part in self.parts:
+            part.release()
 
     def warm(self) -> None:
         """Make what the first query would (each segment's table of blocks: 2 ms a segment)."""

@@ -22,10 +22,14 @@ from engram.tui.terminal_safe import visible
 from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.hitlist import HitList
 
-if TYPE_CHECKING:  # numpy and rapidfuzz load with the index's worker, not with the console
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    # numpy and rapidfuzz load with the index's worker, not with the console
     from engram.store.search.index import SearchIndex, SearchResult
 
 SHOWN = 100
+IDLE = 5.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
 INLINE = 50_000  # memories up to which a keystroke's search runs on the UI thread (a few ms); above, in a worker
 
 
@@ -46,6 +50,7 @@ class SearchPane(PaneBase):
         self.refreshing = threading.Lock()
         self.quiet_until = 0.0  # monotonic time before which the next refresh waits (see refresh_index)
         self.started = False  # the index's first load has begun
+        self._idle: Timer | None = None  # lets the index release its mapped pages once typing stops
 
     @property
     def index(self) -> SearchIndex | None:
@@ -182,6 +187,9 @@ class SearchPane(PaneBase):
         index = self.index
         if index is None:
             return
+        if self._idle is not None:
+            self._idle.stop()
+        self._idle = self.set_timer(IDLE, index.release)
         if len(index.rows) <= INLINE:
             self.result = index.search(text, limit=SHOWN)
             self.show_hits()
