@@ -18,7 +18,7 @@ from engram.store.search.rows import Strings
 from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments
 
 SCANS_REMEMBERED = 4  # needles whose starts a scan keeps for the next key
-SCAN_REMEMBERED_MOST = 4_000_000  # ... each of at most this many starts (16 MB)
+SCAN_REMEMBERED_MOST = 2_000_000  # ... each of at most this many starts (8 MB)
 
 
 def phrase(term: str) -> str:
@@ -80,6 +80,9 @@ class Words:
     def counts(self) -> np.ndarray:
         return np.bincount(self.units, minlength=256)
 
+    def forget(self) -> None:
+        self._found.clear()
+
     def rows(self, needle: str) -> np.ndarray:
         """Positions of the memories whose padded head contains ``needle`` (with repeats, harmless to bits())."""
         return np.searchsorted(self.ends, self.starts(needle), side="right")
@@ -124,6 +127,12 @@ class Heads:
 
     def prepare(self) -> None:
         self.segments  # noqa: B018
+
+    def forget(self) -> None:
+        """Drop what the scans kept for the next key (a console idle)."""
+        self.words.forget()
+        if self._segments is not None:
+            self._segments.forget()
 
     @property
     def segments(self) -> Segments:

@@ -7,10 +7,13 @@ its tags and body, a NUL; lowercased UTF-8, as the index stores it) and where ev
 sorted by trigram. A term is found from the occurrences of its rarest trigram, each checked against the buffer
 byte by byte in numpy; a term typed one key further is found among the occurrences of the term before it, one
 comparison each, so a word costs little more than its first three letters. A match of UTF-8 bytes is a match of
-characters, and no term holds a NUL, so no match spans two memories or a head and a body.
+characters, and no term holds a NUL, so no match spans two memories or a head and a body. A segment of the same
+memories' heads alone answers what is looked for in heads only: needles of one or two bytes (the offsets of the
+trigrams they begin, one slice), prefixes and suffixes, and whether a hit matched in its head.
 
-Segments are ``.npy`` files beside the index, memory-mapped: only the pages a query touches are read, and they
-stay the kernel's to reclaim. They hold text of plain scopes only, as the index does, and are scrubbed with it.
+Segments are ``.npy`` files beside the index, memory-mapped: only the pages a query touches are read, and
+:meth:`Segment.release` lets go of them once typing stops. They hold text of plain scopes only, as the index
+does, and are scrubbed with it.
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ import numpy as np
 SEGMENT_DOCS = 20_000  # memories per segment: ~9 MB of text, built in about a second with ~150 MB at its peak
 ARRAYS = ("ids", "ends", "text", "positions", "keys", "starts")
 BLOCK_BITS = 6  # blocks of 64 bytes: a memory is at least a NUL or two, so a block holds few ends
-REMEMBERED = 8  # terms whose occurrences are kept for the next key (a broad one at 1M: ~20 MB)
-REMEMBERED_MOST = 4_000_000  # ... each of at most this many occurrences (16-32 MB)
+REMEMBERED = 8  # terms whose occurrences are kept for the next key
+REMEMBERED_MOST = 6_000_000  # ... holding at most this many occurrences in all (24 MB; a broad term at 1M: 1.5M)
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ class Segment:
         last = int(np.searchsorted(offsets, len(self.text) - size + anchor, side="right"))
         at = offsets[first:last]
         if size > 3:
-            at = at.astype(np.int64) - anchor
+            at = at - np.uint32(anchor)  # offsets of 32 bits: half the memory of what a search keeps
             for j in range(size):
                 if not anchor <= j < anchor + 3:
                     at = at[self.text[at + j] == pattern[j]]
@@ -234,6 +237,7 @@ class Segments:
         return cls([Segment.open(directory / name) for name in names])
 
     def release(self) -> None:
+        self.forget()
         for part in self.parts:
             part.release()
 
@@ -270,11 +274,18 @@ class Segments:
                 ids = last_ids
             else:
                 ids = np.concatenate([i for part in _POOL.map(ids_of, halves) for i in part] or [_NOWHERE])
-            if sum(map(len, found)) <= REMEMBERED_MOST:
-                self._found[key] = (found, ids)
-                while len(self._found) > REMEMBERED:
-                    self._found.popitem(last=False)
+            self._found[key] = (found, ids)
+            while len(self._found) > REMEMBERED or self._remembered() > REMEMBERED_MOST:
+                self._found.popitem(last=False)
         return ids
+
+    def _remembered(self) -> int:
+        return sum(len(at) for found, _ in self._found.values() for at in found)
+
+    def forget(self) -> None:
+        """Drop the occurrences kept for the next key (a console idle: they are tens of MB at 1M)."""
+        with self._lock:
+            self._found.clear()
 
 
 _POOL = ThreadPoolExecutor(2, thread_name_prefix="segments")
