@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from engram.store.audit.checkpoints import CheckpointRejected
+from engram.store.audit.ops import restart_checkpoint
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
 from engram.store.frontmatter import Frontmatter, MemoryDoc
@@ -271,6 +273,7 @@ def build_demo(
     """Fill an empty root; returns what was written. Refuses a root that already has memories."""
     if Memory.select().exists():
         raise Conflict(f"{store.layout.root} already has memories: the demo only fills an empty root")
+    replaces = _checkpoint_of_a_root_gone(store)
     store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE, confirmed=True)  # engram chose it
     store.clock = lambda: NOW
     w = _Writer(seed)
@@ -292,7 +295,23 @@ def build_demo(
         if progress is not None:
             progress(start + len(docs), memories)
     made["entities"] = len(w.entities)
-    return {**made, **_review_some(store)}
+    reviewed = _review_some(store)
+    if replaces:
+        restart_checkpoint(store)  # audited, naming the old checkpoint
+    return {**made, **reviewed}
+
+
+def _checkpoint_of_a_root_gone(store: Store) -> bool:
+    """Does engram hold a checkpoint for this path while the root has no audit log yet? It is a root that was
+    here before (deleted, then the demo asked for at the same place): left as it is, the new log would be
+    reported as replaced since that checkpoint."""
+    log = store.layout.audit_path
+    if log.exists() and log.stat().st_size:
+        return False
+    try:
+        return store.checkpoints.latest() is not None
+    except CheckpointRejected:
+        return False  # not engram's own: left for ``audit verify`` to report
 
 
 def _write_chunk(

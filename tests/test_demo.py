@@ -52,6 +52,24 @@ def test_demo_has_everything_a_person_should_see(tmp_path):
     assert len(events) == 1 + made["approved"] + made["rejected"]
 
 
+def test_a_demo_where_a_deleted_root_was_starts_its_own_checkpoint(tmp_path):
+    """A root deleted and the demo asked for at the same path: engram's checkpoint of the old log must not make
+    the new one look replaced; the restart is audited."""
+    import shutil
+
+    from engram.store.audit.ops import verify_log
+
+    make(tmp_path / "d")
+    with Store.open(tmp_path / "d") as store:
+        assert verify_log(store).status == "valid"  # and checkpointed
+    shutil.rmtree(tmp_path / "d")
+    make(tmp_path / "d", seed=5)
+    with Store.open(tmp_path / "d") as store:
+        assert verify_log(store).status == "valid"
+    events = (tmp_path / "d" / "audit" / "audit.jsonl").read_text().splitlines()
+    assert json.loads(events[-1])["event_type"] == "audit_checkpoint_reset"
+
+
 def test_demo_refuses_a_root_with_memories(fixture_root):
     import pytest
 
