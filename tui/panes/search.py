@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from engram.store.search.index import SearchIndex, SearchResult
 
 SHOWN = 100
-IDLE = 5.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
+IDLE = 30.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
+# (mapping them again costs the next broad term ~100 ms at 1M: a pause to read the results must not pay it)
 INLINE = 50_000  # memories up to which a keystroke's search runs on the UI thread (a few ms); above, in a worker
 
 
