@@ -327,3 +327,25 @@ def test_a_sync_that_wrote_many_rows_leaves_the_index_merged(store, monkeypatch)
     assert sync(store).read == 1  # one row of 160 (a delete and an insert): left to FTS5's merging
     with sqlite3.connect(cache_path(store)) as con:
         assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] > 1
+
+
+def test_a_sync_in_small_slices_keeps_what_a_sync_in_one_does(store, monkeypatch):
+    """The full sync compares a slice of slugs at a time: rows at the edges of slices and past the last one are
+    compared, removed and written as a sync of everything at once would."""
+    import engram.store.search.fulltext as fulltext
+
+    def rows() -> set[tuple[str, str, str]]:
+        with sqlite3.connect(cache_path(store)) as con:
+            return set(con.execute("SELECT slug, head, body FROM docs"))
+
+    sync(store)
+    whole = rows()
+    fulltext.discard(store)
+    monkeypatch.setattr(fulltext, "SLICE", 7)
+    assert sync(store).read == len(whole) and rows() == whole
+    slugs = sorted(slug for slug, _, _ in whole)
+    dropped = {slugs[0], slugs[6], slugs[7], slugs[-1]}  # first, the edges of the first slice, the last
+    with sqlite3.connect(store.layout.index_path) as con:
+        con.executemany("DELETE FROM memories WHERE slug = ?", [(slug,) for slug in dropped])
+    assert sync(store).removed == len(dropped)
+    assert rows() == {row for row in whole if row[0] not in dropped}

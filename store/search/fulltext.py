@@ -42,6 +42,7 @@ from engram.store.write.atomic import read_regular, scrub
 
 SCHEMA = "4"  # how rows are built: a file of another schema is discarded and built again (3 is upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
+SLICE = 20_000  # memories a full sync compares at a time (a million at once held 1.1 GB)
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
 SUFFIXES = ("", "-wal", "-shm", "-journal")
 TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
@@ -293,21 +294,25 @@ class _Source:
     head: str
 
 
-def _sources(store: Store, only: Collection[str] | None) -> dict[str, _Source]:
-    """Every memory of a plain scope stored as ``.md`` (or those of ``only``), with its head."""
-    sensitive = store.sensitive_scopes()
-    where, args = _among(only)
+def _sources(
+    store: Store, sensitive: set[str], where: str, args: tuple[object, ...]
+) -> tuple[dict[str, _Source], list[str]]:
+    """The memories of plain scopes stored as ``.md`` among the rows of memories ``where`` picks, with their heads;
+    and the slugs of every row it picked, in its order."""
     found = {}
+    slugs = []
     query = f"SELECT slug, title, scope_hash, body_path, {TRIGGERS} FROM memories m {where}"
     for slug, title, scope, path, triggers in store.index.db.execute_sql(query, args):
+        slugs.append(slug)
         if scope not in sensitive and path.endswith(".md"):
             found[slug] = _Source(slug, scope, path, head_text(title, triggers, slug))
-    return found
+    return found, slugs
 
 
-def _among(only: Collection[str] | None) -> tuple[str, tuple[str, ...]]:
-    """The WHERE clause (and its parameter) keeping the rows of the slugs ``only``, or every row."""
-    return ("", ()) if only is None else ("WHERE slug IN (SELECT value FROM json_each(?))", (_json(only),))
+def _known(con: sqlite3.Connection, where: str, args: tuple[object, ...]) -> dict[str, _Known]:
+    """The index's rows ``where`` picks, by slug."""
+    query = f"SELECT slug, id, path, size, mtime_ns, digest, head FROM docs {where}"
+    return {slug: _Known(*row) for slug, *row in con.execute(query, args)}
 
 
 def _json(values: Collection[str]) -> str:
@@ -438,14 +443,39 @@ def _sync(
     progress: Callable[[int, int], None] | None,
     result: SyncResult,
 ) -> None:
-    sources = _sources(store, only)
-    where, args = _among(only)
-    query = f"SELECT slug, id, path, size, mtime_ns, digest, head FROM docs {where}"
-    known = {slug: _Known(*row) for slug, *row in con.execute(query, args)}
+    """Compare memories and rows a slice of SLICE slugs at a time (in slug order, in both databases), so that what
+    is held stays that of a slice whatever the root's size; the slugs of ``only`` in one slice."""
+    sensitive = store.sensitive_scopes()
+    if only is not None:
+        among = ("WHERE slug IN (SELECT value FROM json_each(?))", (_json(only),))
+        sources, _ = _sources(store, sensitive, *among)
+        _compare(store, con, sources, _known(con, *among), result)
+        return
+    total = int(store.index.db.execute_sql("SELECT count(*) FROM memories").fetchone()[0])
+    after, done = "", 0
+    while True:
+        sources, picked = _sources(store, sensitive, "WHERE slug > ? ORDER BY slug LIMIT ?", (after, SLICE))
+        if len(picked) == SLICE:  # the index's rows up to the slice's last slug
+            known = _known(con, "WHERE slug > ? AND slug <= ?", (after, picked[-1]))
+        else:  # the last slice: every row left
+            known = _known(con, "WHERE slug > ?", (after,))
+        _compare(store, con, sources, known, result)
+        done += len(picked)
+        if progress is not None:
+            progress(done, total)
+        if len(picked) < SLICE:
+            return
+        after = picked[-1]
+
+
+def _compare(
+    store: Store, con: sqlite3.Connection, sources: dict[str, _Source], known: dict[str, _Known], result: SyncResult
+) -> None:
+    """Write the memories whose file's fingerprint moved, and remove the rows of memories gone."""
     gone = [known[slug].id for slug in known.keys() - sources.keys()]
     work: list[_Stale] = []
     root = str(store.layout.root)
-    for done, source in enumerate(sources.values(), 1):
+    for source in sources.values():
         row = known.get(source.slug)
         try:
             st = os.lstat(os.path.join(root, source.path))
@@ -463,11 +493,7 @@ def _sync(
         if len(work) >= BATCH:
             _write(store, con, work, [], result)
             work = []
-        if progress is not None and done % 1000 == 0:
-            progress(done, len(sources))
     _write(store, con, work, gone, result)
-    if progress is not None:
-        progress(len(sources), len(sources))
 
 
 def _write(store: Store, con: sqlite3.Connection, work: list[_Stale], gone: list[int], result: SyncResult) -> None:
