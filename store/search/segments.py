@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,7 +36,14 @@ SEGMENT_DOCS = 20_000  # memories per segment: ~9 MB of text, built in about a s
 ARRAYS = ("ids", "ends", "text", "positions", "keys", "starts")
 BLOCK_BITS = 6  # blocks of 64 bytes: a memory is at least a NUL or two, so a block holds few ends
 REMEMBERED = 8  # terms whose occurrences are kept for the next key
-REMEMBERED_MOST = 6_000_000  # ... holding at most this many occurrences in all (24 MB; a broad term at 1M: 1.5M)
+REMEMBERED_MOST = 6_000_000  # ... holding at most this many occurrences in all (48 MB; a broad term at 1M: 1.5M)
+
+
+class Hits(NamedTuple):
+    """Where a needle occurs in a segment (ascending offsets), and the memory (its number there) of each."""
+
+    at: np.ndarray
+    doc: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -152,22 +160,28 @@ class Segment:
         first, last = np.searchsorted(self.keys, [low, low + (1 << 8 if len(pattern) > 1 else 1 << 16)])
         return np.sort(self.positions[int(self.starts[first]) : int(self.starts[last])])
 
-    def extend(self, at: np.ndarray, pattern: np.ndarray, known: int) -> np.ndarray:
-        """Where ``pattern`` occurs, given where its first ``known`` bytes do (``at``, ascending)."""
-        at = at[: int(np.searchsorted(at, len(self.text) - len(pattern), side="right"))]
+    def extend(self, hits: Hits, pattern: np.ndarray, known: int) -> Hits:
+        """Where ``pattern`` occurs, given where its first ``known`` bytes do (``hits``): their memories are
+        carried along, not looked up again."""
+        fit = int(np.searchsorted(hits.at, len(self.text) - len(pattern), side="right"))
+        at, doc = hits.at[:fit], hits.doc[:fit]
         for j in range(known, len(pattern)):
-            at = at[self.text[at + j] == pattern[j]]
-        return at
+            same = self.text[at + j] == pattern[j]
+            at, doc = at[same], doc[same]
+        return Hits(at, doc)
 
     @cached_property
     def ends32(self) -> np.ndarray:
         """``ends`` as the offsets' type: searchsorted then casts neither."""
         return self.ends.astype(np.uint32)
 
-    def ids_of(self, at: np.ndarray) -> np.ndarray:
-        """The ids of the memories holding the offsets ``at``."""
+    def hits(self, at: np.ndarray) -> Hits:
+        return Hits(at, self.docs_of(at))
+
+    def ids_of(self, hits: Hits) -> np.ndarray:
+        """The ids of the memories of ``hits``."""
         present = np.zeros(len(self.ids), dtype=bool)
-        present[self.docs_of(at)] = True
+        present[hits.doc] = True
         return self.ids[present]
 
     def docs_of(self, at: np.ndarray) -> np.ndarray:
@@ -229,7 +243,7 @@ class Segments:
 
     def __init__(self, parts: Sequence[Segment]) -> None:
         self.parts = list(parts)
-        self._found: OrderedDict[bytes, tuple[list[np.ndarray], np.ndarray]] = OrderedDict()  # offsets, ids
+        self._found: OrderedDict[bytes, tuple[list[Hits], np.ndarray]] = OrderedDict()  # hits per segment, ids
         self._lock = threading.Lock()
 
     @classmethod
@@ -258,19 +272,19 @@ class Segments:
             if before is not None:
                 self._found.move_to_end(before)
 
-            def search(half: range) -> list[np.ndarray]:
+            def search(half: range) -> list[Hits]:
                 if before is not None:
                     return [self.parts[n].extend(last[n], pattern, len(before)) for n in half]
                 if len(pattern) >= 3:
-                    return [self.parts[n].find(pattern) for n in half]
-                return [self.parts[n].find_short(pattern) for n in half]
+                    return [self.parts[n].hits(self.parts[n].find(pattern)) for n in half]
+                return [self.parts[n].hits(self.parts[n].find_short(pattern)) for n in half]
 
             def ids_of(half: range) -> list[np.ndarray]:
                 return [self.parts[n].ids_of(found[n]) for n in half]
 
             halves = [range(0, len(self.parts) // 2), range(len(self.parts) // 2, len(self.parts))]
-            found = [at for part in _POOL.map(search, halves) for at in part]
-            if last_ids is not None and list(map(len, found)) == list(map(len, last)):
+            found = [hits for part in _POOL.map(search, halves) for hits in part]
+            if last_ids is not None and [len(h.at) for h in found] == [len(h.at) for h in last]:
                 ids = last_ids
             else:
                 ids = np.concatenate([i for part in _POOL.map(ids_of, halves) for i in part] or [_NOWHERE])
@@ -280,7 +294,7 @@ class Segments:
         return ids
 
     def _remembered(self) -> int:
-        return sum(len(at) for found, _ in self._found.values() for at in found)
+        return sum(len(hits.at) for found, _ in self._found.values() for hits in found)
 
     def forget(self) -> None:
         """Drop the occurrences kept for the next key (a console idle: they are tens of MB at 1M)."""
