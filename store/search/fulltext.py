@@ -239,8 +239,13 @@ class FullText:
         return None
 
     def release(self) -> None:
-        """Let go of the segments' pages queries touched (see :meth:`Segment.release`): for a console idle."""
-        self.segments.release()
+        """Let go of the segments' pages queries touched (see :meth:`Segment.release`): for a console idle, so a
+        query running now (another index's) leaves it to the next idle moment rather than make it wait."""
+        if self._reading.acquire(blocking=False):
+            try:
+                self.segments.release()
+            finally:
+                self._reading.release()
 
     def matching(self, term: str) -> np.ndarray:
         """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they
