@@ -189,7 +189,8 @@ def test_an_unwritable_cache_falls_back_to_reading_bodies_in_memory(store, monke
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
-    """The fixture's index twice: bodies from the persistent index, and bodies read into memory."""
+    """The fixture's index twice: bodies from the persistent index (prepared as the console prepares it), and
+    bodies read into memory (searched by scans)."""
     import shutil
 
     from engram.store.sensitive.crypto import KeyRing
@@ -201,6 +202,7 @@ def both(tmp_path_factory):
         sync(store)
         persistent = SearchIndex.load(store, FullText.open(store))
         persistent.enrich(store)
+        persistent.prepare()  # as the console's worker does: the other heads searched as segments are
         in_memory = SearchIndex.load(store, None)
         in_memory.enrich(store)
         yield persistent, in_memory

@@ -122,11 +122,7 @@ class Heads:
 
     def __init__(self, heads: Strings) -> None:
         self.words = Words(heads)
-        self.count = len(heads)
         self._segments: Segments | None = None
-
-    def prepare(self) -> None:
-        self.segments  # noqa: B018
 
     def forget(self) -> None:
         """Drop what the scans kept for the next key (a console idle)."""
@@ -134,8 +130,7 @@ class Heads:
         if self._segments is not None:
             self._segments.forget()
 
-    @property
-    def segments(self) -> Segments:
+    def prepare(self) -> None:
         if self._segments is None:
             parts, units, ends = [], self.words.units, self.words.ends
             for first in range(0, len(ends), SEGMENT_DOCS):
@@ -145,10 +140,10 @@ class Heads:
                 parts.append(Segment.of(np.arange(first, last), text, ends[first:last] - start))
             self._segments = Segments(parts)
             self._segments.warm()
-        return self._segments
 
     def rows(self, needle: str) -> np.ndarray:
-        """Positions of the heads holding ``needle`` (ascending, or with repeats for one byte)."""
-        if len(needle.encode("utf-8", "surrogatepass")) < 2:
+        """Positions of the heads holding ``needle`` (ascending, or with repeats from a scan). Until
+        :meth:`prepare` built the segments (a one-off search from the command line never does), a scan."""
+        if self._segments is None or len(needle.encode("utf-8", "surrogatepass")) < 2:
             return self.words.rows(needle)
-        return self.segments.matching(needle)
+        return self._segments.matching(needle)
