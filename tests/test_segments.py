@@ -198,3 +198,15 @@ def test_release_lets_go_of_the_pages_a_search_mapped_in_and_answers_stay(store)
     assert mapped_kb(directory) == 0
     index._cache.clear()
     assert {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits} == want
+
+
+def test_a_fold_that_read_a_scope_marked_sensitive_meanwhile_keeps_nothing(store):
+    """The scopes are asked again before the manifest commits: segments holding one marked meanwhile are
+    scrubbed, and nothing names them."""
+    sync(store)
+    directory = segments_dir(cache_path(store))
+    with sqlite3.connect(cache_path(store), isolation_level=None) as con:
+        con.execute("DELETE FROM meta WHERE key = 'segments'")  # the next fold builds every segment
+        assert not generation.fold(con, directory, lambda: {PLAIN})
+        assert generation.manifest(con) is None
+    assert not list(directory.iterdir())

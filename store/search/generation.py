@@ -106,9 +106,9 @@ def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[s
     scopes = set(new.scopes)
     con.execute("BEGIN IMMEDIATE")
     try:
-        if scopes & sensitive():
+        if scopes & sensitive():  # marked meanwhile: the next sync wipes the whole index, segments first here
             con.execute("ROLLBACK")
-            sweep(directory, known if not fresh else None)
+            sweep(directory, None)
             return False
         con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('segments', ?)", (new.dumps(),))
         if fresh:
