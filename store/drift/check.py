@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, NamedTuple
 
 from peewee import Expression
@@ -240,7 +241,22 @@ _ROW_COLUMNS = [getattr(Memory, name) for name in Row._fields]
 
 
 def _rows(query: Iterable[Any]) -> Iterator[Row]:
-    return map(Row._make, query)
+    """Rows with one copy of each value of the columns that hold few (type, scope, source, decay state): a
+    million rows held 240 MB of copies."""
+    for slug, kind, scope, title, source, created, ttl, fingerprint, sensitive, decay, path in query:
+        yield Row(
+            slug,
+            intern(kind),
+            intern(scope),
+            title,
+            intern(source),
+            created,
+            ttl,
+            fingerprint,
+            sensitive,
+            intern(decay),
+            path,
+        )
 
 
 def _row_now(where: Expression) -> Row | None:
