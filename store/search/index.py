@@ -393,8 +393,9 @@ class SearchIndex:
         """Rows whose head holds ``needle``: the persistent index's segments of heads answer for the memories
         they cover, and the heads of the others are scanned. One byte is scanned in every head (its segments'
         offsets would be most of them, to be sorted), as is everything without such segments."""
-        segmented = self.fulltext is not None and len(needle.encode()) > 1
-        answer = self.fulltext.heads_matching(needle) if self.fulltext is not None and segmented else None
+        answer = None
+        if self.fulltext is not None and len(needle.encode()) > 1:
+            answer = self.fulltext.heads_matching(needle)
         if answer is None:
             return self.words.rows(needle)
         ids, covered, alive = answer
@@ -404,9 +405,9 @@ class SearchIndex:
 
     def _unsegmented(self, covered: int, alive: np.ndarray) -> tuple[np.ndarray, Heads]:
         """The rows the segments do not answer for (no id in the persistent index, above ``covered``, or dead),
-        and a scan of their heads; made again when the segments changed."""
+        and a scan of their heads; made again when the segments changed. Asked only with a persistent index."""
         if self._outside is None or self._outside[0] is not alive:
-            doc = self.rows.doc if self.fulltext is not None else np.full(len(self.rows), -1)
+            doc = self.rows.doc
             inside = (doc >= 0) & (doc <= covered)
             inside[inside] = alive[doc[inside]]
             rows = np.flatnonzero(~inside)
