@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram.store.search.arrays import Words
+from engram.store.search.arrays import Words, bits, indexes
 from engram.store.search.rows import FIELDS, Builder, Rows, Strings, padded
 
 texts = st.lists(st.text(max_size=12), max_size=30)
@@ -29,6 +29,12 @@ def test_strings_picked_and_searched_one_by_one(values, data, needle):
     picked = data.draw(st.lists(st.integers(0, len(values) - 1))) if values else []
     assert column.pick(picked) == [values[n] + "\0" for n in picked]
     assert column.find(needle, picked) == [n for n in picked if needle in values[n]]
+
+
+@given(st.sets(st.integers(0, 4_000)), st.integers(0, 5_000))
+def test_a_bitsets_first_rows_are_its_lowest_set_bits(rows, limit):
+    """Only the leading bytes that hold ``limit`` set bits are unpacked: the answer is still the lowest ones."""
+    assert indexes(bits(rows, 4_001), limit).tolist() == sorted(rows)[:limit]
 
 
 @given(st.lists(texts, max_size=4))

@@ -44,7 +44,15 @@ def indexes(found: int, limit: int) -> np.ndarray:
     if limit <= 0 or not found:
         return np.empty(0, dtype=np.int64)
     data = np.frombuffer(found.to_bytes((found.bit_length() + 7) // 8, "little"), dtype=np.uint8)
-    return np.flatnonzero(np.unpackbits(data, bitorder="little"))[:limit]
+    occupied = np.flatnonzero(data)  # a byte per eight memories: only the first bytes that hold ``limit`` are
+    enough = int(np.searchsorted(np.cumsum(_ONES[data[occupied[:limit]]]), limit))  # unpacked, not a million bits
+    taken = occupied[: enough + 1]
+    flags = np.unpackbits(data[taken], bitorder="little").reshape(-1, 8)
+    rows, column = np.nonzero(flags)
+    return (taken[rows] * 8 + column)[:limit]
+
+
+_ONES = np.array([bin(n).count("1") for n in range(256)], dtype=np.int64)  # set bits of each byte value
 
 
 class MemoryTrigrams:
