@@ -1,4 +1,4 @@
-"""The persistent index's positional trigram segments: a term is found exactly where it occurs (any Unicode,
+"""The persistent index's segments of sorted offsets: a term is found exactly where it occurs (any Unicode,
 typed a key at a time or at once), a memory whose file changed is answered by its new text and never by the copy
 a segment kept, new memories are folded in and dead ones built out, and a damaged or orphaned segment file is
 found by ``check``, never answers, and is built again or scrubbed."""
@@ -32,11 +32,11 @@ def reference(texts: list[str], term: str) -> list[int]:
     return [n for n, text in enumerate(texts) if term in text]
 
 
-@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=6))
+@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=12))
 def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks, word):
-    """Several segments, each memory's head and body; the ids found (any length: one or two bytes from the
-    trigrams they begin), fresh or narrowed from the term before, are exactly the memories holding the term in
-    one or the other (never across them)."""
+    """Several segments, each memory's head and body; the ids found (any length: up to eight bytes one range of
+    the sorted offsets, longer ones checked past it), fresh or narrowed from the term before, are exactly the
+    memories holding the term in one or the other (never across them)."""
     texts, parts, next_id = [], [], 1
     for chunk in chunks:
         heads = [body[: len(body) // 2] for body in chunk]
@@ -54,6 +54,18 @@ def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks
 def test_an_empty_segment_answers_nothing():
     segment = Segment.build([], [])
     assert Segments([segment]).matching("abc").tolist() == []
+
+
+def test_offsets_are_ordered_by_the_eight_bytes_after_them():
+    """What every lookup relies on, with repeats longer than the prefix and memories ending in the middle."""
+    segment = Segment.build([1, 2, 3], [b"abababababab\0", b"ab\0", b"zzzzzzzzzz\0ab\0"])
+    text = bytes(segment.text)
+    after = [text[int(at) : int(at) + 8].ljust(8, b"\0") for at in segment.positions]
+    assert after == sorted(after) and sorted(segment.positions.tolist()) == list(range(len(text)))
+    ends = segment.ends.tolist()
+    assert segment.docs.tolist() == [sum(end <= int(at) for end in ends) for at in segment.positions]
+    assert Segments([segment]).matching("ababababa").tolist() == [1]
+    assert Segments([segment]).matching("ab").tolist() == [1, 2, 3]
 
 
 def searched(store, text: str) -> set[str]:
@@ -84,6 +96,27 @@ def test_a_rewritten_memory_is_found_by_its_new_text_and_never_by_the_copy_a_seg
     fulltext = FullText.open(store)
     assert not fulltext.matching(line[:24]).tolist()  # dead to any reader, a kept snapshot's too
     assert searched(store, "okapi-theodolite") == {memory.slug}
+
+
+def test_segments_of_an_older_layout_never_answer_nor_alarm_and_are_built_again(store):
+    """An index written before the offsets were ordered by their eight bytes: its segments are not read (FTS5
+    answers, the same), ``check`` finds nothing wrong, and the next sync builds them in today's layout."""
+    sync(store)
+    want = searched(store, "'config/ssr_cache.yaml")
+    old = manifest(store)
+    with sqlite3.connect(cache_path(store)) as con:
+        (value,) = con.execute("SELECT value FROM meta WHERE key = 'segments'").fetchone()
+        con.execute("UPDATE meta SET value = ? WHERE key = 'segments'", (value.replace('"format": 2, ', ""),))
+    assert manifest(store).format == 1
+    fulltext = FullText.open(store)
+    assert fulltext.warm() is None  # no segments opened
+    assert searched(store, "'config/ssr_cache.yaml") == want
+    assert verify(store).damaged is None and not check(store).of("search_index_damaged")
+    sync(store)
+    new = manifest(store)
+    assert new.format == 2 and not new.files.keys() & old.files.keys()
+    assert {p.name.split(".")[0] for p in segments_dir(cache_path(store)).iterdir()} == set(new.files)
+    assert searched(store, "'config/ssr_cache.yaml") == want
 
 
 def append(store, slug: str, line: str) -> None:
@@ -143,7 +176,7 @@ def test_a_damaged_segment_is_found_by_check_never_answers_and_is_built_again_by
     assert searched(store, "'config/ssr_cache.yaml") >= want  # (repair may take in a memory the drift left out)
 
 
-@pytest.mark.parametrize("array", ["positions", "ends", "ids", "starts"])
+@pytest.mark.parametrize("array", ["positions", "ends", "ids", "docs", "marks"])
 @pytest.mark.parametrize("value", [0, -1])
 def test_a_segment_changed_in_place_never_fails_a_search_and_repair_brings_its_answers_back(store, array, value):
     """Values pointing outside the arrays (a file changed in place, same shape): every query still gets an
@@ -210,3 +243,14 @@ def test_a_fold_that_read_a_scope_marked_sensitive_meanwhile_keeps_nothing(store
         assert not generation.fold(con, directory, lambda: {PLAIN})
         assert generation.manifest(con) is None
     assert not list(directory.iterdir())
+
+
+def test_a_query_past_the_budget_of_mapped_pages_lets_go_of_them_and_answers_alike(store, monkeypatch):
+    """Typing maps pages of every segment in; past MAPPED_MOST a query lets go of them (here at once)."""
+    sync(store)
+    index = SearchIndex.load(store, FullText.open(store))
+    want = {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits}
+    monkeypatch.setattr(generation, "MAPPED_MOST", 0)
+    index._cache.clear()
+    assert {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits} == want
+    assert want and mapped_kb(segments_dir(cache_path(store))) == 0

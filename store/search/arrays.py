@@ -124,9 +124,9 @@ class Words:
 
 class Heads:
     """Heads the persistent index does not answer for (sensitive scopes, encrypted files, memories not taken in
-    yet), searched in memory as segments are: a needle of two bytes or more from the trigrams it begins or holds,
-    narrowed key by key; one byte by the scan of :class:`Words`. Built by the search's loading worker (1.2 s and
-    60 MB at 240,000 heads); nothing of it reaches disk."""
+    yet), searched in memory as segments are: a needle of two bytes or more from the range of sorted offsets it
+    begins; one byte by the scan of :class:`Words`. Built by the search's loading worker (1.5 s and 130 MB at
+    240,000 heads); nothing of it reaches disk."""
 
     def __init__(self, heads: Strings) -> None:
         self.words = Words(heads)
@@ -147,7 +147,6 @@ class Heads:
                 text = units[start : int(ends[last - 1])]
                 parts.append(Segment.of(np.arange(first, last), text, ends[first:last] - start))
             self._segments = Segments(parts)
-            self._segments.warm()
 
     def rows(self, needle: str) -> np.ndarray:
         """Positions of the heads holding ``needle`` (ascending, or with repeats from a scan). Until

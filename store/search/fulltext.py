@@ -229,11 +229,10 @@ class FullText:
             pass
 
     def warm(self) -> tuple[int, np.ndarray] | None:
-        """Open the segments and make what their first query would (for the worker that loads the search);
-        returns what they cover (as :meth:`heads_matching` does), None without segments of heads."""
+        """Open the segments (for the worker that loads the search); returns what they cover (as
+        :meth:`heads_matching` does), None without segments of heads."""
         with contextlib.suppress(sqlite3.Error), self._reading:
             self.segments.refresh()
-            self.segments.warm()
             if self.segments.heads is not None:
                 return self.segments.covered, self.segments.alive
         return None
@@ -615,7 +614,7 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
                 return verdict
             if segments is not None:
                 verdict.sensitive += len(segments.scopes & sensitive)  # as a snapshot's
-                verdict.damaged = verify_segments(segments_dir(path), segments.files)
+                verdict.damaged = verify_segments(segments_dir(path), segments.files, segments.format)
                 if verdict.damaged:
                     return verdict
             for scope, rel, size, mtime in con.execute("SELECT scope, path, size, mtime_ns FROM docs"):

@@ -23,7 +23,16 @@ from pathlib import Path
 
 import numpy as np
 
-from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments, head_of, text_of
+from engram.store.search.segments import (
+    FORMAT,
+    MAPPED_MOST,
+    SEGMENT_DOCS,
+    Segment,
+    Segments,
+    head_of,
+    mapped_resident,
+    text_of,
+)
 from engram.store.write.atomic import fsync_dir, scrub
 
 FOLD_FROM = 2_000  # memories beyond the segments from which a sync folds them in (fewer: FTS5 answers quickly)
@@ -37,16 +46,16 @@ class Manifest:
     parts: dict[str, dict[str, str]] = field(default_factory=dict)  # segment name -> array -> digest
     heads: dict[str, dict[str, str]] = field(default_factory=dict)  # the same memories' heads alone
     scopes: frozenset[str] = frozenset()  # the scopes whose text the segments hold
+    format: int = FORMAT  # how the segments' arrays are laid out (an older one is built again, not read)
 
     def after(self, earlier: Manifest) -> Manifest:
         """These segments folded in after ``earlier``'s."""
-        return Manifest(
-            self.covered, earlier.parts | self.parts, earlier.heads | self.heads, earlier.scopes | self.scopes
-        )
+        parts, heads, scopes = earlier.parts | self.parts, earlier.heads | self.heads, earlier.scopes | self.scopes
+        return Manifest(self.covered, parts, heads, scopes)
 
     def dumps(self) -> str:
         named = {"covered": self.covered, "parts": self.parts, "heads": self.heads, "scopes": sorted(self.scopes)}
-        return json.dumps(named)
+        return json.dumps({"format": self.format, **named})
 
     @property
     def files(self) -> dict[str, dict[str, str]]:
@@ -68,7 +77,8 @@ def manifest(con: sqlite3.Connection) -> Manifest | None:
             {str(name): {str(a): str(d) for a, d in arrays.items()} for name, arrays in data.get(kind, {}).items()}
             for kind in ("parts", "heads")
         )
-        return Manifest(int(data["covered"]), parts, heads, frozenset(str(scope) for scope in data["scopes"]))
+        scopes = frozenset(str(scope) for scope in data["scopes"])
+        return Manifest(int(data["covered"]), parts, heads, scopes, int(data.get("format", 1)))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise DamagedManifest(f"segment manifest: {exc}") from None
 
@@ -85,6 +95,7 @@ def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[s
     total = int(con.execute("SELECT count(*) FROM docs").fetchone()[0])
     fresh = (
         known is None
+        or known.format != FORMAT  # an older layout: every segment is built again
         or len(known.heads) != len(known.parts)  # written before heads had segments of their own
         or _dead(con, known.covered) * DEAD_SHARE > total
         or len(known.parts) > total // SEGMENT_DOCS + 8  # many small folds: one pass over each costs a keystroke
@@ -185,6 +196,8 @@ class Reader:
             known = manifest(self.con)
         except DamagedManifest:
             known = None
+        if known is not None and known.format != FORMAT:
+            known = None  # built again by the next sync's fold; FTS5 answers meanwhile
         if known is not None and known.files != self._files:
             try:
                 self.segments = Segments.open(self.directory, list(known.parts))
@@ -204,15 +217,19 @@ class Reader:
         self.alive, self._any_dead = alive, bool(len(dead))
         return True
 
-    def warm(self) -> None:
-        for segments in (self.segments, self.heads):
-            if segments is not None:
-                segments.warm()
-
     def release(self) -> None:
         for segments in (self.segments, self.heads):
             if segments is not None:
                 segments.release()
+
+    def _bounded(self) -> None:
+        """Past MAPPED_MOST of mapped pages, let go of them (the occurrences kept for the next key stay): typing
+        maps pages of every segment in, which would count as the console's memory until it idles."""
+        resident = mapped_resident()
+        if resident is not None and resident > MAPPED_MOST:
+            for segments in (self.segments, self.heads):
+                if segments is not None:
+                    segments.unmap()
 
     def matching(self, term: str) -> np.ndarray:
         """Ids of live memories up to ``covered`` whose head or body holds ``term`` (three bytes or more)."""
@@ -230,10 +247,12 @@ class Reader:
         if segments is None:
             return None
         try:
-            return self._live(segments.matching(needle))
+            found = self._live(segments.matching(needle))
         except (IndexError, ValueError):
             self.segments, self.heads, self.covered, self.alive = None, None, 0, np.ones(0, bool)
             return None
+        self._bounded()
+        return found
 
     def _live(self, ids: np.ndarray) -> np.ndarray:
         if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(self.alive)):  # a damaged file's

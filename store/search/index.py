@@ -391,8 +391,8 @@ class SearchIndex:
 
     def _head_rows(self, needle: str) -> np.ndarray:
         """Rows whose head holds ``needle``: the persistent index's segments of heads answer for the memories
-        they cover, and the heads of the others are scanned. One byte is scanned in every head (its segments'
-        offsets would be most of them, to be sorted), as is everything without such segments."""
+        they cover, and the heads of the others are scanned. One byte is scanned in every head (a range of its
+        segments would be a tenth of every offset), as is everything without such segments."""
         answer = None
         if self.fulltext is not None and len(needle.encode()) > 1:
             answer = self.fulltext.heads_matching(needle)
