@@ -255,6 +255,6 @@ class Reader:
         return found
 
     def _live(self, ids: np.ndarray) -> np.ndarray:
-        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(self.alive)):  # a damaged file's
-            ids = ids[(ids >= 0) & (ids < len(self.alive))]
-        return ids[self.alive[ids]] if self._any_dead else ids[ids > 0]
+        if len(ids) and (int(ids.min()) < 1 or int(ids.max()) >= len(self.alive)):  # a damaged or scrubbed file's
+            ids = ids[(ids >= 1) & (ids < len(self.alive))]
+        return ids[self.alive[ids]] if self._any_dead else ids
