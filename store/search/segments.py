@@ -38,7 +38,7 @@ ARRAYS = ("ids", "ends", "text", "positions", "docs", "marks")
 FORMAT = 2  # the manifest's word for these arrays: segments of another format are built again
 PREFIX = 8  # bytes from each offset that order ``positions``: a needle this long or shorter is one range of them
 MARK_EVERY = 64  # ``marks`` holds the prefix of every this many offsets: a lookup then reads six from the text
-MAPPED_MOST = 512 << 20  # resident pages of mapped files past which a query lets go of the segments' (see unmap)
+MAPPED_MOST = 1 << 30  # resident pages of mapped files past which a query lets go of the segments' (see unmap)
 REMEMBERED = 8  # needles longer than PREFIX whose occurrences are kept for the next key
 REMEMBERED_MOST = 6_000_000  # ... holding at most this many occurrences in all (36 MB)
 
