@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SEGMENT_DOCS = 20_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~11 MB of text, ~2 s to build
+SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text, built in ~4 s
 ARRAYS = ("ids", "ends", "text", "positions", "docs", "marks")
 FORMAT = 2  # the manifest's word for these arrays: segments of another format are built again
 PREFIX = 8  # bytes from each offset that order ``positions``: a needle this long or shorter is one range of them
@@ -287,7 +287,7 @@ def mapped_resident() -> int | None:
     """Bytes of this process's resident memory that are pages of mapped files (Linux's ``RssFile``), None where
     the system does not say. A page fault in a mapped file maps the pages around it too (64 KB, or a whole large
     folio of the page cache): the few hundred reads of a keystroke, all over the segments, soon count most of a
-    million memories' segments (1.75 GB after the bench's queries) as the console's memory."""
+    million memories' segments (3.2 GB; the bench's queries map 880 MB of them) as the console's memory."""
     try:
         with open("/proc/self/status", "rb") as fh:
             status = fh.read()
