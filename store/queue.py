@@ -12,7 +12,8 @@ from engram.store.columns import dura_of, dura_scores, parse_json_list
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
-from engram.store.service import Store
+from engram.store.secrets import Finding, scan
+from engram.store.service import Store, chunked
 
 SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
 DURA_LABELS = {"D": "Durable", "U": "Useful", "R": "Reusable", "A": "Accurate"}
@@ -76,6 +77,21 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     items.sort(key=_sort_key(sort))
     items.sort(key=lambda i: i.deferred)  # stable: deferred sink, each part keeps the chosen order
     return items
+
+
+def pending_findings(store: Store, ids: Sequence[int]) -> dict[int, list[tuple[str, Finding]]]:
+    """Secret-looking strings and personal data in the title, triggers and body of the pending promotions ``ids``,
+    by id and field (promotions with none are left out): what a person should see before one becomes a memory."""
+    found: dict[int, list[tuple[str, Finding]]] = {}
+    columns = (Promotion.id, Promotion.proposed_title, Promotion.proposed_triggers, Promotion.proposed_body)
+    for batch in chunked(list(ids), 500):
+        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
+        for pid, title, triggers, body in tuples(query):
+            fields = (("title", title or ""), ("triggers", " ".join(map(str, parse_json_list(triggers)))))
+            hits = [(name, f) for name, text in (*fields, ("body", body or "")) for f in scan(text)]
+            if hits:
+                found[pid] = hits
+    return found
 
 
 def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], int]:

@@ -26,6 +26,7 @@ from engram.store.index import Binding, Memory, Promotion, Rekey
 from engram.store.promotions import promoted_slug
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
+from engram.store.secrets import scan
 from engram.store.sensitive import binding
 from engram.store.service import Store
 from engram.store.supersedes import listed_links
@@ -83,6 +84,11 @@ KINDS: dict[str, tuple[str, bool]] = {
         "(another writer re-saved it): confirm it again or undo it",
         False,
     ),
+    "secret_in_plain_memory": (
+        "memory of a scope that is not sensitive whose text looks like it holds a credential or personal data "
+        "(not drift: edit it, or mark its scope sensitive)",
+        False,
+    ),
     "index_rebuilt": ("index.db was rebuilt or replaced since engram last wrote (memoryd's rebuild-index?)", True),
     "search_index_damaged": ("engram's search index (a cache) is damaged: repair builds it again", True),
     "search_index_sensitive": (
@@ -92,7 +98,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     ),
 }
 # reported and counted, but the normal work of memoryd or of a missing key: they do not make ``check`` fail
-NOT_DRIFT = frozenset({"locked_file", "decay_index_only"})
+NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory"})
 
 
 @dataclass
@@ -193,7 +199,7 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     for done, (entry, stored) in enumerate(read_ahead(store.layout, files), 1):
         present.add(entry.relpath)
         row = by_path.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
-        _check_file(store, entry, stored, row, rows, bound, report)
+        _check_file(store, entry, stored, row, rows, bound, report, plain=entry.scope_hash not in sensitive)
         if progress is not None:
             progress(done, len(files))
     for row in rows.values():
@@ -403,7 +409,11 @@ def _check_file(
     rows: dict[str, Row],
     bound: dict[str, Binding],
     report: Report,
+    *,
+    plain: bool,
 ) -> None:
+    """One memory file against its index row; ``plain``: its scope is not sensitive (its text is then scanned for
+    what looks like a credential or personal data)."""
     try:
         data, plaintext = store.opened(entry.relpath, stored())
         doc = parse(plaintext, entry.relpath)
@@ -423,6 +433,9 @@ def _check_file(
     fm = doc.frontmatter
     if entry.encrypted:
         _check_binding(store, entry, data, doc, plaintext, bound, report)
+    elif plain and (found := scan(f"{fm.title}\n{doc.body}")):
+        kinds = ", ".join(sorted({f"{f.kind} {f.masked}" for f in found}))
+        report.add("secret_in_plain_memory", entry.relpath, kinds, slug=fm.slug)
     if row is None:
         owner = rows.get(fm.slug)
         detail = f"slug {fm.slug} is taken by {owner.body_path}" if owner else f"slug {fm.slug}"

@@ -28,10 +28,10 @@ from engram.store.importers.base import (
     Skipped,
     SupersedeItem,
 )
-from engram.store.importers.secrets import SecretHit, find_secrets, redact
 from engram.store.index import Imported, Memory, Promotion, SupersedesChain, tuples
 from engram.store.paths import check_scope_name, scope_hash_for
 from engram.store.promotions import Proposal, promoted_slug, promotion_values
+from engram.store.secrets import Finding, find_secrets, redact
 from engram.store.sensitive import keyproof
 from engram.store.service import Change, Store, chunked
 
@@ -51,7 +51,7 @@ class Preview:
     malformed: list[Malformed] = field(default_factory=list)
     refused: list[tuple[Origin, str]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    secrets: list[tuple[Origin, str, SecretHit]] = field(default_factory=list)
+    secrets: list[tuple[Origin, str, Finding]] = field(default_factory=list)
     already: int = 0
     adopted: list[SessionItem] = field(default_factory=list)  # already memories, not yet recorded as imported
     slugs: dict[str, str] = field(default_factory=dict)  # session key -> slug, for promotions to attach to

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engram.store import promotions
 from engram.store.domain import MemoryType
 from engram.store.errors import BadInput, StoreError
 from engram.store.external_edit import edit_in_editor
-from engram.store.queue import QueueItem, pending_queue, promotion_detail, queue_query
+from engram.store.queue import QueueItem, pending_findings, pending_queue, promotion_detail, queue_query
+from engram.store.secrets import Finding, masked
 from engram.store.service import Store
 from engram.tui.cli.common import (
     EXIT_FINDING,
@@ -73,7 +74,12 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         items = pending_queue(store, args.sort, queue_query(args.filter))
-    emit(args, [_item_json(i) for i in items], "\n".join(_line(i) for i in items) or "no pending promotions")
+        flagged = pending_findings(store, [i.id for i in items])
+    emit(
+        args,
+        [{**_item_json(i), "title": masked(i.title), "secrets": _findings_json(flagged.get(i.id, []))} for i in items],
+        "\n".join(_line(i, flagged.get(i.id, [])) for i in items) or "no pending promotions",
+    )
     return EXIT_OK
 
 
@@ -81,9 +87,17 @@ def _item_json(item: QueueItem) -> dict[str, object]:
     return {**vars(item), "dura_avg": round(item.dura_avg, 3), "triggers": list(item.triggers)}
 
 
-def _line(item: QueueItem) -> str:
+def _findings_json(found: list[tuple[str, Finding]]) -> list[dict[str, object]]:
+    """Each finding masked, with where it is (never the matched text itself)."""
+    return [{"field": name, "kind": f.kind, "masked": f.masked, "start": f.start, "end": f.end} for name, f in found]
+
+
+def _line(item: QueueItem, found: Sequence[tuple[str, Finding]] = ()) -> str:
     state = "deferred " if item.deferred else ""
-    return f"{item.id:>6} {item.dura_avg:.2f} {item.type:<10} {item.scope_hash:<13} {state}{item.title}"
+    kinds = sorted({f.kind for _, f in found})
+    flag = f"[secret? {', '.join(kinds)}] " if kinds else ""
+    title = masked(item.title) if found else item.title
+    return f"{item.id:>6} {item.dura_avg:.2f} {item.type:<10} {item.scope_hash:<13} {state}{flag}{title}"
 
 
 def _decide(args: argparse.Namespace) -> int:

@@ -1,0 +1,150 @@
+"""The one detector of secret-looking strings and personal data: every kind found in synthetic text (built here,
+never a real credential), masked, and redacted away; and what memories hold all the time (hashes, UUIDs, dates,
+versions, line counts, paths, prose numbers) never flagged."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from memoryd_emulation import memoryd_proposes, memoryd_saves
+
+from engram.store.drift.check import check
+from engram.store.index import Memory
+from engram.store.queue import pending_findings
+from engram.store.secrets import GATES, PATTERNS, find_secrets, redact, scan
+from engram.tui.cli import main
+
+FAKE = "A1b2" * 10  # forty characters no service issued
+
+SYNTHETIC = {
+    "private key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----",
+    "AWS access key": "aws_access_key_id AKIA" + "EXAMPLEEXAMPLE12",
+    "GitHub token": "push with ghp_" + FAKE[:36],
+    "Slack token": "xoxb-" + "1234567890-" + FAKE[:12],
+    "OpenAI-style API key": "OPENAI sk-proj-" + FAKE[:30],
+    "Google API key": "maps key AIza" + FAKE[:35],
+    "JSON web token": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + FAKE[:20],
+    "bearer token": "Authorization: Bearer " + FAKE[:32],
+    "cookie": "Cookie: session=" + FAKE[:24],
+    "password in URL": "clone https://deploy:" + "hunter2hunter2" + "@git.example.com/repo.git",
+    "connection string": "Server=db.internal;Database=ledger;User Id=app;Password=" + "Tr0ub4dor&3;",
+    "password assignment": "DB_PASSWORD = '" + "correct-horse-battery" + "'",
+    "e-mail address": "ask jane.doe+ops@example.co.uk about it",
+    "phone number": "on call: +44 20 7946 0958, or (415) 555-0134",
+}
+
+NOT_SECRET = [
+    "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed it",
+    "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "request id 123e4567-e89b-12d3-a456-426614174000",
+    "trace 12345678-1234-1234-1234-123456789012",
+    "shipped on 2026-11-24 at 14:05, version 3.11.7, build 2026.11.24",
+    "Keep PRs under 377 lines; 代码评审偏好：小 PR，122 行以内",
+    "see config/ledger.yaml and src/app/main.py line 1024",
+    "roll out to 30% of traffic, p95 under 16 ms, 1,000,000 memories",
+    "the token count is 4096 and the password field is required",
+    "ports 8080-8090 and 192.168.1.20",
+]
+
+
+@pytest.mark.parametrize("kind", sorted(SYNTHETIC))
+def test_each_kind_is_found_masked_and_redacted(kind):
+    text = SYNTHETIC[kind]
+    found = [f for f in scan(text) if f.kind == kind]
+    assert found, kind
+    for f in found:
+        value = text[f.start : f.end]
+        assert f.masked.startswith(value[:4]) and value not in f.masked and set(f.masked[4:]) == {"*"}
+    assert not [f for f in scan(redact(text)) if f.kind == kind]
+    assert f"[redacted {kind}]" in redact(text)
+
+
+def test_every_kind_has_a_synthetic_case():
+    assert set(SYNTHETIC) == set(PATTERNS)
+
+
+@pytest.mark.parametrize("text", NOT_SECRET)
+def test_what_memories_hold_all_the_time_is_not_flagged(text):
+    assert scan(text) == []
+    assert redact(text) == text
+
+
+def test_findings_come_in_order_and_the_preview_lists_one_per_kind():
+    text = "mail a@example.com, then b@example.com, key AKIA" + "EXAMPLEEXAMPLE12"
+    assert [f.kind for f in scan(text)] == ["e-mail address", "e-mail address", "AWS access key"]
+    assert [f.kind for f in find_secrets(text)] == ["e-mail address", "AWS access key"]
+
+
+@given(st.text(max_size=200), st.sampled_from(sorted(SYNTHETIC)))
+def test_redacted_text_holds_no_finding_of_what_was_put_in(noise, kind):
+    text = f"{noise} {SYNTHETIC[kind]} {noise}"
+    secrets = [SYNTHETIC[kind][f.start : f.end] for f in scan(SYNTHETIC[kind]) if f.kind == kind]
+    assert secrets and not any(secret in redact(text) for secret in secrets)
+
+
+def test_every_kind_but_phone_numbers_has_its_gate_and_each_gate_lets_its_matches_through():
+    """A gate is a substring a kind cannot match without: were one wrong, that kind would go unseen."""
+    assert set(GATES) == set(PATTERNS) - {"phone number"}
+    for kind, words in GATES.items():
+        text = SYNTHETIC[kind]
+        for f in (f for f in scan(text) if f.kind == kind):
+            assert any(word in text[f.start : f.end].lower() for word in words), kind
+
+
+@pytest.mark.parametrize(
+    "number", ["+1 415 555 0134", "+14155550134", "(415) 555-0134", "415-555-0134", "415.555.0134"]
+)
+def test_phone_numbers_in_each_shape_pass_their_gate(number):
+    assert [f.kind for f in scan(f"call {number} after six")] == ["phone number"]
+
+
+KEY = "AKIA" + "EXAMPLEEXAMPLE12"
+MAIL = "jane.doe@example.com"
+
+
+def propose_with_secrets(root) -> tuple[int, int]:
+    """memoryd's hook proposes two promotions: one whose title and body hold a synthetic key and an e-mail address,
+    and one clean."""
+    flagged, clean = memoryd_proposes(root), memoryd_proposes(root)
+    with sqlite3.connect(root / "index.db") as con:
+        con.execute(
+            "UPDATE promotions SET proposed_title = ?, proposed_body = ? WHERE id = ?",
+            (f"Deploy key {KEY}", f"Ask {MAIL} before rotating it.", flagged),
+        )
+    return flagged, clean
+
+
+def test_pending_promotions_are_scanned_by_field(store):
+    flagged, clean = propose_with_secrets(store.layout.root)
+    found = pending_findings(store, [flagged, clean])
+    assert set(found) == {flagged}
+    assert [(field, f.kind) for field, f in found[flagged]] == [("title", "AWS access key"), ("body", "e-mail address")]
+
+
+def test_promotions_list_reports_findings_masked_and_never_the_secret(capsys, fixture_root):
+    flagged, clean = propose_with_secrets(fixture_root)
+    assert main(["promotions", "list", "--json", "--root", str(fixture_root)]) == 0
+    out = capsys.readouterr().out
+    items = {item["id"]: item for item in json.loads(out)}
+    assert [s["kind"] for s in items[flagged]["secrets"]] == ["AWS access key", "e-mail address"]
+    assert items[clean]["secrets"] == [] and KEY not in out and MAIL not in out
+    assert items[flagged]["title"].startswith("Deploy key AKIA****")
+    assert main(["promotions", "list", "--root", str(fixture_root)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.split()[0] == str(flagged))
+    assert "[secret? AWS access key, e-mail address]" in line and KEY not in line
+
+
+def test_check_lists_plain_memories_holding_secrets_without_calling_it_drift(store):
+    memory = Memory.get(Memory.scope_hash == "710d5aaf7a15")
+    doc = store.read_doc(memory.body_path)
+    before = check(store)
+    doc.body += f"\nThe staging key is {KEY}."
+    memoryd_saves(store.layout.root, doc)
+    report = check(store)
+    [finding] = report.of("secret_in_plain_memory")
+    assert finding.data["slug"] == memory.slug and "AWS access key AKIA****" in finding.detail
+    assert KEY not in finding.detail and report.drift == before.drift
