@@ -100,12 +100,13 @@ def find_secrets(text: str) -> list[Finding]:
     return list(first.values())
 
 
-def masked(text: str) -> str:
-    """``text`` with each match shown masked (for printing a title that holds one: a person sees where, not what)."""
+def masked(text: str, shown: str = "{}") -> str:
+    """``text`` with each match shown masked, in ``shown`` (a title or body that holds one: a person sees where
+    and what kind, not the value)."""
     out, at = [], 0
     for finding in scan(text):
         if finding.start >= at:
-            out += [text[at : finding.start], finding.masked]
+            out += [text[at : finding.start], shown.format(finding.masked)]
             at = finding.end
     return "".join(out) + text[at:]
 

@@ -148,3 +148,29 @@ def test_check_lists_plain_memories_holding_secrets_without_calling_it_drift(sto
     [finding] = report.of("secret_in_plain_memory")
     assert finding.data["slug"] == memory.slug and "AWS access key AKIA****" in finding.detail
     assert KEY not in finding.detail and report.drift == before.drift
+
+
+async def test_the_queue_marks_the_row_with_a_word_and_the_detail_shows_the_match_masked(store):
+    """On the fixture root memoryd wrote: the flagged promotion's state says "secret?", its detail names the kinds
+    and masks them, and the key itself is nowhere on the screen."""
+    from helpers import settle
+    from textual.widgets import DataTable, Markdown, Static
+
+    from engram.tui.app import EngramApp
+    from engram.tui.panes.queue import QueuePane
+
+    flagged, clean = propose_with_secrets(store.layout.root)
+    app = EngramApp(store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(QueuePane)
+        table = pane.query_one("#queue-table", DataTable)
+        states = {int(str(key.value)): str(table.get_row(key)[4]) for key in table.rows}
+        assert states[flagged] == "secret?" and states[clean] != "secret?"
+        table.move_cursor(row=list(states).index(flagged))
+        await settle(app, pilot)
+        head = str(app.query_one("#detail-head", Static).render())
+        assert "secret? AWS access key, e-mail address" in head and "AKIA****" in head and KEY not in head
+        body = app.query_one("#detail-body", Markdown).source
+        assert "`jane************`" in body and MAIL not in body
+        assert KEY not in app.export_screenshot() and MAIL not in app.export_screenshot()

@@ -22,10 +22,12 @@ from engram.store.queue import (
     PromotionDetail,
     QueueItem,
     first_page,
+    pending_findings,
     pending_queue,
     promotion_detail,
     queue_query,
 )
+from engram.store.secrets import masked
 from engram.store.service import Store
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, Settled, StoreChanged
@@ -102,6 +104,7 @@ class QueuePane(PaneBase):
         self.busy = False  # a decision, an undo or a redo runs: the next waits (set and read on the UI thread)
         self.settled_once = False  # the first load has told the console (messages.Settled)
         self.detail: PromotionDetail | None = None
+        self.flagged: dict[int, set[str]] = {}  # promotion id -> kinds of secret-looking text it holds
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -143,10 +146,12 @@ class QueuePane(PaneBase):
                 painted(self)
                 deliver(self, self.first_painted)
             items = pending_queue(self.store, self.sort, queue_query(self.filter_text))
+            found = pending_findings(self.store, [i.id for i in items])
+            flagged = {pid: {f.kind for _, f in hits} for pid, hits in found.items()}
         except (StoreError, QuerySyntaxError) as exc:
             deliver(self, self.notify, str(exc), severity="error")
         else:
-            deliver(self, self.show_items, items, keep)
+            deliver(self, self.show_items, items, keep, flagged)
         if not self.settled_once:
             self.settled_once = True
             self.post_message(Settled())
@@ -164,7 +169,7 @@ class QueuePane(PaneBase):
         self.painting = False
         self._highlighted()
 
-    def show_items(self, items: list[QueueItem], keep: int | None) -> None:
+    def show_items(self, items: list[QueueItem], keep: int | None, flagged: dict[int, set[str]]) -> None:
         """Show ``items`` at ``keep``; without one, the cursor stays on the promotion it was on (memoryd may have
         added or decided rows above it: the row under the cursor must not silently become another one), or at
         its position when that promotion is gone."""
@@ -172,7 +177,7 @@ class QueuePane(PaneBase):
         current = self.current() if keep is None and table.row_count and self.items else None
         if current is not None:
             keep = next((i for i, item in enumerate(items) if item.id == current.id), self.current_index())
-        self.items, self.total = items, None
+        self.items, self.total, self.flagged = items, None, flagged
         self.marked &= {i.id for i in items}
         index = min(keep or 0, max(len(items) - 1, 0))
         self.page_no = index // PAGE
@@ -195,7 +200,7 @@ class QueuePane(PaneBase):
         return self.items[self.page_no * PAGE : (self.page_no + 1) * PAGE]
 
     def cells(self, item: QueueItem) -> tuple:
-        state = "deferred" if item.deferred else ""
+        state = "secret?" if item.id in self.flagged else "deferred" if item.deferred else ""
         if item.sensitive:
             state = "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
         return (
@@ -204,7 +209,7 @@ class QueuePane(PaneBase):
             f"{item.dura_avg:.2f}",
             item.type,
             state,
-            plain(item.title),
+            plain(masked(item.title)),  # a title holding a key shows it masked, from the first frame on
         )
 
     def update_status(self) -> None:

@@ -1,4 +1,5 @@
-"""One promotion in detail: title, DURA scores as bars, the proposed body, and what explains it."""
+"""One promotion in detail: title, DURA scores as bars, the proposed body, and what explains it. Text that looks
+like a credential or personal data is shown masked, and named above the scores."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from engram.store.queue import DURA_LABELS, PromotionDetail
+from engram.store.secrets import masked, scan
 from engram.tui.colours import Paint, role
 from engram.tui.terminal_safe import visible
 
@@ -47,12 +49,14 @@ class PromotionView(VerticalScroll):
             if self.query("Markdown"):
                 self._texts("", "")
             return
+        kinds = sorted({f.kind for text in (detail.title, detail.body, *detail.triggers) for f in scan(text)})
         head.update(
             Text.assemble(
                 (f"#{detail.id} ", "dim"),
-                (detail.title, "bold"),
+                (masked(detail.title), "bold"),
                 "\n",
                 (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}", "dim"),
+                *(("\n", (f"secret? {', '.join(kinds)}: masked below", role(self, "warn"))) if kinds else ()),
             )
         )
         dura = Text()
@@ -61,7 +65,7 @@ class PromotionView(VerticalScroll):
             dura.append_text(dura_bar(detail.dura.get(key, 0.0), lambda name: role(self, name)))
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
-        self._texts(visible(detail.body), visible("\n\n".join(_meta(detail))))
+        self._texts(visible(masked(detail.body, "`{}`")), visible(masked("\n\n".join(_meta(detail)), "`{}`")))
 
 
 def _meta(detail: PromotionDetail) -> list[str]:
