@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engram.store import secrets
 from engram.store.columns import parse_json_list
 from engram.store.domain import DecayState, MemoryType, PromotionStatus
 from engram.store.errors import BadInput, Conflict, NotFound
@@ -75,15 +76,17 @@ def promoted_doc(promotion: Promotion, now: datetime, edits: Edits = Edits()) ->
     return MemoryDoc(frontmatter=fm, body=edits.body if edits.body is not None else promotion.proposed_body)
 
 
+def proposed_triggers(promotion: Promotion) -> list[str]:
+    return [str(t) for t in parse_json_list(promotion.proposed_triggers)]
+
+
 def _promoted_frontmatter(promotion: Promotion, now: datetime, edits: Edits) -> Frontmatter:
     return Frontmatter(
         title=edits.title if edits.title is not None else promotion.proposed_title,
         slug=promoted_slug(promotion),
         type=edits.type or promoted_type(promotion),
         scope_hash=promotion.scope_hash,
-        triggers=edits.triggers
-        if edits.triggers is not None
-        else [str(t) for t in parse_json_list(promotion.proposed_triggers)],
+        triggers=edits.triggers if edits.triggers is not None else proposed_triggers(promotion),
         source="promotion",
         created_at=now,
         promoted_from=promotion.source_session_slug,
@@ -209,17 +212,38 @@ def prove_keys(store: Store, promotion_ids: Iterable[int]) -> None:
         keyproof.prove(store, scope)
 
 
-def approve(store: Store, promotion_id: int, edits: Edits = Edits()) -> Approved:
-    """Approve a pending promotion: write its memory (with ``edits``), then mark it approved."""
-    return write_promoted(store, _pending(store, promotion_id), "promotion_approved", edits)
+def approve(store: Store, promotion_id: int, edits: Edits = Edits(), *, redact_secrets: bool = False) -> Approved:
+    """Approve a pending promotion: write its memory (with ``edits``), then mark it approved. ``redact_secrets``
+    replaces what looks like a credential or personal data (:mod:`engram.store.secrets`) in the memory and in the
+    promotion's own text in index.db, in the same change; the event names the kinds, never the values."""
+    return write_promoted(store, _pending(store, promotion_id), "promotion_approved", edits, redact_secrets)
 
 
-def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: Edits = Edits()) -> Approved:
+def _redacted(promotion: Promotion, edits: Edits) -> tuple[Edits, list[str]]:
+    """``edits`` with every secret-looking string of the memory's title, triggers and body redacted, and the kinds
+    redacted."""
+    title = edits.title if edits.title is not None else promotion.proposed_title
+    body = edits.body if edits.body is not None else promotion.proposed_body
+    triggers = (
+        edits.triggers if edits.triggers is not None else [str(t) for t in parse_json_list(promotion.proposed_triggers)]
+    )
+    kinds = sorted({f.kind for text in (title, body, *triggers) for f in secrets.scan(text)})
+    redacted = Edits(secrets.redact(title), edits.type, [secrets.redact(t) for t in triggers], secrets.redact(body))
+    return redacted, kinds
+
+
+def write_promoted(
+    store: Store, promotion: Promotion, event_type: str, edits: Edits = Edits(), redact_secrets: bool = False
+) -> Approved:
     """Write a promotion's memory and mark it approved (also used by repair for approvals memoryd left unwritten).
 
     Each memory it supersedes gets a ``supersedes_chain`` row decided by the user and is dimmed (in its
     frontmatter too), all in the same change.
     """
+    edited = [k for k, v in vars(edits).items() if v is not None]
+    redacted: list[str] = []
+    if redact_secrets:
+        edits, redacted = _redacted(promotion, edits)
     doc = promoted_doc(promotion, store.now(), edits)
     slug = doc.frontmatter.slug
     write = store.memory_write(doc)
@@ -243,6 +267,14 @@ def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: E
         Promotion.update(status=PromotionStatus.APPROVED.value, decided_at=promotion.decided_at or now).where(
             Promotion.id == promotion.id
         ).execute()
+        if redacted:  # the proposal's own text too (engram's copy of the row follows by its trigger)
+            Promotion.update(
+                proposed_title=secrets.redact(promotion.proposed_title),
+                proposed_body=secrets.redact(promotion.proposed_body),
+                proposed_triggers=json.dumps(
+                    [secrets.redact(str(t)) for t in parse_json_list(promotion.proposed_triggers)]
+                ),
+            ).where(Promotion.id == promotion.id).execute()
         for row in older:
             SupersedesChain.insert(
                 newer_memory_id=slug,
@@ -255,8 +287,10 @@ def write_promoted(store: Store, promotion: Promotion, event_type: str, edits: E
             ).on_conflict_replace().execute()
 
     details: dict[str, Any] = {"promotion_id": promotion.id, "supersedes": [r.slug for r in older], "dimmed": dimmed}
-    if edits != Edits():
-        details["edited"] = [k for k, v in vars(edits).items() if v is not None]
+    if edited:
+        details["edited"] = edited
+    if redacted:
+        details["redacted"] = redacted
     # repair writes the memory of a promotion already approved: the status it was planned on is checked again
     store.apply(
         Change(

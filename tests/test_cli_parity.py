@@ -200,6 +200,9 @@ def test_graph_entities_neighbours_conflicts_rename_merge(capsys, fixture_root):
 # only move, show, filter or ask are the console's own.
 CLI_FOR = {
     "queue.approve": "promotions approve",
+    "secret.redact": "promotions approve",  # --redact
+    "secret.sensitive": "promotions approve",  # into a sensitive scope, or --keep-secrets
+    "secret.reject": "promotions reject",
     "queue.reject": "promotions reject",
     "queue.defer": "promotions defer",
     "queue.edit": "promotions edit",

@@ -8,15 +8,21 @@ import json
 import sqlite3
 
 import pytest
+from helpers import events, settle
 from hypothesis import given
 from hypothesis import strategies as st
 from memoryd_emulation import memoryd_proposes, memoryd_saves
+from textual.widgets import DataTable, Markdown, Static
 
+from engram.store import promotions
 from engram.store.drift.check import check
-from engram.store.index import Memory
+from engram.store.index import Memory, Promotion
 from engram.store.queue import pending_findings
 from engram.store.secrets import GATES, PATTERNS, find_secrets, redact, scan
+from engram.tui.app import EngramApp
 from engram.tui.cli import main
+from engram.tui.panes.queue import QueuePane
+from engram.tui.screens.prompt import SecretsPrompt
 
 FAKE = "A1b2" * 10  # forty characters no service issued
 
@@ -153,12 +159,6 @@ def test_check_lists_plain_memories_holding_secrets_without_calling_it_drift(sto
 async def test_the_queue_marks_the_row_with_a_word_and_the_detail_shows_the_match_masked(store):
     """On the fixture root memoryd wrote: the flagged promotion's state says "secret?", its detail names the kinds
     and masks them, and the key itself is nowhere on the screen."""
-    from helpers import settle
-    from textual.widgets import DataTable, Markdown, Static
-
-    from engram.tui.app import EngramApp
-    from engram.tui.panes.queue import QueuePane
-
     flagged, clean = propose_with_secrets(store.layout.root)
     app = EngramApp(store)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -174,3 +174,68 @@ async def test_the_queue_marks_the_row_with_a_word_and_the_detail_shows_the_matc
         body = app.query_one("#detail-body", Markdown).source
         assert "`jane************`" in body and MAIL not in body
         assert KEY not in app.export_screenshot() and MAIL not in app.export_screenshot()
+
+
+def _everywhere(root) -> str:
+    """index.db, engram.db and the memory files as text, for looking for a value in them."""
+    with sqlite3.connect(root / "index.db") as con:
+        rows = con.execute("SELECT proposed_title || proposed_body || proposed_triggers FROM promotions").fetchall()
+    with sqlite3.connect(root / "engram.db") as con:
+        copies = con.execute("SELECT proposed_title || proposed_body FROM engram_promotions").fetchall()
+    files = [p.read_text(errors="replace") for p in (root / "scopes").rglob("*.md")]
+    audit = (root / "audit" / "audit.jsonl").read_text()
+    return "\n".join([*(r[0] for r in rows), *(c[0] for c in copies), *files, audit])
+
+
+def test_approving_with_redaction_writes_neither_the_memory_nor_the_proposal_with_the_secret(store):
+    flagged, _ = propose_with_secrets(store.layout.root)
+    approved = promotions.approve(store, flagged, redact_secrets=True)
+    doc = store.read_doc(Memory.get(Memory.slug == approved.slug).body_path)
+    assert doc.frontmatter.title == "Deploy key [redacted AWS access key]"
+    assert "[redacted e-mail address]" in doc.body
+    assert KEY not in _everywhere(store.layout.root) and MAIL not in _everywhere(store.layout.root)
+    event = events(store.layout.root)[-1]
+    assert event["event_type"] == "promotion_approved"
+    assert json.loads(event["details"])["redacted"] == ["AWS access key", "e-mail address"]
+
+
+def test_the_cli_refuses_a_secret_unless_told_to_redact_or_keep_it(capsys, fixture_root):
+    flagged, clean = propose_with_secrets(fixture_root)
+    assert main(["promotions", "approve", str(flagged), "--json", "--root", str(fixture_root)]) == 1
+    failed = json.loads(capsys.readouterr().out)["failed"]
+    assert "AWS access key, e-mail address" in failed[0]["error"] and "--redact" in failed[0]["error"]
+    with sqlite3.connect(fixture_root / "index.db") as con:
+        assert con.execute("SELECT status FROM promotions WHERE id = ?", (flagged,)).fetchone() == ("pending",)
+    assert main(["promotions", "approve", str(flagged), str(clean), "--redact", "--root", str(fixture_root)]) == 0
+    capsys.readouterr()
+    assert KEY not in _everywhere(fixture_root)
+
+
+async def test_approving_a_flagged_promotion_asks_then_redacts_or_rejects(store):
+    first, _ = propose_with_secrets(store.layout.root)
+    second, _ = propose_with_secrets(store.layout.root)
+    app = EngramApp(store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(QueuePane)
+        table = pane.query_one("#queue-table", DataTable)
+
+        async def press_on(pid: int, *keys: str) -> None:
+            table.move_cursor(row=[int(str(k.value)) for k in table.rows].index(pid))
+            await settle(app, pilot)
+            await pilot.press("a")
+            await settle(app, pilot)
+            assert isinstance(app.screen, SecretsPrompt)
+            await pilot.press(*keys)
+            await settle(app, pilot)
+
+        await press_on(first, "s")  # not offered: its scope is not sensitive
+        assert isinstance(app.screen, SecretsPrompt)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert Promotion.get_by_id(first).status == "pending"
+        await press_on(first, "r")
+        assert Promotion.get_by_id(first).status == "approved" and KEY not in Promotion.get_by_id(first).proposed_title
+        await press_on(second, "x")
+        assert Promotion.get_by_id(second).status == "rejected"
+    assert KEY not in _everywhere(store.layout.root).replace(Promotion.get_by_id(second).proposed_title, "")

@@ -182,6 +182,7 @@ NOT_ONE_EVENT = {
     "stats.pending_count": "reads only",
     "queue.pending_queue": "reads only",
     "queue.first_page": "reads only",
+    "queue.pending_findings": "reads only",
     "queue.promotion_detail": "reads only (names sensitive files, never opens them)",
     "explain.explain": "reads; opening a sensitive memory goes through view_memory, which audits it",
     "explain.explanation": "reads; opening a sensitive memory goes through view_memory, which audits it",

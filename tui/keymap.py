@@ -163,9 +163,23 @@ GRANT_ACTIONS = (
     Action("grant.session", "s", "pick('session')", "Grant for a session", show=False),
     Action("grant.task", "t", "pick('task')", "Grant for a task", show=False),
 )
+SECRET_ACTIONS = (
+    Action("secret.redact", "r", "choose('redact')", "Redact, then approve"),
+    Action("secret.reject", "x", "choose('reject')", "Reject"),
+    Action("secret.sensitive", "s", "choose('sensitive')", "Approve into its sensitive scope"),
+    CANCEL,
+)
 HELP_ACTIONS = (Action("help.close", "escape", "close", "Close"),)
 IMPORT_ACTIONS = (Action("import.back", "escape", "back", "Back"),)
-DIALOG_ACTIONS = (CANCEL, *CONFIRM_ACTIONS, *EDIT_ACTIONS[:2], *GRANT_ACTIONS[1:], *HELP_ACTIONS, *IMPORT_ACTIONS)
+DIALOG_ACTIONS = (
+    CANCEL,
+    *CONFIRM_ACTIONS,
+    *EDIT_ACTIONS[:2],
+    *GRANT_ACTIONS[1:],
+    *SECRET_ACTIONS[:3],
+    *HELP_ACTIONS,
+    *IMPORT_ACTIONS,
+)
 
 
 def bindings(actions: tuple[Action, ...]) -> list[BindingType]:

@@ -51,6 +51,14 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         p.add_argument("--yes", action="store_true", help="decide what --where matches without asking")
         if verb != "approve":
             p.add_argument("--reason", help="why (kept in engram's notes and the audit event)")
+        else:
+            secret = p.add_mutually_exclusive_group()
+            secret.add_argument(
+                "--redact", action="store_true", help="redact secret-looking text from the memory and the proposal"
+            )
+            secret.add_argument(
+                "--keep-secrets", action="store_true", help="approve secret-looking text as it is (else refused)"
+            )
     merge = promos.add_parser("merge", parents=[common, report], help="fold a pending promotion into a memory")
     completed(merge.add_argument("id", type=int, metavar="ID"), complete_pending)
     merge.add_argument("--into", required=True, metavar="SLUG", help="the memory it joins (same scope)")
@@ -141,7 +149,14 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
 
     def act(store: Store, pid: int) -> dict[str, object]:
         if verb == "approve":
-            return {"id": pid, "slug": promotions.approve(store, pid).slug}
+            flagged = pending_findings(store, [pid]).get(pid)
+            if flagged and not (args.redact or args.keep_secrets or _sensitive_target(store, pid)):
+                kinds = ", ".join(sorted({f.kind for _, f in flagged}))
+                raise StoreError(f"holds secret-looking text ({kinds}): approve with --redact, or --keep-secrets")
+            return {
+                "id": pid,
+                "slug": promotions.approve(store, pid, redact_secrets=bool(flagged and args.redact)).slug,
+            }
         (promotions.reject if verb == "reject" else promotions.defer)(store, pid, args.reason)
         return {"id": pid}
 
@@ -161,6 +176,11 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
     )
     emit(args, {"done": done, "failed": failed}, text)
     return EXIT_FINDING if failed else EXIT_OK
+
+
+def _sensitive_target(store: Store, pid: int) -> bool:
+    """Does promotion ``pid`` go into a sensitive scope (its memory encrypted: secret-looking text may stay)?"""
+    return bool(promotions.target_scopes(store, [pid]) & store.sensitive_scopes())
 
 
 def _needs_key(ids: list[int]) -> Callable[[Store], bool]:

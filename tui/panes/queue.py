@@ -32,7 +32,7 @@ from engram.store.service import Store
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
-from engram.tui.screens.prompt import Confirm, TextPrompt
+from engram.tui.screens.prompt import Confirm, SecretsPrompt, TextPrompt
 from engram.tui.shared import Shared
 from engram.tui.tables import FitTable, fit_columns
 from engram.tui.threads import background, deliver, painted
@@ -433,7 +433,28 @@ class QueuePane(PaneBase):
             self.notify(self.store.audit_warning, severity="warning")
 
     def action_approve(self) -> None:
-        self.decide("approve", lambda pid: promotions.approve(self.store, pid))
+        """Approve; promotions that hold secret-looking text ask first (:class:`SecretsPrompt`)."""
+        flagged = [i for i in self.targets() if i.id in self.flagged]
+        if not flagged or self.busy:
+            self.decide("approve", lambda pid: promotions.approve(self.store, pid))
+            return
+        ids = {i.id for i in flagged}
+        count = len(self.targets())
+
+        def chosen(answer: str | None) -> None:
+            if answer == "redact":
+                self.decide("approve (redacted)", lambda pid: self.approve_redacted(pid, ids), count)
+            elif answer == "sensitive":
+                self.decide("approve", lambda pid: promotions.approve(self.store, pid), count)
+            elif answer == "reject":
+                reason = "holds secret-looking text"
+                self.run_decisions("reject", lambda pid: promotions.reject(self.store, pid, reason), sorted(ids))
+
+        kinds = sorted(set().union(*(self.flagged[i] for i in ids)))
+        self.app.push_screen(SecretsPrompt(len(flagged), kinds, all(i.sensitive for i in flagged)), chosen)
+
+    def approve_redacted(self, pid: int, flagged: set[int]) -> promotions.Decision:
+        return promotions.approve(self.store, pid, redact_secrets=pid in flagged)
 
     def action_reject(self) -> None:
         self.decide_with_reason("reject", promotions.reject, "duplicate, wrong, too vague …")

@@ -1,4 +1,5 @@
-"""Small modal questions: a line of text (a reason, a passphrase) and a yes/no confirmation."""
+"""Small modal questions: a line of text (a reason, a passphrase), a yes/no confirmation, and what to do with
+promotions that hold secret-looking text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from engram.tui.keymap import CANCEL, CONFIRM_ACTIONS, bindings
+from engram.tui.keymap import CANCEL, CONFIRM_ACTIONS, SECRET_ACTIONS, bindings
 
 
 class TextPrompt(ModalScreen[str | None]):
@@ -48,3 +49,34 @@ class Confirm(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class SecretsPrompt(ModalScreen[str | None]):
+    """Asked before approving promotions that look like they hold a credential or personal data: redact it from
+    the memory and from the proposal, then approve; reject them; or, when every one goes into a sensitive scope
+    (encrypted on disk), approve them as they are. Escape changes nothing."""
+
+    BINDINGS = bindings(SECRET_ACTIONS)
+
+    def __init__(self, count: int, kinds: list[str], sensitive: bool) -> None:
+        super().__init__()
+        self.count, self.kinds, self.sensitive = count, kinds, sensitive
+
+    def compose(self) -> ComposeResult:
+        which = "This promotion" if self.count == 1 else f"{self.count} of these promotions"
+        with Vertical(classes="dialog"):
+            yield Label(f"{which} look like holding: {', '.join(self.kinds)}.", classes="dialog-title", markup=False)
+            yield Label("r  redact it (memory and proposal), then approve", markup=False)
+            yield Label("x  reject", markup=False)
+            if self.sensitive:
+                yield Label("s  approve as it is, into its sensitive scope (encrypted)", markup=False)
+            else:
+                yield Label("(approving as it is needs a sensitive scope: mark it in the scopes pane)", markup=False)
+            yield Label("esc  cancel", classes="hint")
+
+    def action_choose(self, answer: str) -> None:
+        if answer != "sensitive" or self.sensitive:
+            self.dismiss(answer)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
