@@ -21,6 +21,7 @@ from engram.store.queue import pending_findings
 from engram.store.secrets import GATES, PATTERNS, find_secrets, redact, scan
 from engram.tui.app import EngramApp
 from engram.tui.cli import main
+from engram.tui.panes import queue as queue_pane
 from engram.tui.panes.queue import QueuePane
 from engram.tui.screens.prompt import SecretsPrompt
 
@@ -239,3 +240,22 @@ async def test_approving_a_flagged_promotion_asks_then_redacts_or_rejects(store)
         await press_on(second, "x")
         assert Promotion.get_by_id(second).status == "rejected"
     assert KEY not in _everywhere(store.layout.root).replace(Promotion.get_by_id(second).proposed_title, "")
+
+
+async def test_the_queue_scans_a_pending_promotion_once_not_at_every_reload(store, monkeypatch):
+    asked: list[list[int]] = []
+
+    def recorded(store, ids):
+        asked.append(list(ids))
+        return pending_findings(store, ids)
+
+    monkeypatch.setattr(queue_pane, "pending_findings", recorded)
+    flagged, _ = propose_with_secrets(store.layout.root)
+    app = EngramApp(store)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(QueuePane)
+        assert flagged in asked[-1] and flagged in pane.flagged
+        pane.reload()
+        await settle(app, pilot)
+        assert asked[-1] == [] and flagged in pane.flagged  # the flag stays without a second scan
