@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 FIELDS = ("type", "scope", "tag", "state", "source")
 NUMERIC = ("dura", "age")  # compared, not matched: the queue's fields (parse(..., numeric=True))
+QUEUE_ONLY = ("secret",)  # matched as FIELDS are, known to the queue only: the kinds of secret-looking text held
 _COMPARE = re.compile(r"^(<=|>=|<|>|=)?(\d+(?:\.\d+)?)d?$")
 _OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__, "=": float.__eq__}
 
@@ -112,13 +113,13 @@ def _term(token: str, numeric: bool) -> Term:
         if compared is None:
             raise QuerySyntaxError(f"{name}: takes a number with < <= > >= or = before it (e.g. {name}:>0.7)")
         return Term(compared.group(2), compared.group(1) or "=", bool(negate), name)
-    if field_match and field_match.group(2) in FIELDS:
+    if field_match and (field_match.group(2) in FIELDS or (numeric and field_match.group(2) in QUEUE_ONLY)):
         negate, name, value = field_match.groups()
         if not value:
             raise QuerySyntaxError(f"{name}: needs a value")
         return Term(value.lower(), "prefix", bool(negate), name)
     if field_match and not token.startswith(("'", "^")):
-        known = ", ".join(f"{f}:" for f in FIELDS + (NUMERIC if numeric else ()))
+        known = ", ".join(f"{f}:" for f in FIELDS + (NUMERIC + QUEUE_ONLY if numeric else ()))
         raise QuerySyntaxError(f"unknown field {field_match.group(2)}: (fields are {known})")
     negate = token.startswith("!") or (token.startswith("-") and len(token) > 1)
     if negate:

@@ -67,12 +67,20 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     ]
     if not query.empty:  # bodies are most of a promotion's bytes: read only to filter by them
         columns.append(Promotion.proposed_body)
+    secrets_asked = any(term.field == "secret" for group in query.groups for term in group)
     for pid, title, ptype, scope, dura, created, triggers, session, *body in tuples(
         Promotion.select(*columns).where(Promotion.status == "pending")
     ):
         note = notes.get(pid)
         item = _item((pid, title, ptype, scope, dura, created, triggers), note, sensitive)
-        if query.empty or matches(query, _haystack(item, body[0]), _fields(item, sources.get(session, ""), now)):
+        if query.empty:
+            items.append(item)
+            continue
+        fields = _fields(item, sources.get(session, ""), now)
+        if secrets_asked:  # scanned only when asked (20 µs a promotion)
+            kinds = sorted({f.kind.lower() for text in (item.title, *item.triggers, body[0] or "") for f in scan(text)})
+            fields["secret"] = ["yes", *kinds] if kinds else ["no"]
+        if matches(query, _haystack(item, body[0]), fields):
             items.append(item)
     items.sort(key=_sort_key(sort))
     items.sort(key=lambda i: i.deferred)  # stable: deferred sink, each part keeps the chosen order

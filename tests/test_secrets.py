@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Markdown, Static
 from engram.store import promotions
 from engram.store.drift.check import check
 from engram.store.index import Memory, Promotion
-from engram.store.queue import pending_findings
+from engram.store.queue import pending_findings, pending_queue, queue_query
 from engram.store.secrets import GATES, PATTERNS, find_secrets, redact, scan
 from engram.tui.app import EngramApp
 from engram.tui.cli import main
@@ -259,3 +259,14 @@ async def test_the_queue_scans_a_pending_promotion_once_not_at_every_reload(stor
         pane.reload()
         await settle(app, pilot)
         assert asked[-1] == [] and flagged in pane.flagged  # the flag stays without a second scan
+
+
+def test_the_queue_filter_finds_promotions_by_what_they_hold(store):
+    flagged, clean = propose_with_secrets(store.layout.root)
+
+    def ids(text: str) -> set[int]:
+        return {item.id for item in pending_queue(store, query=queue_query(text))}
+
+    assert ids("secret:yes") == {flagged} and ids("secret:e-mail") == {flagged}
+    assert flagged not in ids("!secret:yes") and clean in ids("!secret:yes") and clean in ids("secret:no")
+    assert ids("secret:phone") == set()
