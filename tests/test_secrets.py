@@ -157,6 +157,15 @@ def test_check_lists_plain_memories_holding_secrets_without_calling_it_drift(sto
     assert KEY not in finding.detail and report.drift == before.drift
 
 
+def queue_table(app: EngramApp) -> DataTable:
+    return app.query_one(QueuePane).query_one("#queue-table", DataTable)
+
+
+def row_ids(table: DataTable) -> list[int]:
+    """The promotion ids of the queue's rows, top to bottom."""
+    return [int(str(key.value)) for key in table.rows]
+
+
 async def test_the_queue_marks_the_row_with_a_word_and_the_detail_shows_the_match_masked(store):
     """On the fixture root memoryd wrote: the flagged promotion's state says "secret?", its detail names the kinds
     and masks them, and the key itself is nowhere on the screen."""
@@ -164,11 +173,10 @@ async def test_the_queue_marks_the_row_with_a_word_and_the_detail_shows_the_matc
     app = EngramApp(store)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
-        pane = app.query_one(QueuePane)
-        table = pane.query_one("#queue-table", DataTable)
-        states = {int(str(key.value)): str(table.get_row(key)[4]) for key in table.rows}
+        table = queue_table(app)
+        states = {pid: str(table.get_row(str(pid))[4]) for pid in row_ids(table)}
         assert states[flagged] == "secret?" and states[clean] != "secret?"
-        table.move_cursor(row=list(states).index(flagged))
+        table.move_cursor(row=row_ids(table).index(flagged))
         await settle(app, pilot)
         head = str(app.query_one("#detail-head", Static).render())
         assert "secret? AWS access key, e-mail address" in head and "AKIA****" in head and KEY not in head
@@ -218,11 +226,10 @@ async def test_approving_a_flagged_promotion_asks_then_redacts_or_rejects(store)
     app = EngramApp(store)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(app, pilot)
-        pane = app.query_one(QueuePane)
-        table = pane.query_one("#queue-table", DataTable)
+        table = queue_table(app)
 
         async def press_on(pid: int, *keys: str) -> None:
-            table.move_cursor(row=[int(str(k.value)) for k in table.rows].index(pid))
+            table.move_cursor(row=row_ids(table).index(pid))
             await settle(app, pilot)
             await pilot.press("a")
             await settle(app, pilot)
