@@ -63,15 +63,15 @@ class SecretsPrompt(ModalScreen[str | None]):
         self.count, self.kinds, self.sensitive = count, kinds, sensitive
 
     def compose(self) -> ComposeResult:
-        which = "This promotion" if self.count == 1 else f"{self.count} of these promotions"
+        which = "This promotion looks like it holds" if self.count == 1 else f"{self.count} of them look like holding"
         with Vertical(classes="dialog"):
-            yield Label(f"{which} look like holding: {', '.join(self.kinds)}.", classes="dialog-title", markup=False)
-            yield Label("r  redact it (memory and proposal), then approve", markup=False)
+            yield Label(f"{which}: {', '.join(self.kinds)}.", classes="dialog-title", markup=False)
+            yield Label("r  redact, then approve (memory and proposal)", markup=False)
             yield Label("x  reject", markup=False)
             if self.sensitive:
-                yield Label("s  approve as it is, into its sensitive scope (encrypted)", markup=False)
+                yield Label("s  approve as it is (sensitive scope: encrypted)", markup=False)
             else:
-                yield Label("(approving as it is needs a sensitive scope: mark it in the scopes pane)", markup=False)
+                yield Label("   as it is: only into a sensitive scope", markup=False)
             yield Label("esc  cancel", classes="hint")
 
     def action_choose(self, answer: str) -> None:
