@@ -249,7 +249,7 @@ CLI_FOR = {
 }
 CONSOLE_ONLY = re.compile(
     r"^(app\.(quit|help|palette|lock|pane\..*)|.*\.(up|down|top|bottom|next_page|prev_page|back|left|right|"
-    r"page_up|page_down|first|last|open|select|cancel|close)|queue\.(undo|redo)|confirm\..*|edit\.(save|external)|"
+    r"page_up|page_down|first|last|open|select|cancel|close)|queue\.(undo|redo|view|save_view)|confirm\..*|edit\.(save|external)|"
     r"grant\.(once|session|task)|help\..*|import\.back|dialog\..*)$"
 )
 

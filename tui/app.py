@@ -322,6 +322,13 @@ class EngramApp(App[None]):
                     action.id,
                     lambda a=action, p=pane: self.run_pane_action(p, a),
                 )
+        for view in getattr(self.built.get("queue"), "known_views", list)():  # the queue's saved views, once built
+            show = Action(f"queue.view.{view.name}", "", f"view({view.name!r})", view.name)
+            yield SystemCommand(
+                f"Queue view: {view.name}",
+                f"filter {view.filter or '(none)'}, sort {view.sort}",
+                lambda a=show: self.run_pane_action(BY_ID["queue"], a),
+            )
 
     async def run_pane_action(self, pane: Pane, action: Action) -> None:
         """Show ``pane``, then run ``action`` on it (after the switch has been drawn, so the person sees what

@@ -57,6 +57,8 @@ QUEUE_ACTIONS = (
     Action("queue.mark_all", "ctrl+a", "mark_all", "Mark all", show=False),
     Action("queue.filter", "slash", "filter", "Filter"),
     Action("queue.sort", "s", "cycle_sort", "Sort"),
+    Action("queue.view", "w", "next_view", "View"),
+    Action("queue.save_view", "W", "save_view", "Save view", show=False),
     Action("queue.open_session", "enter", "open_session", "Session", show=False),
     Action("queue.down", "j", "cursor(1)", "Down", show=False),
     Action("queue.up", "k", "cursor(-1)", "Up", show=False),

@@ -29,6 +29,7 @@ from engram.store.queue import (
 )
 from engram.store.secrets import masked
 from engram.store.service import Store
+from engram.store.views import DEFAULTS, View, load_views, save_view
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
@@ -108,6 +109,7 @@ class QueuePane(PaneBase):
         # decision scans only what it has not seen: 40,000 pending at 1M take 2 s); those holding any
         self.scanned: dict[int, set[str]] = {}
         self.flagged: dict[int, set[str]] = {}
+        self.views: list[View] | None = None  # read on first use (the first frame does without them)
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -223,7 +225,9 @@ class QueuePane(PaneBase):
         pending = len(self.items) if self.total is None else self.total
         pages = max(1, -(-pending // PAGE))
         parts = [f"{pending} pending", f"sort: {self.sort}", f"page {self.page_no + 1}/{pages}"]
-        if self.filter_text:
+        if view := self.showing_view():
+            parts.append(f"view: {view.name}")
+        elif self.filter_text:
             parts.append(f"filter: {self.filter_text}")
         if self.marked:
             parts.append(f"{len(self.marked)} marked")
@@ -326,6 +330,51 @@ class QueuePane(PaneBase):
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
         self.notify(f"sorted by {self.sort}", timeout=2)
         self.reload(keep=0)
+
+    # ------------------------------------------------------------------ saved views
+
+    def known_views(self) -> list[View]:
+        """The saved views (engram's defaults when the person's file cannot be read: said once)."""
+        if self.views is None:
+            try:
+                self.views = load_views()
+            except StoreError as exc:
+                self.views = list(DEFAULTS)
+                self.notify(str(exc), severity="warning")
+        return self.views
+
+    def showing_view(self) -> View | None:
+        """The view whose filter and sort the queue shows (none before views were first asked for)."""
+        return next((v for v in self.views or () if (v.filter, v.sort) == (self.filter_text, self.sort)), None)
+
+    def action_next_view(self) -> None:
+        views = self.known_views()
+        current = self.showing_view()
+        self.action_view(views[(views.index(current) + 1) % len(views)].name if current else views[0].name)
+
+    def action_view(self, name: str) -> None:
+        """Show the view ``name``: its filter (in the filter box) and its sort."""
+        view = next((v for v in self.known_views() if v.name == name), None)
+        if view is not None:
+            self.filter_text, self.sort = view.filter, view.sort
+            self.query_one("#queue-filter", Input).value = view.filter
+            self.notify(f"view: {view.name}", timeout=2)
+            self.reload(keep=0)
+
+    def action_save_view(self) -> None:
+        def save(name: str | None) -> None:
+            if name:
+                try:
+                    self.views = save_view(View(name.strip(), self.filter_text, self.sort))
+                except (StoreError, OSError) as exc:
+                    self.notify(str(exc), severity="error")
+                    return
+                self.notify(f"view saved: {name.strip()}", timeout=3)
+                self.update_status()
+
+        current = self.showing_view()
+        question = f"Save as a view (filter: {self.filter_text or 'none'}, sort: {self.sort}), named:"
+        self.app.push_screen(TextPrompt(question, "a name", value=current.name if current else ""), save)
 
     # ------------------------------------------------------------------ filter
 
