@@ -562,6 +562,24 @@ class Index:
             self.db.close()
 
     @contextmanager
+    def overwriting(self) -> Iterator[None]:
+        """Within: what this thread's changes delete or rewrite is overwritten with zeros in the database files
+        (SQLite's ``secure_delete``); after: the write-ahead logs are checkpointed and truncated. A redacted value
+        is then left in no file engram writes: not in a page's free space, not in an old frame of the log (where
+        memoryd's own write of it also sat). A reader holding a log open (memoryd) can keep it from being
+        truncated until the next checkpoint."""
+        self.writable()  # engram.db attached, so that engram's copy of a row is overwritten too
+        schemas = [name for _, name, _ in self.db.execute_sql("PRAGMA database_list").fetchall() if name != "temp"]
+        for schema in schemas:
+            self.db.execute_sql(f"PRAGMA {schema}.secure_delete = ON")
+        try:
+            yield
+        finally:
+            for schema in schemas:
+                self.db.execute_sql(f"PRAGMA {schema}.secure_delete = OFF")
+                self.db.execute_sql(f"PRAGMA {schema}.wal_checkpoint(TRUNCATE)")
+
+    @contextmanager
     def transaction(self, prepare: bool = True) -> Iterator[None]:
         """One write transaction; a lock held past the busy timeout becomes :class:`DatabaseLocked`."""
         if prepare:

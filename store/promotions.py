@@ -7,6 +7,7 @@ pending, and applies ``proposed_supersedes`` (memoryd ignores them).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -292,17 +293,17 @@ def write_promoted(
     if redacted:
         details["redacted"] = redacted
     # repair writes the memory of a promotion already approved: the status it was planned on is checked again
-    store.apply(
-        Change(
-            event_type,
-            slug,
-            promotion.scope_hash,
-            details,
-            writes=writes,
-            index_update=index_update,
-            precondition=_still_status(promotion.id, promotion.status),
-        )
+    change = Change(
+        event_type,
+        slug,
+        promotion.scope_hash,
+        details,
+        writes=writes,
+        index_update=index_update,
+        precondition=_still_status(promotion.id, promotion.status),
     )
+    with store.index.overwriting() if redacted else contextlib.nullcontext():
+        store.apply(change)
     return Approved(promotion.id, slug, write.relpath, doc.fingerprint, dimmed)
 
 

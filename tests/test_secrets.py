@@ -203,6 +203,8 @@ def test_approving_with_redaction_writes_neither_the_memory_nor_the_proposal_wit
     assert doc.frontmatter.title == "Deploy key [redacted AWS access key]"
     assert "[redacted e-mail address]" in doc.body
     assert KEY not in _everywhere(store.layout.root) and MAIL not in _everywhere(store.layout.root)
+    for path in store.layout.root.glob("*.db*"):  # nor in a page's free space or an old frame of a log
+        assert KEY.encode() not in path.read_bytes(), path.name
     event = events(store.layout.root)[-1]
     assert event["event_type"] == "promotion_approved"
     assert json.loads(event["details"])["redacted"] == ["AWS access key", "e-mail address"]
