@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from engram.migrations import ENGRAM_PREFIX, migration_files
 from engram.store.errors import Conflict, DatabaseLocked, ReadOnlyStore, StoreError
 
 BUSY_TIMEOUT_MS = 5000
+CHECKPOINT_WAIT_MS = 250  # how long a redaction's checkpoint waits for another process's readers (see overwriting)
 
 
 def tuples(query: Any) -> Iterator[tuple[Any, ...]]:
@@ -575,9 +576,16 @@ class Index:
         try:
             yield
         finally:
-            for schema in schemas:
-                self.db.execute_sql(f"PRAGMA {schema}.secure_delete = OFF")
-                self.db.execute_sql(f"PRAGMA {schema}.wal_checkpoint(TRUNCATE)")
+            # The change is committed: a log a reader holds (memoryd) is not waited for past a moment (its old frames
+            # are then overwritten as SQLite reuses the log), and never makes the change fail.
+            self.db.execute_sql(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+            try:
+                for schema in schemas:
+                    self.db.execute_sql(f"PRAGMA {schema}.secure_delete = OFF")
+                    with suppress(OperationalError):
+                        self.db.execute_sql(f"PRAGMA {schema}.wal_checkpoint(TRUNCATE)")
+            finally:
+                self.db.execute_sql(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     @contextmanager
     def transaction(self, prepare: bool = True) -> Iterator[None]:

@@ -279,3 +279,18 @@ def test_the_queue_filter_finds_promotions_by_what_they_hold(store):
     assert ids("secret:yes") == {flagged} and ids("secret:e-mail") == {flagged}
     assert flagged not in ids("!secret:yes") and clean in ids("!secret:yes") and clean in ids("secret:no")
     assert ids("secret:phone") == set()
+
+
+def test_a_reader_holding_the_log_never_fails_a_redacted_approval(store):
+    """memoryd reading meanwhile keeps the log from being truncated: the approval stands all the same."""
+    flagged, _ = propose_with_secrets(store.layout.root)
+    reader = sqlite3.connect(store.layout.root / "index.db", isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchone()
+    try:
+        approved = promotions.approve(store, flagged, redact_secrets=True)
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert Promotion.get_by_id(flagged).status == "approved" and KEY not in _everywhere(store.layout.root)
+    assert Memory.get(Memory.slug == approved.slug)
