@@ -228,7 +228,7 @@ def _redacted(promotion: Promotion, edits: Edits) -> tuple[Edits, list[str]]:
     triggers = (
         edits.triggers if edits.triggers is not None else [str(t) for t in parse_json_list(promotion.proposed_triggers)]
     )
-    kinds = sorted({f.kind for text in (title, body, *triggers) for f in secrets.scan(text)})
+    kinds = secrets.kinds_in(title, body, *triggers)
     redacted = Edits(secrets.redact(title), edits.type, [secrets.redact(t) for t in triggers], secrets.redact(body))
     return redacted, kinds
 

@@ -12,7 +12,7 @@ from engram.store.columns import dura_of, dura_scores, parse_json_list
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
-from engram.store.secrets import Finding, scan
+from engram.store.secrets import Finding, kinds_in, scan
 from engram.store.service import Store, chunked
 
 SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
@@ -78,7 +78,7 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
             continue
         fields = _fields(item, sources.get(session, ""), now)
         if secrets_asked:  # scanned only when asked (20 µs a promotion)
-            kinds = sorted({f.kind.lower() for text in (item.title, *item.triggers, body[0] or "") for f in scan(text)})
+            kinds = [kind.lower() for kind in kinds_in(item.title, *item.triggers, body[0] or "")]
             fields["secret"] = ["yes", *kinds] if kinds else ["no"]
         if matches(query, _haystack(item, body[0]), fields):
             items.append(item)

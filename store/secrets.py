@@ -92,6 +92,11 @@ def scan(text: str) -> list[Finding]:
     return sorted(found, key=lambda f: (f.start, f.end))
 
 
+def kinds_in(*texts: str) -> list[str]:
+    """The kinds of what :func:`scan` finds in any of ``texts``, sorted (a promotion's title, triggers, body)."""
+    return sorted({finding.kind for text in texts for finding in scan(text)})
+
+
 def find_secrets(text: str) -> list[Finding]:
     """The first match of each kind in ``text`` (what an import's preview lists per item)."""
     first: dict[str, Finding] = {}

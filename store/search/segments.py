@@ -74,8 +74,6 @@ class Segment:
         """The segment of memories ``ids`` whose texts, one after another, are ``text``, each ending at ``ends``."""
         if len(text) >= 1 << 32 or len(ends) > 1 << 16:
             raise ValueError("a segment holds under 4 GiB of text (32-bit offsets) in at most 65,536 memories")
-        if len(text) and text[-1]:
-            raise ValueError("a segment's text ends with a NUL (its last memory's)")
         after = np.concatenate((text, np.zeros(PREFIX - 1, dtype=np.uint8)))
         prefixes = _prefixes(after, len(text))
         order = np.argsort(prefixes, kind="stable")  # ties by offset: the same text always gives the same files
@@ -125,8 +123,6 @@ class Segment:
             raise ValueError("segment arrays of unequal lengths")
         if len(self.ends) and int(self.ends[-1]) != len(self.text):
             raise ValueError("segment text shorter than its memories")
-        if len(self.text) and self.text[-1]:
-            raise ValueError("segment text not ended by a NUL")
         if len(self.marks) != -(-len(self.positions) // MARK_EVERY):
             raise ValueError("segment marks do not match its offsets")
 
@@ -143,7 +139,7 @@ class Segment:
     def _range(self, low: int, past: int) -> tuple[int, int]:
         """The offsets whose prefixes are at least ``low`` and below ``past``: ``marks`` narrow each end to
         MARK_EVERY offsets, among which a binary search reads six prefixes from the text (a keystroke makes a
-        lookup in each of a hundred segments: few pages touched, as few page faults)."""
+        lookup in every segment: few pages touched, as few page faults)."""
         bounds = np.searchsorted(self.marks, np.array([low, past], dtype=np.uint64)).tolist()
         return self._bound(low, bounds[0]), self._bound(past, bounds[1])
 

@@ -104,8 +104,7 @@ def _line(item: QueueItem, found: Sequence[tuple[str, Finding]] = ()) -> str:
     state = "deferred " if item.deferred else ""
     kinds = sorted({f.kind for _, f in found})
     flag = f"[secret? {', '.join(kinds)}] " if kinds else ""
-    title = masked(item.title) if found else item.title
-    return f"{item.id:>6} {item.dura_avg:.2f} {item.type:<10} {item.scope_hash:<13} {state}{flag}{title}"
+    return f"{item.id:>6} {item.dura_avg:.2f} {item.type:<10} {item.scope_hash:<13} {state}{flag}{masked(item.title)}"
 
 
 def _decide(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from engram.store.queue import DURA_LABELS, PromotionDetail
-from engram.store.secrets import masked, scan
+from engram.store.secrets import kinds_in, masked
 from engram.tui.colours import Paint, role
 from engram.tui.terminal_safe import visible
 
@@ -49,7 +49,7 @@ class PromotionView(VerticalScroll):
             if self.query("Markdown"):
                 self._texts("", "")
             return
-        kinds = sorted({f.kind for text in (detail.title, detail.body, *detail.triggers) for f in scan(text)})
+        kinds = kinds_in(detail.title, detail.body, *detail.triggers)
         head.update(
             Text.assemble(
                 (f"#{detail.id} ", "dim"),
