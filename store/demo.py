@@ -10,6 +10,7 @@ log looks like a real one.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from engram.store.audit.checkpoints import CheckpointRejected
 from engram.store.audit.ops import restart_checkpoint
+from engram.store.columns import dura_scores
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
 from engram.store.frontmatter import Frontmatter, MemoryDoc
@@ -65,22 +67,54 @@ PROJECTS = (
 )
 SENSITIVE_ROOT = PROJECTS[-1][0]
 
-_TITLES = {
+_TITLES = {  # a few ways to say each kind of memory, so that most of a root's titles differ as real ones do
     "en": {
-        MemoryType.DECISION: "Use {tool} for the {topic}",
-        MemoryType.PREFERENCE: "Keep PRs for the {topic} under {n} lines",
-        MemoryType.FACT: "{tool} is pinned to {n}.{m} in the {topic}",
-        MemoryType.PLAYBOOK: "How to roll back the {topic}",
-        MemoryType.WARNING: "Never retry the {topic} without an idempotency key",
-        MemoryType.SESSION: "Session: {topic} with {person}",
+        MemoryType.DECISION: (
+            "Use {tool} for the {topic}",
+            "Move the {topic} from {tool2} to {tool}",
+            "{person} owns the {topic} rollout",
+        ),
+        MemoryType.PREFERENCE: (
+            "Keep PRs for the {topic} under {n} lines",
+            "Review the {topic} with {person} before merging",
+            "Prefer {tool} over {tool2} in the {topic}",
+        ),
+        MemoryType.FACT: (
+            "{tool} is pinned to {n}.{m} in the {topic}",
+            "The {topic} runs on {tool} since sprint {n}",
+            "{person} is on call for the {topic}",
+        ),
+        MemoryType.PLAYBOOK: (
+            "How to roll back the {topic}",
+            "How to rotate the {topic}'s {tool} credentials",
+            "Release checklist for the {topic} with {tool}",
+        ),
+        MemoryType.WARNING: (
+            "Never retry the {topic} without an idempotency key",
+            "{tool2} breaks the {topic}'s tests",
+            "Do not run {tool} migrations on the {topic} on Fridays",
+        ),
+        MemoryType.SESSION: ("Session: {topic} with {person}",),
     },
     "zh": {
-        MemoryType.DECISION: "{topic} 改用 {tool}",
-        MemoryType.PREFERENCE: "{topic} 的 PR 控制在 {n} 行以内",
-        MemoryType.FACT: "{topic} 的 {tool} 固定在 {n}.{m}",
-        MemoryType.PLAYBOOK: "如何回滚 {topic}",
-        MemoryType.WARNING: "踩坑：{topic} 不要直接重跑",
-        MemoryType.SESSION: "会话：和 {person} 讨论 {topic}",
+        MemoryType.DECISION: ("{topic} 改用 {tool}", "{topic} 从 {tool2} 迁到 {tool}", "{topic} 上线由 {person} 负责"),
+        MemoryType.PREFERENCE: (
+            "{topic} 的 PR 控制在 {n} 行以内",
+            "{topic} 合并前先找 {person} 评审",
+            "{topic} 优先用 {tool}，不用 {tool2}",
+        ),
+        MemoryType.FACT: (
+            "{topic} 的 {tool} 固定在 {n}.{m}",
+            "{topic} 从第 {n} 个迭代起跑在 {tool} 上",
+            "{person} 值班负责 {topic}",
+        ),
+        MemoryType.PLAYBOOK: ("如何回滚 {topic}", "如何轮换 {topic} 的 {tool} 凭据", "{topic} 发布检查清单（{tool}）"),
+        MemoryType.WARNING: (
+            "踩坑：{topic} 不要直接重跑",
+            "{tool2} 会让 {topic} 的测试失败",
+            "周五不要在 {topic} 上跑 {tool} 迁移",
+        ),
+        MemoryType.SESSION: ("会话：和 {person} 讨论 {topic}",),
     },
 }
 _SENTENCES = {
@@ -98,6 +132,10 @@ _SENTENCES = {
         "注意 {topic} 相关的配置放在 config/{slugtopic}.yaml，不要硬编码。",
         "上次 {topic} 出问题的根因是配置漂移，{person} 负责修复。",
     ],
+}
+_QUALIFIERS = {  # what makes one topic many: near-duplicates are then the proposals that repeat one
+    "en": ["nightly", "EU", "staging", "mobile", "admin", "batch", "legacy", "v2", "partner", "internal", "public"],
+    "zh": ["夜间", "华东", "预发", "移动端", "后台", "批量", "旧版", "二期", "合作方", "内部", "对外"],
 }
 _REASONS = {
     "en": [
@@ -135,17 +173,20 @@ class _Writer:
         self.relations: list[dict] = []  # of the chunk being written
         self.sessions: list[tuple[str, str]] = []  # (slug, scope) of every scoped session
         self.kinds: dict[tuple[str, MemoryType], list[tuple[datetime, str]]] = {}  # (created, slug) of the rest
+        self.titles: dict[tuple[str, MemoryType], str] = {}  # the last title of each
 
     def remember(self, doc: MemoryDoc) -> None:
         fm = doc.frontmatter
         if fm.type is not MemoryType.SESSION:
             self.kinds.setdefault((fm.scope_hash, fm.type), []).append((fm.created_at, fm.slug))
+            self.titles[(fm.scope_hash, fm.type)] = fm.title
         elif fm.scope_hash != "_unscoped":
             self.sessions.append((fm.slug, fm.scope_hash))
 
     def fill(self, template: str, project: tuple) -> str:
-        _, _, topics, people, tools = project
-        topic = self.rng.choice(topics)
+        _, lang, topics, people, tools = project
+        qualifier = self.rng.choice(_QUALIFIERS[lang])
+        topic = f"{qualifier}{'' if lang == 'zh' else ' '}{self.rng.choice(topics)}"
         tool, tool2 = self.rng.sample(tools, 2)
         n, m = sorted(self.rng.sample(range(2, 400), 2))
         return template.format(
@@ -175,7 +216,7 @@ class _Writer:
         proj = project or rng.choice(PROJECTS[:3])
         scope = scope_hash_of(project[0]) if project else "_unscoped"
         created = NOW - timedelta(days=rng.uniform(0, SPAN_DAYS), seconds=rng.randint(0, 86399))
-        title = self.fill(_TITLES[proj[1]][mtype], proj)
+        title = self.fill(rng.choice(_TITLES[proj[1]][mtype]), proj)
         slug = f"{created:%Y-%m-%d}-demo-{i:06d}"
         ttl = rng.choice((None, None, None, None, 30, 90, 180))
         recalls = rng.choice((0, 0, 0, 1, 2, 5, 12))
@@ -285,7 +326,7 @@ def build_demo(
             w.remember(doc)
         last = start + CHUNK >= memories
         # the rest is drawn once every memory is, so a root is the same whatever the chunk size
-        proposals, chains = (_proposals(w, max(6, memories // 25)), _supersedes(w)) if last else ([], [])
+        proposals, chains = (_proposals(w, max(6, memories // 20)), _supersedes(w)) if last else ([], [])
         _write_chunk(store, w, docs, proposals, chains, first=start == 0, last=last, seed=seed, when=when)
         made["memories"] += len(docs)
         made["relations"] += len(w.relations)
@@ -295,7 +336,7 @@ def build_demo(
         if progress is not None:
             progress(start + len(docs), memories)
     made["entities"] = len(w.entities)
-    reviewed = _review_some(store)
+    reviewed = _review_some(store, seed)
     if replaces:
         restart_checkpoint(store)  # audited, naming the old checkpoint
     return {**made, **reviewed}
@@ -362,7 +403,8 @@ def _write_chunk(
 
 def _proposals(w: _Writer, count: int) -> list[Proposal]:
     """What agents proposed, as they do: every seventh a near-copy of an earlier proposal (the same idea with
-    other numbers), every fifth proposing to supersede an existing memory of its scope and type."""
+    other numbers), every eleventh a memory already known proposed again, every fifth proposing to supersede an
+    existing memory of its scope and type."""
     out: list[Proposal] = []
     for i in range(count):
         if i % 7 == 6 and out:
@@ -373,7 +415,9 @@ def _proposals(w: _Writer, count: int) -> list[Proposal]:
         session, scope = w.rng.choice(w.sessions)
         project = next(p for p in PROJECTS if scope_hash_of(p[0]) == scope)
         mtype = w.rng.choice([t for t in MemoryType if t is not MemoryType.SESSION])
-        title = w.fill(_TITLES[project[1]][mtype], project)
+        title = w.fill(w.rng.choice(_TITLES[project[1]][mtype]), project)
+        if i % 11 == 10 and (scope, mtype) in w.titles:  # what is already known, proposed again
+            title = re.sub(r"\d+", lambda _: str(w.rng.randint(2, 400)), w.titles[(scope, mtype)])
         older = [slug for _, slug in w.kinds.get((scope, mtype), [])] if i % 5 == 4 else []
         out.append(
             Proposal(
@@ -411,13 +455,21 @@ def _supersedes(w: _Writer) -> list[dict]:
     return chains
 
 
-def _review_some(store: Store) -> dict[str, int]:
-    """Approve and reject a few proposals through the review API, as a person would have."""
-    pending = list(Promotion.select(Promotion.id).where(Promotion.status == "pending").order_by(Promotion.id))
-    approved = [p.id for p in pending[0::3]][:12]
-    rejected = [p.id for p in pending[1::3]][:6]
-    for pid in approved:
-        approve(store, pid)
-    for pid in rejected:
-        reject(store, pid, reason="duplicate of an existing memory")
-    return {"approved": len(approved), "rejected": len(rejected)}
+def _review_some(store: Store, seed: int, most: int = 150) -> dict[str, int]:
+    """Decide half of the proposals (at most ``most``) through the review API, as a person would have:
+    the higher a proposal's DURA average, the likelier it was approved, so the thresholds screen has a history
+    to learn from."""
+    rng = random.Random(seed)
+    pending = list(
+        Promotion.select(Promotion.id, Promotion.dura_score).where(Promotion.status == "pending").order_by(Promotion.id)
+    )
+    made = {"approved": 0, "rejected": 0}
+    for p in pending[0::2][:most]:
+        average = sum(dura_scores(p.dura_score).values()) / 4
+        if rng.random() < 1 / (1 + math.exp(-(average - 0.66) * 14)):
+            approve(store, p.id)
+            made["approved"] += 1
+        else:
+            reject(store, p.id, reason=rng.choice(("duplicate of an existing memory", "too vague", "wrong")))
+            made["rejected"] += 1
+    return made

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from engram.store import secrets
 from engram.store.columns import parse_json_list
 from engram.store.domain import DecayState, MemoryType, PromotionStatus
-from engram.store.errors import BadInput, Conflict, NotFound
+from engram.store.errors import BadInput, Conflict, NotFound, StoreError
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
 from engram.store.sensitive import keyproof
@@ -392,6 +392,29 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
         )
     )
     return Merged(promotion_id, into_slug, before, after.fingerprint)
+
+
+def cluster_decider(store: Store, best: int, how: str) -> Callable[[int], Decision]:
+    """How each member of a cluster of near-duplicates is decided, ``best`` first: ``reject`` approves the best
+    and rejects the others as duplicates of it (the reason names it); ``merge`` approves the best and merges
+    the others into the memory that made. Each decision is the one of :func:`approve`, :func:`reject` or
+    :func:`merge`, with its own event (and its own undo)."""
+    if how not in ("reject", "merge"):
+        raise BadInput(f"a cluster's rest is rejected or merged, not {how!r}")
+    into: list[str] = []
+
+    def decide(pid: int) -> Decision:
+        if pid == best:
+            approved = approve(store, pid)
+            into[:] = [approved.slug]
+            return approved
+        if not into:  # the best was decided elsewhere meanwhile: the rest are not duplicates of a memory
+            raise StoreError(f"#{best} was not approved here: the rest of its cluster is left as it was")
+        if how == "reject":
+            return reject(store, pid, f"duplicate of #{best}")
+        return merge(store, pid, into[0])
+
+    return decide
 
 
 def undo(store: Store, decision: Decision) -> None:

@@ -4,8 +4,9 @@
 ``^whole$``; ``!term`` or ``-term`` not;
 field filters ``type:`` ``scope:`` ``tag:`` ``state:`` ``source:`` (value prefix, case-insensitive, ``!`` works
 too); in the review queue also ``dura:>0.7`` ``dura:<=0.5`` (the DURA average) and ``age:>7`` (days since it was
-proposed; ``7d`` too); ``\\ `` is a literal space. A plain term matches as a case-insensitive substring;
-ranking (rapidfuzz) is the searcher's business, not the parser's.
+proposed; ``7d`` too), ``secret:yes`` (secret-looking text) and ``dup:known`` (repeats a memory;
+``dup:cluster``, ``dup:yes``); ``\\ `` is a literal space. A plain term matches as a case-insensitive
+substring; ranking (rapidfuzz) is the searcher's business, not the parser's.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 
 FIELDS = ("type", "scope", "tag", "state", "source")
 NUMERIC = ("dura", "age")  # compared, not matched: the queue's fields (parse(..., numeric=True))
-QUEUE_ONLY = ("secret",)  # matched as FIELDS are, known to the queue only: the kinds of secret-looking text held
+# matched as FIELDS are, known to the queue only: the kinds of secret-looking text held (``secret:``), and whether
+# it is a near-duplicate (``dup:cluster`` of another pending one, ``dup:known`` of a memory, ``dup:yes`` either)
+QUEUE_ONLY = ("secret", "dup")
 _COMPARE = re.compile(r"^(<=|>=|<|>|=)?(\d+(?:\.\d+)?)d?$")
 _OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__, "=": float.__eq__}
 

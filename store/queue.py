@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.store.columns import dura_of, dura_scores, parse_json_list
 from engram.store.errors import StoreError
@@ -14,6 +14,9 @@ from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuple
 from engram.store.query import Query, matches, parse
 from engram.store.secrets import Finding, kinds_in, scan
 from engram.store.service import Store, chunked
+
+if TYPE_CHECKING:
+    from engram.store.similar import Clusters
 
 SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
 DURA_LABELS = {"D": "Durable", "U": "Useful", "R": "Reusable", "A": "Accurate"}
@@ -42,8 +45,11 @@ class QueueItem:
         return min((self.dura[k] for k in DURA_LABELS if k in self.dura), default=0.0)
 
 
-def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) -> list[QueueItem]:
-    """Pending promotions matching ``query``, best first by ``sort``; deferred ones always sink to the end."""
+def pending_queue(
+    store: Store, sort: str = "dura_avg", query: Query = Query(), clusters: Clusters | None = None
+) -> list[QueueItem]:
+    """Pending promotions matching ``query``, best first by ``sort``; deferred ones always sink to the end.
+    ``clusters`` answers ``dup:`` (found here when not given: a second or two on a large root)."""
     if sort not in SORTS:
         raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
     notes = (
@@ -67,7 +73,11 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
     ]
     if not query.empty:  # bodies are most of a promotion's bytes: read only to filter by them
         columns.append(Promotion.proposed_body)
-    secrets_asked = any(term.field == "secret" for group in query.groups for term in group)
+    asked = {term.field for group in query.groups for term in group}
+    if "dup" in asked and clusters is None:
+        from engram.store.similar import Similarity  # numpy and rapidfuzz: not for the console's first frame
+
+        clusters = Similarity.build(store).clusters()
     for pid, title, ptype, scope, dura, created, triggers, session, *body in tuples(
         Promotion.select(*columns).where(Promotion.status == "pending")
     ):
@@ -77,9 +87,11 @@ def pending_queue(store: Store, sort: str = "dura_avg", query: Query = Query()) 
             items.append(item)
             continue
         fields = _fields(item, sources.get(session, ""), now)
-        if secrets_asked:  # scanned only when asked (20 µs a promotion)
+        if "secret" in asked:  # scanned only when asked (20 µs a promotion)
             kinds = [kind.lower() for kind in kinds_in(item.title, *item.triggers, body[0] or "")]
             fields["secret"] = ["yes", *kinds] if kinds else ["no"]
+        if clusters is not None:
+            fields["dup"] = clusters.kinds(pid)
         if matches(query, _haystack(item, body[0]), fields):
             items.append(item)
     items.sort(key=_sort_key(sort))

@@ -28,6 +28,7 @@ class View:
 DEFAULTS = (
     View("low DURA from codex", "source:codex dura:<0.6", "dura_avg"),
     View("secrets", "secret:yes", "created"),
+    View("duplicates of approved", "dup:known", "dura_avg"),
     View("waiting longest", "age:>7", "created"),
 )
 

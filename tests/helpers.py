@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import forked
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
+from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
+from textual.widgets import Static
 from textual.worker import WorkerCancelled
 
 from engram.store.domain import MemoryType
@@ -24,14 +27,23 @@ def events(root: Path) -> list[dict]:
     return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
 
 
+def shown(static: Static, width: int = 80) -> str:
+    """The text a Static shows (whatever Rich renderable it holds), as a terminal ``width`` wide would."""
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(static.content)
+    return console.export_text()
+
+
 async def settle(app: App, pilot: Pilot) -> None:
     """Let workers (loading, decisions, the audit check) finish and the screen catch up."""
-    for _ in range(3):
+    for _ in range(8):  # a worker's result may start the next (the queue, then its blocks, then the detail's list)
         try:
             await app.workers.wait_for_complete()
         except WorkerCancelled:  # an exclusive worker (detail, load) replaced by a newer one
             pass
         await pilot.pause()
+        if not any(worker.is_running for worker in app.workers):
+            break
 
 
 def run_engram(root: Path, *args: str, env: dict[str, str], crash: str | None = None) -> int:

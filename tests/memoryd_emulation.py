@@ -54,16 +54,22 @@ def memoryd_append(path: Path, event: dict) -> None:
         fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev}, ensure_ascii=False) + "\n")
 
 
-def memoryd_proposes(root: Path, scope: str = "710d5aaf7a15", dura: float = 0.75) -> int:
+def memoryd_proposes(
+    root: Path,
+    scope: str = "710d5aaf7a15",
+    dura: float = 0.75,
+    title: str = "Deploys go out on Tuesdays",
+    body: str = "body",
+    triggers: tuple[str, ...] = (),
+) -> int:
     """memoryd's hook proposing a promotion, on its own connection; returns its id."""
     con = sqlite3.connect(root / "index.db", timeout=30)
     session = con.execute("SELECT slug FROM memories LIMIT 1").fetchone()[0]
     score = json.dumps({"D": dura, "U": dura, "R": dura, "A": dura})
     cur = con.execute(
         "INSERT INTO promotions (source_session_slug, proposed_type, proposed_title, proposed_body, proposed_triggers,"
-        " dura_score, scope_hash, created_at) VALUES (?, 'fact', 'Deploys go out on Tuesdays', 'body', '[]', ?, ?,"
-        " '2026-11-23T10:00:00+00:00')",
-        (session, score, scope),
+        " dura_score, scope_hash, created_at) VALUES (?, 'fact', ?, ?, ?, ?, ?, '2026-11-23T10:00:00+00:00')",
+        (session, title, body, json.dumps(list(triggers)), score, scope),
     )
     con.commit()
     con.close()

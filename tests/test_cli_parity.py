@@ -213,6 +213,19 @@ CLI_FOR = {
     "queue.sort": "promotions list",
     "queue.filter": "promotions list",
     "queue.open_session": "show",
+    "queue.similar": "promotions similar",
+    "similar.merge": "promotions merge",
+    "queue.clusters": "promotions clusters",
+    "queue.cluster_approve": "promotions cluster",  # --reject-rest
+    "queue.cluster_merge": "promotions cluster",  # --merge-rest
+    "queue.calibrate": "thresholds show",
+    "calibrate.approve_down": "thresholds show",  # --try X Y
+    "calibrate.approve_up": "thresholds show",
+    "calibrate.reject_down": "thresholds show",
+    "calibrate.reject_up": "thresholds show",
+    "calibrate.suggested": "thresholds show",
+    "calibrate.group": "thresholds show",  # --by type|source
+    "calibrate.write": "thresholds set",
     "search.focus": "search",
     "search.open": "show",
     "supersedes.confirm": "supersedes confirm",

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.worker import WorkerCancelled
+from helpers import settle as settled
 
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -23,12 +23,7 @@ def app(fixture_root):
 
 
 async def settle(pilot) -> None:
-    for _ in range(3):
-        try:
-            await pilot.app.workers.wait_for_complete()
-        except WorkerCancelled:  # an exclusive worker replaced by a newer one
-            pass
-        await pilot.pause()
+    await settled(pilot.app, pilot)
 
 
 def test_queue_wide(app, snap_compare):

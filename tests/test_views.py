@@ -24,7 +24,13 @@ def test_defaults_then_a_persons_own_which_replace_a_default_of_their_name(tmp_p
     assert save_view(mine, path)[-1] == mine
     replaced = View("secrets", "secret:e-mail", "dura_min")
     views = save_view(replaced, path)
-    assert [v.name for v in views] == ["low DURA from codex", "waiting longest", "mine", "secrets"]
+    assert [v.name for v in views] == [
+        "low DURA from codex",
+        "duplicates of approved",
+        "waiting longest",
+        "mine",
+        "secrets",
+    ]
     assert replaced in views and DEFAULTS[1] not in views
     assert path.stat().st_mode & 0o777 == 0o600
 

@@ -10,6 +10,7 @@ import pytest
 from engram.store import decay, graph, memories, promotions
 from engram.store.audit import ops as audit_ops
 from engram.store.audit.ops import repair_log
+from engram.store.calibration import set_thresholds
 from engram.store.domain import DecayState, MemoryType
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.errors import Conflict, UnsafePath
@@ -106,6 +107,10 @@ MUTATIONS = {
     ),
     "memories.view_memory": ("sensitive_viewed", lambda s: memories.view_memory(s, sensitive_slug())),
     "promotions.defer": ("promotion_deferred", lambda s: promotions.defer(s, pending_id(), "later")),
+    "calibration.set_thresholds": (
+        "thresholds_set",
+        lambda s: set_thresholds(s, 0.9, 0.4, path=s.layout.root.parent / "memoryd-config.toml"),
+    ),
     "promotions.merge": (
         "memories_merged",
         lambda s: promotions.merge(
@@ -236,6 +241,9 @@ NOT_ONE_EVENT = {
     "search.fulltext.discard": "engram's search cache only, outside the data root",
     "search.fulltext.verify": "reads engram's search cache and stats the files",
     "search.fulltext.verifier": "the same read, as a call for a thread of its own",
+    "promotions.cluster_decider": "returns how each member is decided: approve, reject or merge, each its own event",
+    "similar.pending_texts": "reads only",
+    "calibration.decisions": "reads only",
 }
 
 

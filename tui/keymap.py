@@ -60,6 +60,11 @@ QUEUE_ACTIONS = (
     Action("queue.view", "w", "next_view", "View"),
     Action("queue.save_view", "W", "save_view", "Save view", show=False),
     Action("queue.open_session", "enter", "open_session", "Session", show=False),
+    Action("queue.similar", "tab", "similar", "Similar"),
+    Action("queue.clusters", "c", "clusters", "Clusters"),
+    Action("queue.cluster_approve", "A", "cluster('approve')", "Best of cluster"),
+    Action("queue.cluster_merge", "M", "cluster('merge')", "Merge cluster", show=False),
+    Action("queue.calibrate", "t", "calibrate", "Thresholds"),
     Action("queue.down", "j", "cursor(1)", "Down", show=False),
     Action("queue.up", "k", "cursor(-1)", "Up", show=False),
     Action("queue.top", "g", "jump('top')", "Top", show=False),
@@ -147,6 +152,23 @@ TABLE_ACTIONS = (  # every table: the queue, decay, scopes, graph, findings, pic
     Action("table.top", "ctrl+home", "scroll_top", "Top", show=False),
     Action("table.bottom", "ctrl+end", "scroll_bottom", "Bottom", show=False),
     Action("table.select", "enter", "select_cursor", "Select", show=False),
+)
+
+SIMILAR_ACTIONS = (  # the list of similar memories and promotions in the queue's detail
+    Action("similar.open", "enter", "open", "Open"),
+    Action("similar.merge", "m", "merge", "Merge into it"),
+    Action("similar.back", "escape,tab", "back", "Back to the queue"),
+)
+
+CALIBRATION_ACTIONS = (  # the thresholds screen, from the queue (t)
+    Action("calibrate.approve_down", "left", "move('approve', -0.01)", "Approve −"),
+    Action("calibrate.approve_up", "right", "move('approve', 0.01)", "Approve +"),
+    Action("calibrate.reject_down", "comma", "move('reject', -0.01)", "Reject −"),
+    Action("calibrate.reject_up", "full_stop", "move('reject', 0.01)", "Reject +"),
+    Action("calibrate.suggested", "s", "suggested", "Suggested"),
+    Action("calibrate.group", "g", "group", "By type/source"),
+    Action("calibrate.write", "w", "write", "Write to memoryd"),
+    Action("calibrate.close", "escape,q", "close", "Back"),
 )
 
 CANCEL = Action("dialog.cancel", "escape", "cancel", "Cancel")  # every dialog that can be left unanswered

@@ -16,6 +16,7 @@ from engram.store.external_edit import edit_in_editor
 from engram.store.queue import QueueItem, pending_findings, pending_queue, promotion_detail, queue_query
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
+from engram.tui.cli import triage
 from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -72,6 +73,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     edit.add_argument("--body-file", type=Path, metavar="FILE", help="the body from this file (- for stdin)")
     edit.add_argument("--approve", action="store_true", help="approve it with the edits (else: only show them)")
     return {
+        **triage.add_promotion_commands(promos, common, report),
         "promotions list": _list,
         **{f"promotions {verb}": _decide for verb in PAST},
         "promotions merge": _merge,

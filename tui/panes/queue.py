@@ -39,9 +39,11 @@ from engram.tui.tables import FitTable, fit_columns
 from engram.tui.threads import background, deliver, painted
 from engram.tui.widgets.promotion import PromotionView
 from engram.tui.widgets.safe import plain
+from engram.tui.widgets.similar import SimilarList
 
 if TYPE_CHECKING:
     from engram.store import promotions
+    from engram.store.similar import Clusters, Similar, Similarity
 else:  # the write path of decisions (and the frontmatter's pydantic and PyYAML): not for the first page
     promotions = lazy_module("engram.store.promotions")
 
@@ -110,6 +112,9 @@ class QueuePane(PaneBase):
         self.scanned: dict[int, set[str]] = {}
         self.flagged: dict[int, set[str]] = {}
         self.views: list[View] | None = None  # read on first use (the first frame does without them)
+        self.similarity: Similarity | None = None  # made in a worker once the queue is read; None until then
+        self.clustered = False  # the cluster view: near-duplicates grouped, best first (c)
+        self.clusters: Clusters | None = None  # found while the cluster view is on
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -150,7 +155,7 @@ class QueuePane(PaneBase):
             if self.painting:  # the first page is on its way to the screen: this read would hold it back
                 painted(self)
                 deliver(self, self.first_painted)
-            items = pending_queue(self.store, self.sort, queue_query(self.filter_text))
+            items = pending_queue(self.store, self.sort, queue_query(self.filter_text), self.clusters)
             known = frozenset(self.scanned)  # scanned while pending: their text has not changed since
             found = pending_findings(self.store, [i.id for i in items if i.id not in known])
             scanned = {i.id: {f.kind for _, f in found.get(i.id, [])} for i in items if i.id not in known}
@@ -188,9 +193,131 @@ class QueuePane(PaneBase):
         self.scanned = {pid: kinds for pid, kinds in (self.scanned | scanned).items() if pid in pending}
         self.flagged = {pid: kinds for pid, kinds in self.scanned.items() if kinds}
         self.marked &= pending
+        if self.clusters is not None:
+            self.items = self.grouped(items)
+            if current is not None:
+                keep = next((i for i, item in enumerate(self.items) if item.id == current.id), keep)
         index = min(keep or 0, max(len(items) - 1, 0))
         self.page_no = index // PAGE
         self.fill_page(index % PAGE)
+        self.find_similar()
+
+    # ------------------------------------------------------------------ similar and clusters
+
+    @background("queue-similar")
+    def find_similar(self) -> None:
+        """Bring the blocks of near-duplicates up to date (the first time: 0.7 s at 100,000 memories; then what
+        changed), and find the clusters while their view is on."""
+        from engram.store.similar import Similarity  # numpy and rapidfuzz: loaded here, off the first frame
+
+        similarity = Similarity.build(self.store, self.similarity)
+        clusters = similarity.clusters() if self.clustered else None
+        deliver(self, self.similar_found, similarity, clusters)
+
+    def similar_found(self, similarity: Similarity, clusters: Clusters | None) -> None:
+        self.similarity = similarity
+        if self.clustered and clusters is not None:
+            current = self.current()
+            self.clusters = clusters
+            self.items = self.grouped(self.items)
+            index = next((i for i, item in enumerate(self.items) if current and item.id == current.id), 0)
+            self.page_no = index // PAGE
+            self.fill_page(index % PAGE)
+        if self.detail is not None:
+            self.load_similar(similarity, self.detail.id)
+
+    def grouped(self, items: list[QueueItem]) -> list[QueueItem]:
+        """``items`` in the cluster view's order: each cluster together, best first, the largest first."""
+        from engram.store.similar import cluster_order
+
+        if self.clusters is None:
+            return items
+        by_id = {item.id: item for item in items}
+        return [by_id[pid] for pid in cluster_order([item.id for item in items], self.clusters)]
+
+    def action_clusters(self) -> None:
+        """Toggle the cluster view (finding the clusters takes a second or two on a large queue, in a worker)."""
+        self.clustered = not self.clustered
+        self.clusters = None
+        if self.clustered:
+            self.notify("finding clusters of near-duplicates…", timeout=2)
+            self.update_status()
+            self.find_similar()
+        else:
+            self.reload(keep=0)
+
+    def action_similar(self) -> None:
+        listed = self.query_one(SimilarList)
+        if listed.option_count:
+            listed.focus()
+            listed.highlighted = 0
+        else:
+            self.notify("Nothing similar to this promotion is known", timeout=2)
+
+    @on(SimilarList.Left)
+    def _similar_left(self) -> None:
+        self.query_one("#queue-table", DataTable).focus()
+
+    @on(SimilarList.Chosen)
+    def _similar_chosen(self, event: SimilarList.Chosen) -> None:
+        found = event.found
+        if not event.merge:
+            if found.kind == "memory":
+                self.post_message(OpenMemory(found.key))
+            else:
+                self.go_to(int(found.key))
+            return
+        if found.kind != "memory":
+            self.notify(
+                f"A promotion merges into a memory: approve #{found.key} first, or merge the cluster (c, then M)",
+                severity="warning",
+            )
+        elif not self.marked:
+            self.decide("merge", lambda pid: promotions.merge(self.store, pid, found.key))
+            self.query_one("#queue-table", DataTable).focus()
+
+    def action_calibrate(self) -> None:
+        from engram.tui.screens.calibration import CalibrationScreen  # a screen of an action: imported by it
+
+        self.app.push_screen(CalibrationScreen(self.store))
+
+    def go_to(self, promotion_id: int) -> None:
+        """Put the cursor on ``promotion_id`` (if the queue, as filtered, shows it)."""
+        index = next((i for i, item in enumerate(self.items) if item.id == promotion_id), None)
+        if index is None:
+            self.notify(f"#{promotion_id} is not in the queue as filtered", severity="warning")
+            return
+        self.page_no = index // PAGE
+        self.fill_page(index % PAGE)
+        self.query_one("#queue-table", DataTable).focus()
+
+    def action_cluster(self, how: str) -> None:
+        """Decide the cluster under the cursor as one step (one undo): approve its best and reject the rest as
+        duplicates of it, or approve its best and merge the rest into it."""
+        item = self.current()
+        if item is None or self.busy:
+            return
+        if self.clusters is None:
+            self.notify("Press c to find the clusters first", severity="warning")
+            return
+        shown = {i.id: i for i in self.items}
+        members = [pid for pid in self.clusters.of(item.id) if pid in shown]
+        if len(members) < 2:
+            self.notify(f"#{item.id} is in no cluster", severity="warning")
+            return
+        best = members[0]
+        if best in self.flagged:
+            self.notify(f"#{best}, the best of this cluster, holds secret-looking text: decide it alone (a) first")
+            return
+        act = promotions.cluster_decider(self.store, best, "reject" if how == "approve" else "merge")
+        others = len(members) - 1
+        question = (
+            f"Approve #{best} and reject {others} as duplicates of it?"
+            if how == "approve"
+            else f"Approve #{best} and merge {others} into it?"
+        )
+        label = "cluster: approve best" if how == "approve" else "cluster: merge"
+        self.decide(label, act, items=[shown[pid] for pid in members], question=question)
 
     def fill_page(self, row: int = 0) -> None:
         table = self.query_one("#queue-table", DataTable)
@@ -208,10 +335,21 @@ class QueuePane(PaneBase):
     def page_items(self) -> list[QueueItem]:
         return self.items[self.page_no * PAGE : (self.page_no + 1) * PAGE]
 
-    def cells(self, item: QueueItem) -> tuple:
-        state = "secret?" if item.id in self.flagged else "deferred" if item.deferred else ""
+    def state(self, item: QueueItem) -> str:
+        """One word for the state column (what most needs a person's eye first)."""
         if item.sensitive:
-            state = "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
+            return "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
+        if item.id in self.flagged:
+            return "secret?"
+        if self.clusters is not None:
+            if members := self.clusters.of(item.id):
+                return f"best of {len(members)}" if members[0] == item.id else "dup"
+            if item.id in self.clusters.repeats_memory:
+                return "known"
+        return "deferred" if item.deferred else ""
+
+    def cells(self, item: QueueItem) -> tuple:
+        state = self.state(item)
         return (
             "●" if item.id in self.marked else " ",
             str(item.id),
@@ -229,6 +367,8 @@ class QueuePane(PaneBase):
             parts.append(f"view: {view.name}")
         elif self.filter_text:
             parts.append(f"filter: {self.filter_text}")
+        if self.clustered:
+            parts.append(f"{len(self.clusters.members)} clusters" if self.clusters else "clusters: finding…")
         if self.marked:
             parts.append(f"{len(self.marked)} marked")
         if self.undo_stack:
@@ -260,7 +400,20 @@ class QueuePane(PaneBase):
             return
         deliver(self, self.show_detail, detail)
 
+    @background("queue-similar-one")
+    def load_similar(self, similarity: Similarity, promotion_id: int) -> None:
+        """What the promotion shown resembles (a few ms: a query of the blocks, then the rows of the handful
+        found); shown only if that promotion is still the one in detail."""
+        found = similarity.similar(promotion_id)
+        deliver(self, self.show_similar, promotion_id, found)
+
+    def show_similar(self, promotion_id: int, found: tuple[list[Similar], list[Similar]]) -> None:
+        if self.detail is not None and self.detail.id == promotion_id:
+            self.query_one(PromotionView).show_similar(found, self.detail.scope_hash)
+
     def show_detail(self, detail: PromotionDetail | None) -> None:
+        if detail is None or self.detail is None or detail.id != self.detail.id:
+            self.query_one(PromotionView).show_similar(None)  # another promotion's list must not stay under it
         self.detail = detail
         empty = (
             "Nothing matches the filter (esc in the filter clears it)."
@@ -268,6 +421,8 @@ class QueuePane(PaneBase):
             else "Nothing pending. (q quits, 2 searches)"
         )
         self.query_one(PromotionView).show(detail, empty)
+        if detail is not None and self.similarity is not None:
+            self.load_similar(self.similarity, detail.id)
 
     # ------------------------------------------------------------------ movement and marks
 
@@ -412,21 +567,29 @@ class QueuePane(PaneBase):
         item = self.current()
         return [item] if item else []
 
-    def decide(self, label: str, act: Callable[[int], promotions.Decision], confirm_over: int = 1) -> None:
-        """Run ``act`` on the marked promotions (or the cursor's), asking first when there are several."""
-        items = self.targets()
+    def decide(
+        self,
+        label: str,
+        act: Callable[[int], promotions.Decision],
+        confirm_over: int = 1,
+        items: list[QueueItem] | None = None,
+        question: str | None = None,
+    ) -> None:
+        """Run ``act`` on ``items`` (by default the marked promotions, or the cursor's), asking first when there
+        are several (``question``, or how many)."""
+        items = items if items is not None else self.targets()
         if not items or self.busy:
             return
         locked = sorted({i.scope_hash for i in items if i.sensitive and not self.store.keys.can_open(i.scope_hash)})
         if locked and label.startswith(("approve", "merge", "edit")):
             from engram.tui.screens.unlock import ask_unlock  # screens of an action: imported by it
 
-            ask_unlock(self, self.store, locked, lambda: self.decide(label, act, confirm_over))
+            ask_unlock(self, self.store, locked, lambda: self.decide(label, act, confirm_over, items, question))
             return
         ids = [i.id for i in items]
         if len(ids) > confirm_over:
             self.app.push_screen(
-                Confirm(f"{label.capitalize()} {len(ids)} promotions?"),
+                Confirm(question or f"{label.capitalize()} {len(ids)} promotions?"),
                 lambda yes: self.run_decisions(label, act, ids) if yes else None,
             )
         else:

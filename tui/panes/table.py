@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from engram.tui.keymap import (
     APP_ACTIONS,
     AUDIT_ACTIONS,
+    CALIBRATION_ACTIONS,
     DECAY_ACTIONS,
     DIALOG_ACTIONS,
     GRAPH_ACTIONS,
@@ -17,6 +18,7 @@ from engram.tui.keymap import (
     QUEUE_ACTIONS,
     SCOPES_ACTIONS,
     SEARCH_ACTIONS,
+    SIMILAR_ACTIONS,
     SUPERSEDES_ACTIONS,
     TABLE_ACTIONS,
     Action,
@@ -69,5 +71,7 @@ ALL_ACTIONS = (
     + tuple(action for pane in PANES for action in pane.actions)
     + DIALOG_ACTIONS
     + LIST_ACTIONS
+    + SIMILAR_ACTIONS
+    + CALIBRATION_ACTIONS
     + TABLE_ACTIONS
 )  # every key of the console, dialogs and list movement included: all under ?, all remappable

@@ -3,6 +3,8 @@ like a credential or personal data is shown masked, and named above the scores."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -12,6 +14,10 @@ from engram.store.queue import DURA_LABELS, PromotionDetail
 from engram.store.secrets import kinds_in, masked
 from engram.tui.colours import Paint, role
 from engram.tui.terminal_safe import visible
+from engram.tui.widgets.similar import SimilarList
+
+if TYPE_CHECKING:  # numpy and rapidfuzz load with the first look for similar promotions
+    from engram.store.similar import Similar
 
 
 def dura_bar(value: float, paint: Paint, width: int = 20) -> Text:
@@ -29,6 +35,8 @@ class PromotionView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="detail-head")
         yield Static(id="detail-dura")
+        yield Static(id="similar-head")
+        yield SimilarList(id="similar")
 
     def _texts(self, body: str, meta: str) -> None:
         from textual.widgets import Markdown
@@ -46,6 +54,7 @@ class PromotionView(VerticalScroll):
         if detail is None:
             head.update(Text(empty))
             self.query_one("#detail-dura", Static).update("")
+            self.show_similar(None)
             if self.query("Markdown"):
                 self._texts("", "")
             return
@@ -66,6 +75,22 @@ class PromotionView(VerticalScroll):
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
         self._texts(visible(masked(detail.body, "`{}`")), visible(masked("\n\n".join(_meta(detail)), "`{}`")))
+
+    def show_similar(self, found: tuple[list[Similar], list[Similar]] | None, scope: str = "") -> None:
+        """The closest memories and pending promotions (None: not known yet, or no promotion shown)."""
+        head = self.query_one("#similar-head", Static)
+        listed = self.query_one(SimilarList)
+        if found is None:
+            head.update("")
+            listed.show([], [], scope)
+            return
+        memories, pending = found
+        head.update(
+            Text.assemble(("Similar ", "bold"), ("(tab: enter opens, m merges)", "dim"))
+            if memories or pending
+            else Text("Nothing similar known.", style="dim")
+        )
+        listed.show(memories, pending, scope)
 
 
 def _meta(detail: PromotionDetail) -> list[str]:
