@@ -34,7 +34,8 @@ def main() -> None:
         print(
             f"root: {args.root}: {built.memories.size:,} memories (sessions left out), {len(built.pending):,} pending"
         )
-        print(f"blocks of every memory and pending promotion      {build:8.2f} s")
+        held = (built.memories.nbytes + built.pending_block.nbytes) / 1e6
+        print(f"blocks of every memory and pending promotion      {build:8.2f} s, {held:.0f} MB of arrays")
 
         times = []
         for promotion in built.pending[: args.probes]:

@@ -121,14 +121,25 @@ class Block:
         self.scopes = np.array([codes[s] for s in scopes], dtype=np.int32)
         self.norm_blob = "\n".join(norms).encode("utf-8")
         self.norm_ends = np.cumsum(np.array([len(n.encode("utf-8")) + 1 for n in norms], dtype=np.int64)) - 1
-        self.norm_hashes = np.array([hash(n) for n in norms], dtype=np.int64)
         self.fps = np.array(fps, dtype=np.int64)
+        self.exact = {  # for each exact key, its values sorted and the positions in that order
+            name: (values[order], order.astype(np.int32))
+            for name, values in (("fp", self.fps), ("norm", np.array([hash(n) for n in norms], dtype=np.int64)))
+            for order in (np.argsort(values, kind="stable"),)
+        }
         self.vocab = vocab
         words_of = np.array(pair_word, dtype=np.int64)
         self.postings = np.array(pair_doc, dtype=np.int32)[np.argsort(words_of, kind="stable")]
         counts = np.bincount(words_of, minlength=len(vocab))
         self.starts = np.concatenate(([0], np.cumsum(counts)))
         self.weights = np.log1p(self.size / np.maximum(counts, 1))  # rare words say more
+
+    @property
+    def nbytes(self) -> int:
+        """What the block's arrays and titles hold (the vocabulary's dict aside)."""
+        arrays = [self.keys, self.scopes, self.norm_ends, self.fps, self.postings, self.starts, self.weights]
+        arrays += [a for pair in self.exact.values() for a in pair]
+        return len(self.norm_blob) + sum(a.nbytes for a in arrays)
 
     def text(self, position: int) -> Text:
         """The text at ``position`` as far as the block knows it (its title only normalised, no triggers)."""
@@ -141,23 +152,38 @@ class Block:
         first, then those sharing the most weight of rare words (at least half of the query's)."""
         if not self.size:
             return []
-        exact = []
-        if text.fp >= 0:
-            exact.extend(np.flatnonzero(self.fps == text.fp).tolist())
-        exact.extend(np.flatnonzero(self.norm_hashes == hash(text.norm)).tolist())
+        exact = self.same(text, limit)
         ids = [self.vocab[w] for w in words(text.norm) if w in self.vocab]
         shared: list[int] = []
         if ids:
             slices = [self.postings[self.starts[i] : self.starts[i + 1]] for i in ids]
             weights = self.weights[ids]
-            score = np.bincount(
-                np.concatenate(slices), weights=np.repeat(weights, [len(s) for s in slices]), minlength=self.size
-            )
+            every = np.concatenate(slices)
+            repeated = np.repeat(weights, [len(s) for s in slices])
+            docs = None  # position i of the scores is text i
+            if len(every) * 8 < self.size:  # few postings: sum them where they are, not over the whole block
+                docs, inverse = np.unique(every, return_inverse=True)
+                score = np.bincount(inverse, weights=repeated)
+            else:
+                score = np.bincount(every, weights=repeated, minlength=self.size)
             hit = np.flatnonzero(score >= float(weights.sum()) / 2)
             if len(hit) > limit:
                 hit = hit[np.argpartition(-score[hit], limit)[:limit]]
-            shared = hit[np.argsort(-score[hit], kind="stable")].tolist()
-        return list(dict.fromkeys(exact[:limit] + shared))[:limit]
+            hit = hit[np.argsort(-score[hit], kind="stable")]
+            shared = (hit if docs is None else docs[hit]).tolist()
+        return list(dict.fromkeys(exact + shared))[:limit]
+
+    def same(self, text: Text, limit: int = CANDIDATES) -> list[int]:
+        """Positions of the texts with ``text``'s fingerprint, then those with its normalised title."""
+        return [*self._equal("fp", text.fp, limit), *self._equal("norm", hash(text.norm), limit)]
+
+    def _equal(self, key: str, value: int, limit: int) -> list[int]:
+        """Positions whose ``key`` ("fp" or "norm") equals ``value`` (at most ``limit``): two binary searches."""
+        if key == "fp" and value < 0:
+            return []
+        values, order = self.exact[key]
+        low, high = np.searchsorted(values, value, "left"), np.searchsorted(values, value, "right")
+        return order[low : min(high, low + limit)].tolist()
 
 
 @dataclass(frozen=True)
@@ -335,6 +361,10 @@ class Similarity:
     def _known_best(self, text: Text) -> tuple[Block, int, float] | None:
         """The memory of ``text``'s scope most like it, from the blocks alone (no row read): for clustering, which
         asks it of every pending promotion."""
+        for block in (self.memories, self.added):  # the same body or title in its scope: nothing closer to look for
+            for p in block.same(text):
+                if (other := block.text(p)).scope_hash == text.scope_hash:
+                    return block, p, alike(text, other)
         best = None
         for block in (self.memories, self.added):
             for p in block.candidates(text):
