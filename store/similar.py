@@ -17,14 +17,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 from rapidfuzz import fuzz
 
 from engram.store.columns import dura_scores, parse_json_list
-from engram.store.index import Memory, Promotion, Trigger, table_of, tuples
+from engram.store.index import Memory, Promotion, Relation, Trigger, table_of, tuples
 from engram.store.service import Store, chunked
 
 CANDIDATES = 32  # best-blocked candidates a promotion's text is compared with, per block
@@ -90,6 +90,8 @@ class Text:
     fp: int  # :func:`_fp_key` of the fingerprint; -1 for none
     scope_hash: str
     triggers: frozenset[str] = frozenset()
+    about: str = ""  # the slug whose entities stand for it: the memory's own, or the promotion's source session
+    entities: frozenset[str] = frozenset()  # entity ids that slug mentions (the graph's "mentions" relations)
 
 
 class Block:
@@ -137,7 +139,8 @@ class Block:
     @property
     def nbytes(self) -> int:
         """What the block's arrays and titles hold (the vocabulary's dict aside)."""
-        arrays = [self.keys, self.scopes, self.norm_ends, self.fps, self.postings, self.starts, self.weights]
+        arrays: list[np.ndarray] = [self.keys, self.scopes, self.norm_ends, self.fps, self.postings, self.starts]
+        arrays.append(self.weights)
         arrays += [a for pair in self.exact.values() for a in pair]
         return len(self.norm_blob) + sum(a.nbytes for a in arrays)
 
@@ -213,8 +216,16 @@ def compare(a: Text, b: Text) -> tuple[float, tuple[str, ...]]:
     else:
         reasons = [f"title text {title_similarity(a.norm, b.norm):.0%} alike"]
     if shared := sorted(a.triggers & b.triggers):
-        reasons.append("shares triggers: " + ", ".join(shared[:3]) + ("…" if len(shared) > 3 else ""))
+        reasons.append("shares triggers: " + _few(shared))
+    if a.about and a.about == b.about:
+        reasons.append("proposed from the same session")
+    elif shared := sorted(a.entities & b.entities):
+        reasons.append("shares entities: " + _few([e.rsplit(":", 1)[-1].replace("_", " ") for e in shared]))
     return score, tuple(reasons)
+
+
+def _few(names: Sequence[str]) -> str:
+    return ", ".join(names[:3]) + ("…" if len(names) > 3 else "")
 
 
 def alike(a: Text, b: Text) -> float:
@@ -256,13 +267,14 @@ def pending_texts(store: Store) -> list[PendingText]:
         Promotion.scope_hash,
         Promotion.proposed_triggers,
         Promotion.dura_score,
+        Promotion.source_session_slug,
     )
-    for pid, title, body, scope, triggers, dura in tuples(
+    for pid, title, body, scope, triggers, dura, session in tuples(
         Promotion.select(*columns).where(Promotion.status == "pending").order_by(Promotion.id)
     ):
         title = title or ""
         fp = _fp_key(body_fingerprint(body or ""))
-        text = Text(title, normalised(title), fp, scope, _triggers(parse_json_list(triggers)))
+        text = Text(title, normalised(title), fp, scope, _triggers(parse_json_list(triggers)), session or "")
         out.append(PendingText(pid, text, _dura_avg(dura)))
     return out
 
@@ -276,6 +288,24 @@ def _memory_entries(after: int = 0) -> Iterable[tuple[int, str, int, str]]:
     )
     for rowid, title, fingerprint, scope in cursor:
         yield rowid, normalised(title or ""), _fp_key(fingerprint or ""), scope
+
+
+def _mentions(slugs: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The entities each of ``slugs`` mentions (active ``memory:<slug> mentions <entity>`` relations): one
+    indexed look-up for the handful a detail shows."""
+    subjects = [f"memory:{slug}" for slug in slugs if slug]
+    found: dict[str, set[str]] = {}
+    for batch in chunked(subjects, 500):
+        for subject, entity in tuples(
+            Relation.select(Relation.subject_id, Relation.object_id).where(
+                Relation.subject_id.in_(batch),
+                Relation.predicate == "mentions",
+                Relation.object_kind == "entity",
+                Relation.superseded_at.is_null(),
+            )
+        ):
+            found.setdefault(subject.removeprefix("memory:"), set()).add(entity)
+    return {slug: frozenset(entities) for slug, entities in found.items()}
 
 
 def _memory_signature() -> tuple[int, int]:
@@ -321,23 +351,28 @@ class Similarity:
         mine = self.by_id.get(promotion_id)
         if mine is None:
             return [], []
-        pending = [
-            Similar(
-                "promotion", str(other.id), other.text.title, other.text.scope_hash, *compare(mine.text, other.text)
-            )
-            for other in self._pending_near(mine)
-        ]
-        return _ranked(self._memories_near(mine.text), mine.text.scope_hash, limit), _ranked(
-            pending, mine.text.scope_hash, limit
+        memories = self._memories_near(mine.text)
+        pending = [(str(other.id), other.text) for other in self._pending_near(mine)]
+        mentions = _mentions({mine.text.about, *(t.about for _, t in memories), *(t.about for _, t in pending)})
+
+        def found(kind: str, key: str, other: Text) -> Similar:
+            with_entities = replace(other, entities=mentions.get(other.about, frozenset()))
+            mentioned = replace(mine.text, entities=mentions.get(mine.text.about, frozenset()))
+            return Similar(kind, key, other.title, other.scope_hash, *compare(mentioned, with_entities))
+
+        scope = mine.text.scope_hash
+        return (
+            _ranked([found("memory", key, t) for key, t in memories], scope, limit),
+            _ranked([found("promotion", key, t) for key, t in pending], scope, limit),
         )
 
     def _pending_near(self, mine: PendingText) -> list[PendingText]:
         block = self.pending_block
         return [self.pending[p] for p in block.candidates(mine.text) if int(block.keys[p]) != mine.id]
 
-    def _memories_near(self, text: Text) -> list[Similar]:
-        """Candidates of both memory blocks, read from index.db (a row gone since is left out) and compared with
-        their triggers."""
+    def _memories_near(self, text: Text) -> list[tuple[str, Text]]:
+        """Candidates of both memory blocks as they are in index.db now (a row gone since is left out), by slug,
+        with their triggers."""
         rowids = [int(block.keys[p]) for block in (self.memories, self.added) for p in block.candidates(text)]
         found = []
         for rows in chunked(rowids, 500):
@@ -352,11 +387,10 @@ class Similarity:
         for batch in chunked([slug for slug, *_ in found], 500):
             for slug, trigger in tuples(Trigger.select(Trigger.slug, Trigger.trigger).where(Trigger.slug.in_(batch))):
                 triggers.setdefault(slug, set()).add(str(trigger).strip().lower())
-        out = []
-        for slug, title, fingerprint, scope in found:
-            other = Text(title, normalised(title), _fp_key(fingerprint), scope, frozenset(triggers.get(slug, ())))
-            out.append(Similar("memory", slug, title, scope, *compare(text, other)))
-        return out
+        return [
+            (slug, Text(title, normalised(title), _fp_key(fingerprint), scope, frozenset(triggers.get(slug, ())), slug))
+            for slug, title, fingerprint, scope in found
+        ]
 
     def _known_best(self, text: Text) -> tuple[Block, int, float] | None:
         """The memory of ``text``'s scope most like it, from the blocks alone (no row read): for clustering, which

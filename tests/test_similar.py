@@ -146,3 +146,29 @@ def test_the_dup_filter_finds_what_repeats_a_memory(store, fixture_root):
     known = [i.id for i in pending_queue(store, query=queue_query("dup:known"))]
     assert repeat in known and fresh not in known
     assert fresh in [i.id for i in pending_queue(store, query=queue_query("!dup:yes"))]
+
+
+def test_entities_in_common_and_one_session_are_reasons(store, fixture_root):
+    """memoryd's graph says what a session mentions: a memory mentioning what the promotion's session does says
+    so; two promotions of one session say that."""
+    con = sqlite3.connect(fixture_root / "index.db")
+    session = con.execute("SELECT slug FROM memories LIMIT 1").fetchone()[0]  # where memoryd_proposes comes from
+    slug, entity = con.execute(
+        "SELECT m.slug, r.object_id FROM memories m JOIN relations r ON r.subject_id = 'memory:' || m.slug "
+        "WHERE r.predicate = 'mentions' AND m.type != 'session' AND m.scope_hash = ? LIMIT 1",
+        (PLAIN,),
+    ).fetchone()
+    con.execute(
+        "INSERT OR IGNORE INTO relations (subject_id, subject_kind, predicate, object_id, object_kind, "
+        "source_memory_id, created_at) VALUES (?, 'memory', 'mentions', ?, 'entity', ?, '2026-11-23')",
+        (f"memory:{session}", entity, session),
+    )
+    title = con.execute("SELECT title FROM memories WHERE slug = ?", (slug,)).fetchone()[0]
+    con.commit()
+    con.close()
+    pid = memoryd_proposes(fixture_root, title=title, body="one")
+    sibling = memoryd_proposes(fixture_root, title=title + " again", body="two")
+    memories, pending = Similarity.build(store).similar(pid)
+    named = entity.rsplit(":", 1)[-1].replace("_", " ")
+    assert any(m.key == slug and f"shares entities: {named}" in m.reason for m in memories)
+    assert any(p.key == str(sibling) and "proposed from the same session" in p.reason for p in pending)
