@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import json
 
+from conftest import PASSPHRASE
 from helpers import events, settle
 from memoryd_emulation import memoryd_proposes
 from textual.widgets import DataTable
 
 from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.sensitive.crypto import KeyRing
+from engram.store.service import Store
 from engram.tui.app import EngramApp
 from engram.tui.cli import main
 from engram.tui.panes.queue import QueuePane
+from engram.tui.screens.prompt import TextPrompt
 from engram.tui.widgets.similar import SimilarList
 
 PLAIN = "710d5aaf7a15"
+SENSITIVE = "35998c22af79"
 SIZE = (160, 45)
 
 
@@ -24,11 +29,11 @@ def status(pid: int) -> str:
     return Promotion.get_by_id(pid).status
 
 
-def near_copies(root, count: int = 3) -> list[int]:
+def near_copies(root, count: int = 3, scope: str = PLAIN) -> list[int]:
     """Near-duplicates at the top of the queue (the highest DURA first): the best, then the rest."""
     return [
         memoryd_proposes(
-            root, title=f"Keep PRs for the ledger under {n} lines", body=f"why {n}", dura=0.99 - i / 100, scope=PLAIN
+            root, title=f"Keep PRs for the ledger under {n} lines", body=f"why {n}", dura=0.99 - i / 100, scope=scope
         )
         for i, n in enumerate((377, 183, 90)[:count])
     ]
@@ -75,7 +80,7 @@ async def test_c_groups_a_cluster_A_approves_the_best_rejects_the_rest_and_u_und
         await pilot.press("y")
         await settle(app, pilot)
         assert [status(pid) for pid in (best, *rest)] == ["approved", "rejected", "rejected"]
-        assert pane.undo_stack[-1].label == "cluster: approve best" and len(pane.undo_stack[-1].decisions) == 3
+        assert pane.undo_stack[-1].label == "approve best of cluster" and len(pane.undo_stack[-1].decisions) == 3
         await pilot.press("u")
         await settle(app, pilot)
         assert [status(pid) for pid in (best, *rest)] == ["pending"] * 3
@@ -120,3 +125,21 @@ def test_the_cli_lists_similar_and_clusters_and_decides_one(capsys, fixture_root
     assert PromotionNote.get(PromotionNote.promotion_id == rest[0]).reject_reason == f"duplicate of #{best}"
     code, _, err = cli(capsys, fixture_root, "promotions", "cluster", str(best), "--merge-rest")
     assert code == 2 and "in no cluster" in err
+
+
+async def test_a_cluster_in_a_locked_scope_asks_for_the_passphrase_first(fixture_root):
+    best, *rest = near_copies(fixture_root, scope=SENSITIVE)
+    with Store.open(fixture_root, keys=KeyRing()) as store:
+        app = EngramApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await pilot.press("c")
+            await settle(app, pilot)
+            app.query_one(QueuePane).go_to(best)
+            await pilot.press("A")
+            assert isinstance(app.screen, TextPrompt) and app.screen.password
+            await pilot.press(*PASSPHRASE, "enter")
+            await settle(app, pilot)
+            await pilot.press("y")
+            await settle(app, pilot)
+            assert [status(pid) for pid in (best, *rest)] == ["approved", "rejected", "rejected"]

@@ -316,7 +316,7 @@ class QueuePane(PaneBase):
             if how == "approve"
             else f"Approve #{best} and merge {others} into it?"
         )
-        label = "cluster: approve best" if how == "approve" else "cluster: merge"
+        label = "approve best of cluster" if how == "approve" else "merge cluster"  # approve…, merge…: unlock first
         self.decide(label, act, items=[shown[pid] for pid in members], question=question)
 
     def fill_page(self, row: int = 0) -> None:
