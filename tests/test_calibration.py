@@ -16,7 +16,8 @@ from textual.widgets import Static
 
 from engram.store import calibration
 from engram.store.calibration import Decided, decisions, outcome, set_thresholds, suggest
-from engram.store.errors import BadInput, Conflict, StoreError
+from engram.store.errors import BadInput, Conflict, ReadOnlyStore, StoreError
+from engram.store.service import Store
 from engram.tui.app import EngramApp
 from engram.tui.cli import main
 from engram.tui.screens.calibration import CalibrationScreen
@@ -208,3 +209,17 @@ def test_the_cli_shows_the_outcomes_and_sets_only_when_told(capsys, fixture_root
     assert code == 2 and "--yes" in capsys.readouterr().err and memoryd_config.read_text() == CONFIG
     code = main(["thresholds", "set", "--approve", "0.8", "--reject", "0.6", "--yes", "--root", str(fixture_root)])
     assert code == 0 and tomllib.loads(memoryd_config.read_text())["governance"]["auto_reject_threshold"] == 0.6
+
+
+def test_a_root_opened_read_only_writes_no_thresholds(fixture_root, memoryd_config, unlocked_keys):
+    """The thresholds are memoryd's config, but the change is the root's (its audit event): a root engram may
+    not write leaves the config as it was."""
+    con = sqlite3.connect(fixture_root / "index.db")
+    con.execute("INSERT INTO _schema_migrations VALUES ('006_future.sql', '2027-01-01 00:00:00')")
+    con.commit()
+    con.close()
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        assert store.read_only
+        with pytest.raises(ReadOnlyStore):
+            set_thresholds(store, 0.9, 0.4)
+    assert memoryd_config.read_text() == CONFIG
