@@ -6,6 +6,7 @@ found by ``check``, never answers, and is built again or scrubbed."""
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from engram.store.index import Memory
 from engram.store.search import generation
 from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
-from engram.store.search.segments import Segment, Segments, text_of
+from engram.store.search.segments import FORMAT, Segment, Segments, text_of
 
 PLAIN = "710d5aaf7a15"
 
@@ -32,9 +33,9 @@ def reference(texts: list[str], term: str) -> list[int]:
     return [n for n, text in enumerate(texts) if term in text]
 
 
-@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=12))
+@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=20))
 def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks, word):
-    """Several segments, each memory's head and body; the ids found (any length: up to eight bytes one range of
+    """Several segments, each memory's head and body; the ids found (any length: up to sixteen bytes one range of
     the sorted offsets, longer ones checked past it), fresh or narrowed from the term before, are exactly the
     memories holding the term in one or the other (never across them)."""
     texts, parts, next_id = [], [], 1
@@ -43,12 +44,17 @@ def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks
         parts.append(Segment.build(range(next_id, next_id + len(chunk)), map(text_of, heads, chunk)))
         texts += [f"{h}\0{b}" for h, b in zip(heads, chunk, strict=True)]
         next_id += len(chunk)
-    typing = Segments(parts)
-    for n in range(1, len(word) + 1):
-        term = word[:n]
-        want = [i + 1 for i in reference([t.replace("\0", "\n") for t in texts], term)]
-        assert typing.matching(term).tolist() == want, term
-        assert Segments(parts).matching(term).tolist() == want, term
+    with tempfile.TemporaryDirectory() as tmp:  # and as the console reads them: from their files, with pread
+        for n, part in enumerate(parts):
+            part.save(Path(tmp) / f"s{n}")
+        read = [Segment.open(Path(tmp) / f"s{n}") for n in range(len(parts))]
+        typing, typing_read = Segments(parts), Segments(read)
+        for n in range(1, len(word) + 1):
+            term = word[:n]
+            want = [i + 1 for i in reference([t.replace("\0", "\n") for t in texts], term)]
+            assert typing.matching(term).tolist() == want, term
+            assert typing_read.matching(term).tolist() == want, term
+            assert Segments(read).matching(term).tolist() == want, term
 
 
 def test_an_empty_segment_answers_nothing():
@@ -56,15 +62,17 @@ def test_an_empty_segment_answers_nothing():
     assert Segments([segment]).matching("abc").tolist() == []
 
 
-def test_offsets_are_ordered_by_the_eight_bytes_after_them():
-    """What every lookup relies on, with repeats longer than the prefix and memories ending in the middle."""
-    segment = Segment.build([1, 2, 3], [b"abababababab\0", b"ab\0", b"zzzzzzzzzz\0ab\0"])
+def test_offsets_are_ordered_by_the_sixteen_bytes_after_them_ties_by_offset():
+    """What every lookup relies on, with repeats longer than the order and memories ending in the middle."""
+    segment = Segment.build([1, 2, 3], [b"ab" * 12 + b"\0", b"ab\0", b"zzzzzzzzzz\0abababababx\0"])
     text = bytes(segment.text)
-    after = [text[int(at) : int(at) + 8].ljust(8, b"\0") for at in segment.positions]
+    after = [(text[int(at) : int(at) + 16].ljust(16, b"\0"), int(at)) for at in segment.positions]
     assert after == sorted(after) and sorted(segment.positions.tolist()) == list(range(len(text)))
     ends = segment.ends.tolist()
     assert segment.docs.tolist() == [sum(end <= int(at) for end in ends) for at in segment.positions]
-    assert Segments([segment]).matching("ababababa").tolist() == [1]
+    assert Segments([segment]).matching("ababababa").tolist() == [1, 3]
+    assert Segments([segment]).matching("abababababx").tolist() == [3]
+    assert Segments([segment]).matching("abababababababababa").tolist() == [1]
     assert Segments([segment]).matching("ab").tolist() == [1, 2, 3]
 
 
@@ -99,14 +107,14 @@ def test_a_rewritten_memory_is_found_by_its_new_text_and_never_by_the_copy_a_seg
 
 
 def test_segments_of_an_older_layout_never_answer_nor_alarm_and_are_built_again(store):
-    """An index written before the offsets were ordered by their eight bytes: its segments are not read (FTS5
+    """An index written in an older layout (offsets ordered by fewer bytes): its segments are not read (FTS5
     answers, the same), ``check`` finds nothing wrong, and the next sync builds them in today's layout."""
     sync(store)
     want = searched(store, "'config/ssr_cache.yaml")
     old = manifest(store)
     with sqlite3.connect(cache_path(store)) as con:
         (value,) = con.execute("SELECT value FROM meta WHERE key = 'segments'").fetchone()
-        con.execute("UPDATE meta SET value = ? WHERE key = 'segments'", (value.replace('"format": 2, ', ""),))
+        con.execute("UPDATE meta SET value = ? WHERE key = 'segments'", (value.replace(f'"format": {FORMAT}, ', ""),))
     assert manifest(store).format == 1
     fulltext = FullText.open(store)
     assert fulltext.warm() is None  # no segments opened
@@ -114,7 +122,7 @@ def test_segments_of_an_older_layout_never_answer_nor_alarm_and_are_built_again(
     assert verify(store).damaged is None and not check(store).of("search_index_damaged")
     sync(store)
     new = manifest(store)
-    assert new.format == 2 and not new.files.keys() & old.files.keys()
+    assert new.format == FORMAT and not new.files.keys() & old.files.keys()
     assert {p.name.split(".")[0] for p in segments_dir(cache_path(store)).iterdir()} == set(new.files)
     assert searched(store, "'config/ssr_cache.yaml") == want
 
@@ -254,3 +262,18 @@ def test_a_query_past_the_budget_of_mapped_pages_lets_go_of_them_and_answers_ali
     index._cache.clear()
     assert {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits} == want
     assert want and mapped_kb(segments_dir(cache_path(store))) == 0
+
+
+def test_a_lookup_maps_no_page_of_the_text_offsets_or_memories_it_reads(tmp_path):
+    """A page fault in a mapped file maps a whole large folio: a lookup's probes, read from the mapped files, made
+    most of a million memories' segments this process's memory while typing. They are read with pread."""
+    words = [f"word{n:05d} token{n % 97:02d} shared-path/ledger.yaml\n" for n in range(60_000)]
+    segment = Segment.build(
+        range(1, 1001), [text_of(f"t{n}", "".join(words[n * 60 : n * 60 + 60])) for n in range(1000)]
+    )
+    segment.save(tmp_path / "s")
+    opened = Segments([Segment.open(tmp_path / "s")])
+    for needle in ("token42", "word01234", "shared-path/ledger.yaml", "ledger"):
+        assert len(opened.matching(needle)) == len(Segments([segment]).matching(needle)) > 0
+    for name in ("text", "positions", "docs", "marks"):
+        assert mapped_kb(tmp_path / f"s.{name}.npy") == 0, name

@@ -3,20 +3,24 @@
 FTS5 answers a phrase by merging the position lists of all its trigrams in every memory holding them: 13 ms for
 ``idempotency`` over 75,000 bodies, ten times that over a million, however many keys of the word were typed
 before. A segment keeps, for up to SEGMENT_DOCS memories, their text as one buffer (each memory's head, a NUL,
-its tags and body, a NUL; lowercased UTF-8, as the index stores it) and every offset of it, ordered by the PREFIX
-bytes that follow each (a suffix array cut at eight bytes), with the memory each offset is in. The occurrences of
-a needle of up to eight bytes are then one range of those offsets, found by two binary searches; their memories
-are the same range of a 16-bit array, read in order. (Checking a broad term's million candidates byte by byte
-against the text cost a cache and TLB miss each: 13 ms a byte at a million memories.) A longer needle is found in
-the range of its first eight bytes, its other bytes compared at each, and one typed a key further among the
-occurrences of the one before. A match of UTF-8 bytes is a match of characters, and no needle holds a NUL, so
+its tags and body, a NUL; lowercased UTF-8, as the index stores it) and every offset of it, ordered by the ORDER
+bytes that follow each (a suffix array cut at sixteen bytes), with the memory each offset is in. The occurrences
+of a needle of up to sixteen bytes are then one range of those offsets: ``marks`` (the first eight bytes of every
+64th) and two binary searches find the range of its first eight bytes, two more the range of the next eight
+within it; their memories are the same range of a 16-bit array, read in order. (Checking a broad term's million
+candidates byte by byte against the text cost a cache and TLB miss each: 13 ms a byte at a million memories;
+with offsets ordered by eight bytes only, a word of nine to sixteen letters still read the text at each
+occurrence of its first eight, mapping a page for most of them.) A longer needle is found in the range of its
+first sixteen bytes, its other bytes compared at each, and one typed a key further among the occurrences of the
+one before. A match of UTF-8 bytes is a match of characters, and no needle holds a NUL, so
 no match spans two memories or a head and a body. A segment of the same memories' heads alone answers what is
 looked for in heads only: needles of one or two bytes, prefixes and suffixes, and whether a hit matched in its
 head.
 
-Segments are ``.npy`` files beside the index, memory-mapped: only the pages a query touches are read, and
-:meth:`Segment.release` lets go of them once typing stops. They hold text of plain scopes only, as the index
-does, and are scrubbed with it.
+Segments are ``.npy`` files beside the index. A lookup reads what it needs of them with ``pread`` (see
+:class:`Probes`); they are also memory-mapped, for what reads a whole array (verification, the offsets of a long
+needle), and :meth:`Segment.release` lets go of those pages once typing stops. They hold text of plain scopes
+only, as the index does, and are scrubbed with it.
 """
 
 from __future__ import annotations
@@ -28,18 +32,21 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
-SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text, built in ~4 s
+SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text, built in ~5 s
 ARRAYS = ("ids", "ends", "text", "positions", "docs", "marks")
-FORMAT = 2  # the manifest's word for these arrays: segments of another format are built again
-PREFIX = 8  # bytes from each offset that order ``positions``: a needle this long or shorter is one range of them
+FORMAT = 3  # the manifest's word for these arrays: segments of another format are built again
+PREFIX = 8  # bytes of each mark: the first half of the key ``positions`` are ordered by
+ORDER = 16  # bytes from each offset that order ``positions``: a needle this long or shorter is one range of them
 MARK_EVERY = 64  # ``marks`` holds the prefix of every this many offsets: a lookup then reads six from the text
+READ = ("text", "positions", "docs", "marks")  # what lookups read with pread (see Probes), not where it is mapped
 MAPPED_MOST = 1 << 30  # resident pages of mapped files past which a query lets go of the segments' (see unmap)
-REMEMBERED = 8  # needles longer than PREFIX whose occurrences are kept for the next key
+REMEMBERED = 8  # needles longer than ORDER whose occurrences are kept for the next key
 REMEMBERED_MOST = 6_000_000  # ... holding at most this many occurrences in all (36 MB)
 
 
@@ -56,10 +63,11 @@ class Segment:
     ids: np.ndarray  # int64: the index's id of each memory, ascending
     ends: np.ndarray  # int64: where each memory's text ends in ``text``
     text: np.ndarray  # uint8: head NUL body NUL of each memory
-    positions: np.ndarray  # uint32: every offset of the text, ordered by the PREFIX bytes from it (NULs past the end)
+    positions: np.ndarray  # uint32: every offset of the text, ordered by the ORDER bytes from it (NULs past the end)
     docs: np.ndarray  # uint16: the memory (its number here) each of ``positions`` is in
     marks: np.ndarray  # uint64: the PREFIX bytes (big-endian) from every MARK_EVERY-th of ``positions``
     maps: tuple[mmap.mmap, ...] = ()  # the files' maps, for a segment opened from them
+    probes: Probes | None = None  # reads of the PROBED files, for a segment opened from them
 
     @classmethod
     def build(cls, ids: Sequence[int], texts: Iterable[bytes]) -> Segment:
@@ -74,14 +82,20 @@ class Segment:
         """The segment of memories ``ids`` whose texts, one after another, are ``text``, each ending at ``ends``."""
         if len(text) >= 1 << 32 or len(ends) > 1 << 16:
             raise ValueError("a segment holds under 4 GiB of text (32-bit offsets) in at most 65,536 memories")
-        after = np.concatenate((text, np.zeros(PREFIX - 1, dtype=np.uint8)))
-        prefixes = _prefixes(after, len(text))
-        order = np.argsort(prefixes, kind="stable")  # ties by offset: the same text always gives the same files
-        marks = prefixes[order[::MARK_EVERY]]
-        del prefixes, after
-        lengths = np.diff(ends, prepend=0)
-        docs = np.repeat(np.arange(len(ends), dtype=np.uint16), lengths)[order]
-        return cls(np.asarray(ids, dtype=np.int64), ends, text, order.astype(np.uint32), docs, marks)
+        after = np.concatenate((text, np.zeros(ORDER - 1, dtype=np.uint8)))
+        # by the second eight bytes, then by the first: each sort stable, so ties stay by offset and the same text
+        # always gives the same files (numpy's lexsort does the same, a quarter slower). One array of eight-byte
+        # numbers at a time (175 MB for a segment's 22 MB of text): a build peaks near 550 MB
+        order = np.argsort(_prefixes(after, len(text), PREFIX), kind="stable").astype(np.uint32)
+        firsts = _prefixes(after, len(text))[order]
+        del after
+        again = np.argsort(firsts, kind="stable")
+        marks = firsts[again[::MARK_EVERY]]
+        del firsts
+        order = order[again]
+        del again
+        docs = np.repeat(np.arange(len(ends), dtype=np.uint16), np.diff(ends, prepend=0))[order]
+        return cls(np.asarray(ids, dtype=np.int64), ends, text, order, docs, marks)
 
     def save(self, stem: Path) -> dict[str, str]:
         """Write the arrays as ``<stem>.<name>.npy``, each fsynced; returns their digests by name."""
@@ -100,8 +114,16 @@ class Segment:
     def open(cls, stem: Path) -> Segment:
         """The arrays of ``stem`` memory-mapped. Raises ``OSError`` or ``ValueError`` for missing or malformed
         files (the caller answers from FTS5 alone)."""
-        maps = {name: _mapped(stem.with_name(f"{stem.name}.{name}.npy")) for name in ARRAYS}
-        segment = cls(**{name: array for name, (array, _) in maps.items()}, maps=tuple(m for _, m in maps.values()))
+        paths = {name: stem.with_name(f"{stem.name}.{name}.npy") for name in ARRAYS}
+        maps = {name: _mapped(path) for name, path in paths.items()}
+        segment = cls(
+            **{name: array for name, (array, _, _) in maps.items()},
+            maps=tuple(m for _, m, _ in maps.values()),
+            probes=Probes(
+                {name: (open(paths[name], "rb", buffering=0), maps[name][2], maps[name][0].dtype) for name in READ},
+                len(maps["marks"][0]),
+            ),
+        )
         segment.check_shape()
         return segment
 
@@ -127,50 +149,90 @@ class Segment:
             raise ValueError("segment marks do not match its offsets")
 
     def find(self, key: bytes) -> Hits:
-        """Where ``key`` (UTF-8, no NUL) occurs: the range of ``positions`` its first PREFIX bytes begin, and for a
-        longer key the rest of its bytes compared at each."""
-        head = key[:PREFIX]
-        low = int.from_bytes(head.ljust(PREFIX, b"\0"), "big")
-        past = int.from_bytes(head.ljust(PREFIX, b"\xff"), "big") + 1  # UTF-8 never holds 0xff: no overflow
-        first, last = self._range(low, past)
-        hits = Hits(self.positions[first:last], self.docs[first:last])
-        return self.extend(hits, key, PREFIX) if len(key) > PREFIX else hits
+        """Where ``key`` (UTF-8, no NUL) occurs: the range of ``positions`` its first ORDER bytes begin (the range
+        of its first PREFIX bytes, then of the next PREFIX within it), and for a longer key the rest of its bytes
+        compared at each."""
+        first, last = self._ordered(key[:ORDER])
+        read = self.read.array
+        # the offsets are only looked at for a needle as long as the order: another's stay unread where mapped
+        hits = Hits(
+            read("positions", first, last) if len(key) >= ORDER else self.positions[first:last],
+            read("docs", first, last),
+        )
+        return self.extend(hits, key, ORDER) if len(key) > ORDER else hits
+
+    def _ordered(self, key: bytes) -> tuple[int, int]:
+        """The range of ``positions`` whose text begins with ``key`` (at most ORDER bytes)."""
+        first, last = self._range(*_span(key[:PREFIX]))
+        if len(key) > PREFIX and first < last:
+            first, last = (self._within(value, first, last, PREFIX) for value in _span(key[PREFIX:ORDER]))
+        return first, last
 
     def _range(self, low: int, past: int) -> tuple[int, int]:
         """The offsets whose prefixes are at least ``low`` and below ``past``: ``marks`` narrow each end to
         MARK_EVERY offsets, among which a binary search reads six prefixes from the text (a keystroke makes a
         lookup in every segment: few pages touched, as few page faults)."""
-        bounds = np.searchsorted(self.marks, np.array([low, past], dtype=np.uint64)).tolist()
-        return self._bound(low, bounds[0]), self._bound(past, bounds[1])
+        return self._bound(low, self._mark(low)), self._bound(past, self._mark(past))
+
+    def _mark(self, value: int) -> int:
+        """The first mark at least ``value``: the marks of every MARK_EVERY-th mark (kept) narrow it to MARK_EVERY
+        marks, read."""
+        top = int(np.searchsorted(self.read.tops, np.uint64(value)))
+        first = max(top - 1, 0) * MARK_EVERY
+        window = self.read.array("marks", first, min(top * MARK_EVERY, len(self.marks)))
+        return first + int(np.searchsorted(window, np.uint64(value)))
 
     def _bound(self, value: int, mark: int) -> int:
         """The first offset whose prefix is at least ``value``, given the first mark that is (``mark``): a binary
         search of the MARK_EVERY offsets before it (one read), six prefixes read from the text. A prefix running
         past the text is padded with NULs, as the prefixes were ordered."""
         first = max(mark - 1, 0) * MARK_EVERY
-        window = self.positions[first : min(mark * MARK_EVERY, len(self.positions))].tolist()
-        text, low, high = self.text, 0, len(window)
+        window = self._positions(first, min(mark * MARK_EVERY, len(self.positions)))
+        low, high = 0, len(window)
         while low < high:
             middle = (low + high) // 2
-            at = window[middle]
-            if int.from_bytes(text[at : at + PREFIX].tobytes().ljust(PREFIX, b"\0"), "big") < value:
+            if self._prefix(window[middle]) < value:
                 low = middle + 1
             else:
                 high = middle
         return first + low
 
+    def _within(self, value: int, first: int, last: int, skip: int) -> int:
+        """The first of ``positions[first:last]`` (all alike in their first ``skip`` bytes) whose next PREFIX bytes
+        are at least ``value``: a binary search reading them from the text (one page a step, few steps)."""
+        low, high = first, last
+        while low < high:
+            middle = (low + high) // 2
+            if self._prefix(self._positions(middle, middle + 1)[0] + skip) < value:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def _positions(self, first: int, last: int) -> list[int]:
+        return self.read.array("positions", first, last).tolist()
+
+    def _prefix(self, at: int) -> int:
+        """The PREFIX bytes of the text from ``at`` as a number (NULs past its end, as the offsets were ordered)."""
+        return int.from_bytes(self.read.text(at, PREFIX).ljust(PREFIX, b"\0"), "big")
+
+    @cached_property
+    def read(self) -> Probes | InMemory:
+        """How lookups read the arrays: from the files (``probes``), or where a built segment holds them."""
+        return self.probes or InMemory(self)
+
     def extend(self, hits: Hits, key: bytes, known: int) -> Hits:
-        """Where ``key`` occurs, given where its first ``known`` bytes do (``hits``): their memories are carried
-        along, not looked up again."""
-        if len(key) > len(self.text):
-            return Hits(hits.at[:0], hits.doc[:0])
-        fit = hits.at <= len(self.text) - len(key)
-        at, doc = hits.at[fit], hits.doc[fit]
-        pattern = np.frombuffer(key, dtype=np.uint8)
-        for j in range(known, len(key)):
-            same = self.text[at + np.uint32(j)] == pattern[j]
-            at, doc = at[same], doc[same]
-        return Hits(at, doc)
+        """Where ``key`` occurs, given where its first ``known`` bytes (at least ORDER) do (``hits``): those of them
+        where each ORDER bytes of the rest of ``key`` occur too, at their distance (each such window one range of
+        ``positions``, read in order). The text itself is never read at the hits: a long needle's every candidate
+        would map a page of it (a typed path of eighteen bytes mapped 390 MB of a million memories' text)."""
+        for offset in sorted({*range(ORDER, len(key) - ORDER, ORDER), len(key) - ORDER}):
+            if offset + ORDER <= known or not len(hits.at):
+                continue
+            first, last = self._ordered(key[offset : offset + ORDER])
+            there = np.isin(hits.at.astype(np.int64) + offset, self.read.array("positions", first, last))
+            hits = Hits(hits.at[there], hits.doc[there])
+        return hits
 
     def ids_of(self, hits: Hits) -> np.ndarray:
         """The ids of the memories of ``hits``."""
@@ -181,18 +243,62 @@ class Segment:
         return self.ids[np.flatnonzero(present)]  # a gather of the few: quicker than a mask over them all
 
 
-def _prefixes(after: np.ndarray, count: int) -> np.ndarray:
-    """The PREFIX bytes from each of the first ``count`` offsets of ``after`` as big-endian numbers, so that
-    numbers order as the bytes do (``after`` holds PREFIX - 1 NULs past them)."""
-    return np.ndarray((count,), dtype=">u8", buffer=after, strides=(1,)).astype(np.uint64)
+class Probes:
+    """What a lookup reads of a segment's files, read with ``pread`` instead of mapped: a few bytes of text and
+    offsets for each step of its binary searches, and the range of memories it found. A page fault in a mapped
+    file maps a whole large folio of the page cache (tens of KB here): the two hundred probes of a keystroke over
+    a million memories mapped 50 MB of text a word, and typing a while, most of the segments (800 MB) as this
+    process's memory. Read, they stay in the kernel's cache only."""
+
+    def __init__(self, files: Mapping[str, tuple[BinaryIO, int, np.dtype]], marks: int) -> None:
+        """Each array's file, open, where the array begins in it and its type as the file has it; how many
+        ``marks`` there are (every MARK_EVERY-th of them is kept: 32 KB a segment)."""
+        self._files = files
+        self.tops = self.array("marks", 0, marks)[::MARK_EVERY].copy()
+
+    def text(self, at: int, count: int) -> bytes:
+        fh, start, _ = self._files["text"]
+        return os.pread(fh.fileno(), count, start + at)
+
+    def array(self, name: str, first: int, last: int) -> np.ndarray:
+        """``name``'s items ``first`` to ``last``, copied."""
+        fh, start, kind = self._files[name]
+        raw = os.pread(fh.fileno(), kind.itemsize * (last - first), start + kind.itemsize * first)
+        return np.frombuffer(raw, dtype=kind)
+
+
+class InMemory:
+    """The reads of :class:`Probes`, from a segment built in memory (its arrays, sliced)."""
+
+    def __init__(self, segment: Segment) -> None:
+        self._segment = segment
+        self.tops = segment.marks[::MARK_EVERY]
+
+    def text(self, at: int, count: int) -> bytes:
+        return self._segment.text[at : at + count].tobytes()
+
+    def array(self, name: str, first: int, last: int) -> np.ndarray:
+        return getattr(self._segment, name)[first:last]
+
+
+def _prefixes(after: np.ndarray, count: int, skip: int = 0) -> np.ndarray:
+    """The PREFIX bytes from ``skip`` bytes past each of the first ``count`` offsets of ``after`` as big-endian
+    numbers, so that numbers order as the bytes do (``after`` holds ORDER - 1 NULs past them)."""
+    return np.ndarray((count,), dtype=">u8", buffer=after, offset=skip, strides=(1,)).astype(np.uint64)
+
+
+def _span(key: bytes) -> tuple[int, int]:
+    """The PREFIX-byte numbers of everything that begins with ``key`` (at most PREFIX bytes): from ``key`` padded
+    with NULs to past ``key`` padded with 0xff (UTF-8 never holds 0xff: no overflow)."""
+    return int.from_bytes(key.ljust(PREFIX, b"\0"), "big"), int.from_bytes(key.ljust(PREFIX, b"\xff"), "big") + 1
 
 
 _NOWHERE = np.empty(0, dtype=np.int64)
 
 
-def _mapped(path: Path) -> tuple[np.ndarray, mmap.mmap]:
-    """The array of a ``.npy`` file, read where the file is mapped (its header read as numpy reads it), and the
-    map. Raises ``OSError`` or ``ValueError``."""
+def _mapped(path: Path) -> tuple[np.ndarray, mmap.mmap, int]:
+    """The array of a ``.npy`` file, read where the file is mapped (its header read as numpy reads it), the map,
+    and where in the file the array begins. Raises ``OSError`` or ``ValueError``."""
     with open(path, "rb") as fh:
         version = np.lib.format.read_magic(fh)
         readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
@@ -205,7 +311,7 @@ def _mapped(path: Path) -> tuple[np.ndarray, mmap.mmap]:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     if offset + shape[0] * dtype.itemsize > len(mapped):
         raise ValueError(f"{path.name}: shorter than its header says")
-    return np.frombuffer(mapped, dtype=dtype, count=shape[0], offset=offset), mapped
+    return np.frombuffer(mapped, dtype=dtype, count=shape[0], offset=offset), mapped, offset
 
 
 def digest(array: np.ndarray) -> str:
@@ -247,12 +353,12 @@ class Segments:
 
     def matching(self, needle: str) -> np.ndarray:
         """The ids (ascending) of the memories whose text contains ``needle`` (no NUL in it). A needle longer than
-        PREFIX typed a key at a time is found among the occurrences of the one before it, and a key that left
+        ORDER typed a key at a time is found among the occurrences of the one before it, and a key that left
         them all in place has their ids. (Segments are searched one after another: a lookup is mostly the
         interpreter's work, which threads would only take turns at.)"""
         key = needle.encode()
         with self._lock:
-            before = next((key[:n] for n in range(len(key), PREFIX - 1, -1) if key[:n] in self._found), None)
+            before = next((key[:n] for n in range(len(key), ORDER - 1, -1) if key[:n] in self._found), None)
             ids: np.ndarray | None = None
             if before is None:
                 found = [part.find(key) for part in self.parts]
@@ -264,7 +370,7 @@ class Segments:
                     ids = None
             if ids is None:
                 ids = np.concatenate([part.ids_of(h) for part, h in zip(self.parts, found, strict=True)] or [_NOWHERE])
-            if len(key) >= PREFIX:  # a shorter needle is two lookups a segment: nothing to keep
+            if len(key) >= ORDER:  # a shorter needle is four lookups a segment: nothing to keep
                 self._found[key] = (found, ids)
                 while len(self._found) > REMEMBERED or self._remembered() > REMEMBERED_MOST:
                     self._found.popitem(last=False)
@@ -282,8 +388,8 @@ class Segments:
 def mapped_resident() -> int | None:
     """Bytes of this process's resident memory that are pages of mapped files (Linux's ``RssFile``), None where
     the system does not say. A page fault in a mapped file maps the pages around it too (64 KB, or a whole large
-    folio of the page cache): the few hundred reads of a keystroke, all over the segments, soon count most of a
-    million memories' segments (3.2 GB; the bench's queries map 880 MB of them) as the console's memory."""
+    folio of the page cache): whatever still reads the segments where they are mapped (the offsets of needles
+    longer than ORDER) counts as the console's memory until released."""
     try:
         with open("/proc/self/status", "rb") as fh:
             status = fh.read()
@@ -301,7 +407,7 @@ def verify(directory: Path, manifest: Mapping[str, Mapping[str, str]], layout: i
             if layout == FORMAT:
                 Segment.open(directory / name)  # shapes a query relies on
             for array, expected in digests.items():
-                values, _ = _mapped(directory / f"{name}.{array}.npy")
+                values, _, _ = _mapped(directory / f"{name}.{array}.npy")
                 if digest(values) != expected:
                     return f"segment {name}: {array} is not what was written"
         except (OSError, ValueError) as exc:
