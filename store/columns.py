@@ -24,6 +24,12 @@ def dura_of(promotion: Promotion) -> dict[str, float]:
     return dura_scores(promotion.dura_score)
 
 
+def dura_average(scores: dict[str, float]) -> float:
+    """The queue's DURA average: the mean of whichever of D, U, R and A the scores hold (0 for none)."""
+    values = [scores[k] for k in "DURA" if k in scores]
+    return sum(values) / len(values) if values else 0.0
+
+
 def dura_scores(text: str | None) -> dict[str, float]:
     """:func:`dura_of` from the column's text."""
     try:

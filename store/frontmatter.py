@@ -150,8 +150,7 @@ class MemoryDoc(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        """memoryd's dedup key: sha1 of the body's first 500 characters."""
-        return hashlib.sha1(self.body[:500].encode("utf-8")).hexdigest()
+        return body_fingerprint(self.body)
 
 
 def serialize(doc: MemoryDoc) -> bytes:
@@ -258,3 +257,9 @@ def field_problem(exc: ValidationError) -> str:
     """The first invalid field and why, in one line: ``field scope_hash: Value error, ...``."""
     first = exc.errors()[0]
     return f"field {'.'.join(str(p) for p in first['loc']) or 'frontmatter'}: {first['msg']}"
+
+
+def body_fingerprint(body: str) -> str:
+    """memoryd's dedup key of a memory with this body: sha1 of its first 500 characters (a pending promotion's
+    too, the memory an approval would write)."""
+    return hashlib.sha1(body[:500].encode("utf-8")).hexdigest()

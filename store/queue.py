@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.store.columns import dura_of, dura_scores, parse_json_list
+from engram.store.columns import dura_average, dura_of, dura_scores, parse_json_list
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
@@ -37,8 +37,7 @@ class QueueItem:
 
     @property
     def dura_avg(self) -> float:
-        values = [self.dura[k] for k in DURA_LABELS if k in self.dura]
-        return sum(values) / len(values) if values else 0.0
+        return dura_average(self.dura)
 
     @property
     def dura_min(self) -> float:

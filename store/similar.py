@@ -14,16 +14,16 @@ upsert gives it a new rowid) or before ``rebuild-index`` finds the row gone and 
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 from rapidfuzz import fuzz
 
-from engram.store.columns import dura_scores, parse_json_list
+from engram.store.columns import dura_average, dura_scores, parse_json_list
+from engram.store.frontmatter import body_fingerprint
 from engram.store.index import Memory, Promotion, Relation, Trigger, table_of, tuples
 from engram.store.service import Store, chunked
 
@@ -55,11 +55,6 @@ def words(norm: str) -> set[str]:
         else:
             keys.add(w)
     return keys
-
-
-def body_fingerprint(body: str) -> str:
-    """memoryd's fingerprint of a memory with this body (the one an approval would write)."""
-    return hashlib.sha1(body[:500].encode("utf-8")).hexdigest()
 
 
 def _fp_key(fingerprint: str) -> int:
@@ -252,14 +247,19 @@ class PendingText:
     dura_avg: float
 
 
-def _dura_avg(raw: str | None) -> float:
-    scores = [v for k, v in dura_scores(raw).items() if k in "DURA"]
-    return sum(scores) / len(scores) if scores else 0.0
-
-
-def pending_texts(store: Store) -> list[PendingText]:
-    """Every pending promotion as it compares (bodies only fingerprinted, never kept)."""
-    out = []
+def pending_texts(store: Store, known: Mapping[int, PendingText] | None = None) -> list[PendingText]:
+    """Every pending promotion as it compares (bodies only fingerprinted, never kept). Those of ``known`` whose
+    id and title are the same are taken as they are: a decision after another reads only what is new (a pending
+    proposal is not rewritten, and an id reused after memoryd's rebuild-index comes with another title)."""
+    known = known or {}
+    pending = tuples(Promotion.select(Promotion.id, Promotion.proposed_title).where(Promotion.status == "pending"))
+    kept, wanted = {}, []
+    for pid, title in pending:
+        same = known.get(pid)
+        if same is not None and same.text.title == (title or ""):
+            kept[pid] = same
+        else:
+            wanted.append(pid)
     columns = (
         Promotion.id,
         Promotion.proposed_title,
@@ -269,14 +269,15 @@ def pending_texts(store: Store) -> list[PendingText]:
         Promotion.dura_score,
         Promotion.source_session_slug,
     )
-    for pid, title, body, scope, triggers, dura, session in tuples(
-        Promotion.select(*columns).where(Promotion.status == "pending").order_by(Promotion.id)
-    ):
-        title = title or ""
-        fp = _fp_key(body_fingerprint(body or ""))
-        text = Text(title, normalised(title), fp, scope, _triggers(parse_json_list(triggers)), session or "")
-        out.append(PendingText(pid, text, _dura_avg(dura)))
-    return out
+    for batch in chunked(wanted, 500):
+        for pid, title, body, scope, triggers, dura, session in tuples(
+            Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
+        ):
+            title = title or ""
+            fp = _fp_key(body_fingerprint(body or ""))
+            text = Text(title, normalised(title), fp, scope, _triggers(parse_json_list(triggers)), session or "")
+            kept[pid] = PendingText(pid, text, dura_average(dura_scores(dura)))
+    return [kept[pid] for pid in sorted(kept)]
 
 
 def _memory_entries(after: int = 0) -> Iterable[tuple[int, str, int, str]]:
@@ -341,7 +342,7 @@ class Similarity:
             added = Block(_memory_entries(memories.max_key))
             if added.size > REBUILD_PAST:
                 memories, added = Block(_memory_entries()), Block(())
-        pending = pending_texts(store)
+        pending = pending_texts(store, previous.by_id if previous else None)
         block = Block((p.id, p.text.norm, p.text.fp, p.text.scope_hash) for p in pending)
         return cls(memories, added, pending, block, {p.id: p for p in pending})
 

@@ -117,6 +117,7 @@ def test_a_memory_gone_since_the_blocks_were_made_is_left_out_and_a_new_one_foun
     probe = memoryd_proposes(fixture_root, title="Rotate the staging database password every month")
     after = Similarity.build(store, before)
     assert after.memories is before.memories  # only what changed was read
+    assert after.by_id[pid] is before.by_id[pid] and probe in after.by_id and other not in after.by_id
     assert approved.slug in [m.key for m in after.similar(probe)[0]]
 
 
