@@ -223,3 +223,22 @@ def test_a_root_opened_read_only_writes_no_thresholds(fixture_root, memoryd_conf
         with pytest.raises(ReadOnlyStore):
             set_thresholds(store, 0.9, 0.4)
     assert memoryd_config.read_text() == CONFIG
+
+
+@pytest.mark.parametrize(
+    "args, config, says",
+    [
+        (["thresholds", "set", "--approve", "0.4", "--reject", "0.6", "--yes"], CONFIG, "thresholds must satisfy"),
+        (["thresholds", "show"], "[governance\n", "not valid TOML"),
+        (["thresholds", "set", "--approve", "0.9", "--reject", "0.4", "--yes"], "[governance\n", "not valid TOML"),
+    ],
+)
+def test_the_cli_says_what_is_wrong_in_one_line_and_changes_nothing(
+    capsys, fixture_root, memoryd_config, args, config, says
+):
+    memoryd_config.write_text(config)
+    before = len(events(fixture_root))
+    code = main([*args, "--root", str(fixture_root)])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+    assert memoryd_config.read_text() == config and len(events(fixture_root)) == before

@@ -143,3 +143,8 @@ async def test_a_cluster_in_a_locked_scope_asks_for_the_passphrase_first(fixture
             await pilot.press("y")
             await settle(app, pilot)
             assert [status(pid) for pid in (best, *rest)] == ["approved", "rejected", "rejected"]
+
+
+def test_the_cli_refuses_a_promotion_that_is_not_pending(capsys, fixture_root):
+    code, _, err = cli(capsys, fixture_root, "promotions", "similar", "99999")
+    assert code == 2 and "no pending promotion #99999" in err
