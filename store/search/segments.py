@@ -67,7 +67,7 @@ class Segment:
     docs: np.ndarray  # uint16: the memory (its number here) each of ``positions`` is in
     marks: np.ndarray  # uint64: the PREFIX bytes (big-endian) from every MARK_EVERY-th of ``positions``
     maps: tuple[mmap.mmap, ...] = ()  # the files' maps, for a segment opened from them
-    probes: Probes | None = None  # reads of the PROBED files, for a segment opened from them
+    probes: Probes | None = None  # reads of the READ files, for a segment opened from them
 
     @classmethod
     def build(cls, ids: Sequence[int], texts: Iterable[bytes]) -> Segment:
