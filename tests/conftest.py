@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import shutil
@@ -22,6 +23,14 @@ from engram.store.service import Store
 assert textual._wait.SLEEP_GRANULARITY == 1 / 50, "Textual changed how Pilot waits: look at this again"
 textual._wait.SLEEP_GRANULARITY = 1 / 200
 textual._wait.SLEEP_IDLE = textual._wait.SLEEP_GRANULARITY / 20
+
+# The console's tests spend a fifth of their time in the cyclic garbage collector: Textual makes and drops many
+# small objects per frame (strips, segments, caches), and with Python's default threshold (a collection every 700
+# allocations) every frame triggers several, each walking every object the imported modules made. So the
+# modules' objects are moved out of the collector's sight, and it runs every 50,000 allocations: cycles are still
+# collected, later; the tests' CPU time drops by a fifth. (A setting of the test processes only, as above.)
+gc.freeze()
+gc.set_threshold(50_000)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memoryd-small"
 PASSPHRASE = "engram-fixture-passphrase-2026"
