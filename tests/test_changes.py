@@ -25,6 +25,21 @@ def test_nothing_changed_is_none(store):
     assert feed.poll() is None
 
 
+def test_nothing_changed_is_none_though_the_connection_is_closed_between_polls(store, fixture_root):
+    """The console closes its connections whenever a worker ends: SQLite then removes the empty write-ahead logs
+    it made, and makes them again at the next query. That is no change (it was, once a second, a comparison of
+    every row); a commit made while engram's connection was closed still is one."""
+    feed = ChangeFeed(store)
+    for _ in range(3):
+        store.index.release()
+        assert feed.poll() is None
+    store.index.release()
+    pid = memoryd_proposes(fixture_root)
+    assert feed.poll().promotions == {pid}
+    store.index.release()
+    assert feed.poll() is None
+
+
 def test_memoryd_proposing_and_deciding_is_named_by_row(store, fixture_root):
     feed = ChangeFeed(store)
     pid = memoryd_proposes(fixture_root)

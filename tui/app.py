@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
+from engram.store import heap
 from engram.store.changes import ChangeFeed, Changes
 from engram.store.errors import StoreError
 from engram.store.service import Store
@@ -118,6 +119,7 @@ class EngramApp(App[None]):
     def on_load(self) -> None:
         """Before any pane starts a worker: a worker's thread lets go of its connection when it ends (see
         tui.threads)."""
+        heap.limit_arenas()  # before the pool's threads exist: each would otherwise get an arena of its own
         asyncio.get_running_loop().set_default_executor(ReleasingExecutor(self.store.index.release))
 
     async def on_mount(self) -> None:

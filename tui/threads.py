@@ -5,7 +5,7 @@ Textual runs thread workers on the event loop's default executor, whose threads 
 connection per thread, so every pool thread would hold index.db open for as long as the console runs, and
 memoryd's rebuild-index, which unlinks index.db but leaves its WAL, would then leave memoryd a malformed index
 (see ``Index.release``). This executor runs ``after`` (the store's release) at the end of every task, on the
-task's own thread.
+task's own thread, and gives the heap back a second after its heavy work is over (see ``store.heap``).
 """
 
 from __future__ import annotations
@@ -23,25 +23,36 @@ from textual.widget import Widget
 from textual.widgets import ProgressBar
 
 from engram.store.errors import StoreError
+from engram.store.heap import TrimWhenIdle
 
 T = TypeVar("T")
 
 
 class ReleasingExecutor(ThreadPoolExecutor):
-    """A thread pool that calls ``after()`` on the worker's thread once each task is done."""
+    """A thread pool that calls ``after()`` on the worker's thread once each task is done, and trims the heap
+    once its heavy work is over."""
 
     def __init__(self, after: Callable[[], None]) -> None:
         super().__init__(thread_name_prefix="engram-worker")
         self.after = after
+        self.idle = TrimWhenIdle()
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         def task() -> T:
+            started = self.idle.started()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.after()
+                try:
+                    self.after()
+                finally:
+                    self.idle.ended(started)
 
         return super().submit(task)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.idle.cancel()
+        super().shutdown(wait, cancel_futures=cancel_futures)
 
 
 def background(group: str, *, exclusive: bool = True) -> Callable[[Callable[..., Any]], Any]:

@@ -12,8 +12,6 @@ AND, OR and NOT are single int operations (docs/performance.md has figures).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import threading
 import time
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from engram.store import heap
 from engram.store.errors import StoreError
 from engram.store.index import Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
@@ -116,7 +115,7 @@ class SearchIndex:
             builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
         index = cls(builder.rows(), fulltext)
         del builder, documents
-        _give_back_freed_memory()
+        heap.give_back()  # the read's chunks and ids: 250 MB resident at 1M (600 MB to 350 MB)
         return index
 
     @classmethod
@@ -161,7 +160,7 @@ class SearchIndex:
             with self._searching:  # a key typed meanwhile waits for one letter at most
                 self._positive(Term(letter))
         self.words.forget()  # what the letters' scans kept for a next key no one typed
-        _give_back_freed_memory()  # the scans' and builds' temporaries: 150 MB at 1M
+        heap.give_back()  # the scans' and builds' temporaries: 150 MB at 1M
 
     def release(self) -> None:
         """For a console idle: let go of the pages of the persistent index's files that searching mapped in (a
@@ -177,7 +176,7 @@ class SearchIndex:
                 self._outside[2].forget()
             if self.fulltext is not None:
                 self.fulltext.release()
-            _give_back_freed_memory()
+            heap.give_back()
         finally:
             self._searching.release()
 
@@ -421,14 +420,6 @@ def _findable(text: str) -> bool:
     NUL in a phrase) nor with a lone surrogate (stored text is valid UTF-8, and SQLite cannot be asked for one).
     Such a term matches nothing, and the search answers rather than failing on what a paste put in the box."""
     return "\0" not in text and not any("\ud800" <= ch <= "\udfff" for ch in text)
-
-
-def _give_back_freed_memory() -> None:
-    """Hand the heap the read freed back to the system: glibc keeps freed memory for reuse, and a million rows'
-    chunks and ids left 250 MB resident after the index was made (600 MB to 350 MB). Nothing where the C library
-    has no ``malloc_trim``."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _value_bits(codes: np.ndarray, names: Sequence[str]) -> dict[str, int]:
