@@ -9,6 +9,8 @@
   index.db the console does next in the background, each with its resident memory;
 - search per keystroke, bodies included: p50 / p95 while typing bench_console's queries a key at a time, on
   the index opened from the kept rows and on the full one;
+- the whole console's resident memory: ``engram`` in tmux (160x45) once its background work is done (5 s in a
+  row under a tenth of a core, at most 5 minutes), and the share of a core it then uses idle over 10 s;
 - ``engram check``: wall time and peak resident memory.
 
 Usage: python bench/bench_scale.py [--sizes 100000,1000000] [--dir bench/roots]
@@ -75,7 +77,6 @@ with Store.open(sys.argv[1]) as store:
                       "mapped_typed": typed_mapped, "rss_idle": resident_mb()}))
 """
 
-
 def build(root: Path, size: int) -> dict[str, float]:
     """The root's build figures: measured now if the root is new, else as recorded when it was built."""
     record = root.with_name(root.name + ".build.json")
@@ -124,6 +125,45 @@ def launch(root: Path, runs: int = 3) -> str:
     return f"{statistics.median(times):.2f} s (runs: {', '.join(f'{t:.2f}' for t in times)})"
 
 
+def console(root: Path) -> str:
+    """The real console's resident memory once settled, and its CPU use while idle."""
+    if shutil.which("tmux") is None:
+        return "skipped (no tmux)"
+    subprocess.run([*TMUX, "kill-session", "-t", SESSION], stderr=subprocess.DEVNULL)
+    command = f"env PYTHONPATH={REPO} {sys.executable} -m engram --root {root}"
+    subprocess.run([*TMUX, "new-session", "-d", "-s", SESSION, "-x", "160", "-y", "45", command], check=True)
+    try:
+        shown = subprocess.run([*TMUX, "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True)
+        pid = _python_under(int(shown.stdout))
+        ticks, started = _cpu_ticks(pid), time.perf_counter()
+        quiet = 0
+        while quiet < 5 and time.perf_counter() - started < 300:
+            time.sleep(1)
+            now = _cpu_ticks(pid)
+            quiet, ticks = (quiet + 1 if now - ticks < os.sysconf("SC_CLK_TCK") / 10 else 0), now
+        rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        time.sleep(10)
+        idle = (_cpu_ticks(pid) - ticks) / os.sysconf("SC_CLK_TCK") / 10
+        return f"resident {rss:.0f} MB after {time.perf_counter() - started - 10:.0f} s; idle, {idle:.1%} of a core"
+    finally:
+        subprocess.run([*TMUX, "kill-session", "-t", SESSION])
+
+
+def _python_under(pid: int) -> int:
+    """The console's process: ``pid`` itself, or the child a shell started it as."""
+    for _ in range(50):
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if "python" in Path(f"/proc/{pid}/cmdline").read_text() or not children:
+            return pid
+        pid = int(children[0])
+    return pid
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000")
@@ -153,6 +193,7 @@ def main() -> None:
             f"once typing stops (mapped pages released) {loaded['rss_idle']:.0f} MB",
             flush=True,
         )
+        print(f"the whole console (tmux 160x45), its background work done: {console(root)}", flush=True)
         checked = json.loads(run(STEP, str(root), "check"))
         print(f"engram check: {checked['s']:.1f} s, peak {checked['rss_mb']:.0f} MB", flush=True)
 

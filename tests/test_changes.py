@@ -4,6 +4,7 @@ memoryd's ``rebuild-index`` follows the new index.db instead of writing into the
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
 import pytest
@@ -58,6 +59,22 @@ def test_a_memory_memoryd_recalled_is_named(store, fixture_root):
     con.commit()
     con.close()
     assert feed.poll().memories == {slug}
+
+
+def test_a_body_memoryd_rewrote_is_named_by_its_fingerprint_alone(store, fixture_root):
+    """The feed keeps the first 16 hex digits of each fingerprint: a new body (a new sha1) still changes them."""
+    feed = ChangeFeed(store)
+    con = sqlite3.connect(fixture_root / "index.db")
+    slug, fingerprint = con.execute("SELECT slug, fingerprint FROM memories ORDER BY slug LIMIT 1").fetchone()
+    new = hashlib.sha1(b"a body memoryd wrote").hexdigest()
+    assert new[:16] != fingerprint[:16]
+    con.execute("UPDATE memories SET fingerprint = ? WHERE slug = ?", (new, slug))
+    con.commit()
+    con.close()
+    assert feed.poll().memories == {slug}
+    assert feed.poll() is None
+    kept = feed._seen.con.execute("SELECT DISTINCT length(fingerprint) FROM main.memories").fetchall()
+    assert kept == [(16,)]
 
 
 def test_audit_lines_memoryd_appends_are_counted(store, fixture_root):
