@@ -77,6 +77,7 @@ with Store.open(sys.argv[1]) as store:
                       "mapped_typed": typed_mapped, "rss_idle": resident_mb()}))
 """
 
+
 def build(root: Path, size: int) -> dict[str, float]:
     """The root's build figures: measured now if the root is new, else as recorded when it was built."""
     record = root.with_name(root.name + ".build.json")
