@@ -2,8 +2,8 @@
 
 glibc keeps freed memory for reuse, and it keeps it per arena: each thread that allocates gets an arena of its
 own (up to eight per core), and what one thread's work freed stays resident in that thread's arena. The console
-runs its loading and searching on a pool of threads, so after opening a 100,000-memory root it held 335 MB of
-which Python used 100 MB; with two arenas and the freed pages given back once the pool is quiet, 233 MB.
+runs its loading and searching on a pool of threads, so after opening a 100,000-memory root it held 296-360 MB
+of which Python used 100 MB; with two arenas and the freed pages given back once the pool is quiet, 246 MB.
 Everything here does nothing where the C library has no ``mallopt`` or ``malloc_trim`` (musl, macOS).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ HEAVY_SECONDS = 0.05
 """A task that ran this long may have freed enough to be worth a trim."""
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     with contextlib.suppress(OSError):
         return ctypes.CDLL(None)
