@@ -61,20 +61,33 @@ def test_a_memory_memoryd_recalled_is_named(store, fixture_root):
     assert feed.poll().memories == {slug}
 
 
-def test_a_body_memoryd_rewrote_is_named_by_its_fingerprint_alone(store, fixture_root):
-    """The feed keeps the first 16 hex digits of each fingerprint: a new body (a new sha1) still changes them."""
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("fingerprint", hashlib.sha1(b"a body memoryd wrote").hexdigest()),
+        ("title", "A title memoryd wrote"),
+        ("decay_state", "dormant"),
+        ("recall_count", 41),
+        ("last_recalled_at", "2026-11-25T00:00:00Z"),
+        ("updated_at", "2026-11-25T00:00:01Z"),
+        ("body_path", "scopes/elsewhere/semantic/moved.md"),
+    ],
+)
+def test_each_shown_column_memoryd_changes_is_named_though_the_feed_keeps_one_hash_a_row(
+    store, fixture_root, column, value
+):
+    """The snapshot keeps a row's key and one hash of what a pane shows of it, not the columns themselves (271 MB at
+    a million memories): a change to any one of them still changes the hash."""
     feed = ChangeFeed(store)
+    kept = [row[1] for row in feed._seen.con.execute("PRAGMA main.table_info(memories)")]
+    assert kept == ["slug", "shown"]
     con = sqlite3.connect(fixture_root / "index.db")
-    slug, fingerprint = con.execute("SELECT slug, fingerprint FROM memories ORDER BY slug LIMIT 1").fetchone()
-    new = hashlib.sha1(b"a body memoryd wrote").hexdigest()
-    assert new[:16] != fingerprint[:16]
-    con.execute("UPDATE memories SET fingerprint = ? WHERE slug = ?", (new, slug))
+    slug = con.execute("SELECT slug FROM memories ORDER BY slug LIMIT 1").fetchone()[0]
+    con.execute(f"UPDATE memories SET {column} = ? WHERE slug = ?", (value, slug))
     con.commit()
     con.close()
     assert feed.poll().memories == {slug}
     assert feed.poll() is None
-    kept = feed._seen.con.execute("SELECT DISTINCT length(fingerprint) FROM main.memories").fetchall()
-    assert kept == [(16,)]
 
 
 def test_audit_lines_memoryd_appends_are_counted(store, fixture_root):
