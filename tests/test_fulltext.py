@@ -19,6 +19,7 @@ from engram.store.drift.rebuild import rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.index import Memory
 from engram.store.queue import pending_ids
+from engram.store.search import arrays
 from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
 from engram.store.sensitive.convert import mark_sensitive
@@ -199,6 +200,7 @@ def both(tmp_path_factory):
     shutil.copytree(Path(__file__).parent / "fixtures" / "memoryd-small" / "dataroot", root)
     with pytest.MonkeyPatch.context() as env, Store.open(root, keys=KeyRing()) as store:
         env.setenv("XDG_CACHE_HOME", str(root.parent / "cache"))  # module-wide: the per-test environment is not set yet
+        env.setattr(arrays, "SEGMENTED_FROM", 0)  # the fixture's few heads get segments, as a large root's do
         sync(store)
         persistent = SearchIndex.load(store, FullText.open(store))
         persistent.enrich(store)

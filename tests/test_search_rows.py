@@ -5,10 +5,12 @@ rows kept."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram.store.search.arrays import Words, bits, indexes
+from engram.store.search import arrays
+from engram.store.search.arrays import Heads, Words, bits, indexes
 from engram.store.search.rows import FIELDS, Builder, Rows, Strings, padded
 
 texts = st.lists(st.text(max_size=12), max_size=30)
@@ -86,3 +88,21 @@ def test_the_scan_of_heads_finds_what_a_substring_test_finds(heads, needle):
     padded_heads = [padded(h) for h in heads]
     found = set(Words(Strings.of([h + "\0" for h in padded_heads])).rows(needle).tolist())
     assert found == {n for n, h in enumerate(padded_heads) if needle in h}
+
+
+@given(
+    st.lists(st.text(max_size=10), min_size=1, max_size=20),
+    st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_heads_in_memory_are_segmented_only_past_the_threshold_and_answer_alike(heads, needle, many):
+    """Heads held in memory (sensitive scopes) get segments from SEGMENTED_FROM bytes on (six bytes per byte of
+    heads); below it they are scanned. Either way a needle finds the heads holding it."""
+    padded_heads = [padded(h) for h in heads]
+    column = Strings.of([h + "\0" for h in padded_heads])
+    in_memory = Heads(column)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(arrays, "SEGMENTED_FROM", len(column.data) if many else len(column.data) + 1)
+        in_memory.prepare()
+    assert (in_memory._segments is not None) is many
+    assert set(in_memory.rows(needle).tolist()) == {n for n, h in enumerate(padded_heads) if needle in h}
