@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from engram.store.domain import FORGOTTEN_DIR, TYPE_DIRS
+from engram.store.errors import StoreError
 from engram.store.paths import RootLayout
 from engram.store.write.atomic import is_temp_file, read_regular
 
@@ -71,22 +73,71 @@ def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
 _CHUNK = 32  # files one thread reads at a time: a task per file would cost the reader more than it saves
 _AHEAD = 16  # chunks read ahead of the reader
 _THREADS = 4
+_HINTED_AHEAD = 4096  # files the kernel is asked to fetch ahead of the readers (a few MB of page cache)
 
 
 def read_ahead(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Callable[[], bytes]]]:
     """Each file's bytes as stored, in order, read by threads a few hundred files ahead of the caller: on a cold
     page cache a lone reader waits on the disk one file at a time (two thirds of a ``check`` of 100k files).
-    What is yielded returns the bytes, or raises what :func:`read_regular` raised for that file."""
-    with ThreadPoolExecutor(_THREADS) as pool:
+    Further ahead, :class:`_Hints` asks the kernel for the next files' pages. What is yielded returns the bytes,
+    or raises what :func:`read_regular` raised for that file."""
+    with ThreadPoolExecutor(_THREADS) as pool, _Hints(layout, entries) as hints:
         chunks = (entries[i : i + _CHUNK] for i in range(0, len(entries), _CHUNK))
         pending: deque[tuple[Sequence[FileEntry], Future[list[bytes | Exception]]]] = deque()
         for chunk in chunks:
             pending.append((chunk, pool.submit(_read_chunk, layout, chunk)))
             if len(pending) < _AHEAD:
                 continue
-            yield from _outcomes(*pending.popleft())
+            yield from _outcomes(*pending.popleft(), hints)
         while pending:
-            yield from _outcomes(*pending.popleft())
+            yield from _outcomes(*pending.popleft(), hints)
+
+
+class _Hints:
+    """A thread that opens the files ahead of the readers and asks the kernel to fetch their pages
+    (``POSIX_FADV_WILLNEED``), without waiting for them: the readers, a few at a time, then mostly find the
+    pages there. On a cold page cache the device gets many requests at once instead of four (100,000 files of
+    the 1M demo root: 11.4 s to read, 6.6 s with the hints). It reads nothing into this process; a file it cannot
+    open or hint (a symlink, a FIFO, a system without the call) is left to the readers, who say what is wrong.
+    It keeps at most :data:`_HINTED_AHEAD` files ahead of those handed to the caller."""
+
+    def __init__(self, layout: RootLayout, entries: Sequence[FileEntry]) -> None:
+        self._layout = layout
+        self._entries = entries if hasattr(os, "posix_fadvise") else ()
+        self._room = threading.Semaphore(_HINTED_AHEAD)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="engram-read-hints", daemon=True)
+
+    def __enter__(self) -> _Hints:
+        if self._entries:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop = True
+        self._room.release(_HINTED_AHEAD + 1)  # wakes the thread wherever it waits
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def allow(self, files: int) -> None:
+        """``files`` more were handed to the caller: as many more may be hinted."""
+        self._room.release(files)
+
+    def _run(self) -> None:
+        for entry in self._entries:
+            self._room.acquire()
+            if self._stop:
+                return
+            try:
+                fd = os.open(self._layout.inside(entry.relpath), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            except (OSError, StoreError):
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            except OSError:
+                pass  # not a regular file: the reader reports it
+            finally:
+                os.close(fd)
 
 
 def _read_chunk(layout: RootLayout, chunk: Sequence[FileEntry]) -> list[bytes | Exception]:
@@ -100,8 +151,9 @@ def _read_chunk(layout: RootLayout, chunk: Sequence[FileEntry]) -> list[bytes | 
 
 
 def _outcomes(
-    chunk: Sequence[FileEntry], future: Future[list[bytes | Exception]]
+    chunk: Sequence[FileEntry], future: Future[list[bytes | Exception]], hints: _Hints
 ) -> Iterator[tuple[FileEntry, Callable[[], bytes]]]:
+    hints.allow(len(chunk))
     for entry, outcome in zip(chunk, future.result(), strict=True):
         yield entry, functools.partial(_bytes, outcome)
 
