@@ -356,20 +356,20 @@ class Store:
                 self._write_file(path, write, durable)
             return
         with ThreadPoolExecutor(_WRITER_THREADS) as pool:
-            writing: list[tuple[FileWrite | DataWrite, bytes, bytes | None, Future[None]]] = []
+            sealed: list[_Sealed] = []
+            writing: list[Future[None]] = []
             for piece in chunked(targets, _THREADED_SLICE):
-                sealed = [(path, write, *self._seal(write)) for path, write in piece]  # while the last slice writes
-                self._bind_written(writing)
-                writing = [
-                    (write, data, plaintext, pool.submit(write_atomic, path, data, mode, False, verify))
-                    for path, write, data, mode, verify, plaintext in sealed
-                ]
-            self._bind_written(writing)
+                sealing = [(path, write, *self._seal(write)) for path, write in piece]  # while the last slice writes
+                self._bind_written(sealed, writing)
+                sealed = sealing
+                # a task per thread, not per file: a future per file cost the batch more than its writing
+                writing = [pool.submit(_write_all, sealed[n::_WRITER_THREADS]) for n in range(_WRITER_THREADS)]
+            self._bind_written(sealed, writing)
 
-    def _bind_written(self, writing: list[tuple[FileWrite | DataWrite, bytes, bytes | None, Future[None]]]) -> None:
-        for *_, future in writing:
+    def _bind_written(self, sealed: list[_Sealed], writing: list[Future[None]]) -> None:
+        for future in writing:
             future.result()
-        self._bind([(write, data, plaintext) for write, data, plaintext, _ in writing])
+        self._bind([(write, data, plaintext) for _, write, data, _, _, plaintext in sealed])
 
     def _write_file(self, path: Path, write: FileWrite | DataWrite, durable: bool) -> None:
         data, mode, verify, plaintext = self._seal(write)
@@ -463,6 +463,15 @@ class Store:
         if not (body_path.endswith(".md") or body_path.endswith(".md.enc")):
             raise UnsafePath(f"body_path {body_path!r} is not a memory file")
         return body_path
+
+
+_Sealed = tuple[Path, "FileWrite | DataWrite", bytes, int, "Callable[[bytes], None] | None", "bytes | None"]
+"""A file of a batch ready to write: where, what for, its bytes, mode, read-back check and plaintext."""
+
+
+def _write_all(sealed: list[_Sealed]) -> None:
+    for path, _, data, mode, verify, _ in sealed:
+        write_atomic(path, data, mode, False, verify)
 
 
 _THREADED_FROM = 64  # files in a batch from which threads write them

@@ -445,3 +445,25 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     )
     written = {str(fixture_root / w.relpath) for w in writes}
     assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced
+
+
+def test_a_temp_name_taken_by_a_crashed_process_or_a_planted_symlink_is_passed_over(tmp_path, monkeypatch):
+    """Temp files are named by pid and a counter and created with O_EXCL: a name already there (a crashed
+    process of the same pid left it, or someone planted a symlink) is never opened, and the write goes on."""
+    import os
+
+    from engram.store.write import atomic
+
+    monkeypatch.setattr(atomic, "_temp_numbers", itertools.count())
+    target, elsewhere = tmp_path / "m.md", tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"not yours")
+    left = tmp_path / f".m.md{atomic.TEMP_MARKER}{os.getpid()}-0"
+    left.write_bytes(b"left by a crash")
+    (tmp_path / f".m.md{atomic.TEMP_MARKER}{os.getpid()}-1").symlink_to(elsewhere)
+    atomic.write_atomic(target, b"the new text", mode=0o640)
+    assert target.read_bytes() == b"the new text" and target.stat().st_mode & 0o777 == 0o640
+    assert left.read_bytes() == b"left by a crash" and elsewhere.read_bytes() == b"not yours"
+    assert sorted(p.name for p in tmp_path.iterdir() if atomic.is_temp_file(p.name)) == [
+        f".m.md{atomic.TEMP_MARKER}{os.getpid()}-0",
+        f".m.md{atomic.TEMP_MARKER}{os.getpid()}-1",
+    ]

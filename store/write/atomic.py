@@ -8,9 +8,9 @@ a temp file named ``.<name>.engram-tmp-*`` is left behind, which ``engram check`
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -50,28 +50,50 @@ def write_atomic(
     ``durable=False`` skips the fsyncs for batches (demo, import), which call :func:`flush_written` once
     before committing the index instead: the same guarantee, with the flushes of a batch together. ``verify`` is
     called with the temp file's bytes as read back from disk, before the rename; raising there keeps the old file.
+
+    Plain ``os`` calls rather than ``tempfile`` and file objects: a batch's writer threads then spend their time
+    in system calls, which let go of the interpreter, not in Python a busy thread holds them back from.
     """
-    ensure_dir(path.parent)
-    if path.exists():
-        mode = path.stat().st_mode & 0o777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARKER}", dir=path.parent)
+    folder, target = os.path.dirname(path), os.fspath(path)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), mode)
-            fh.write(data)
-            fh.flush()
+        mode = os.stat(target).st_mode & 0o777
+    except FileNotFoundError:
+        ensure_dir(Path(folder))
+    fd, tmp = _create_temp(folder, os.path.basename(target), mode)
+    try:
+        try:
+            os.fchmod(fd, mode)  # whatever the umask
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if durable:
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         faults.reach("temp_written")
         if verify is not None:
             verify(Path(tmp).read_bytes())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         _unlink_quietly(Path(tmp))
         raise
     if durable:
-        fsync_dir(path.parent)
+        fsync_dir(Path(folder))
     faults.reach("renamed")
+
+
+_temp_numbers = itertools.count()  # ``next`` on it is one atomic step: threads never share a number
+
+
+def _create_temp(folder: str, name: str, mode: int) -> tuple[int, str]:
+    """A new file ``.<name>.engram-tmp-<pid>-<n>`` in ``folder``, opened for writing. ``O_EXCL`` makes it ours:
+    a name left by a crashed process of the same pid is passed over."""
+    while True:
+        tmp = os.path.join(folder, f".{name}{TEMP_MARKER}{os.getpid()}-{next(_temp_numbers)}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, mode), tmp
+        except FileExistsError:
+            continue
 
 
 def flush_written(paths: Iterable[Path], threads: int = 8) -> None:
@@ -79,17 +101,18 @@ def flush_written(paths: Iterable[Path], threads: int = 8) -> None:
     wrote (``os.sync`` would flush every file system on the machine, other programs' writes included), by a few
     threads so the device sees the flushes together rather than one at a time."""
     files = list(paths)
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(_fsync_file, files))
+    with ThreadPoolExecutor(threads) as pool:  # a task per thread, not per file (a future costs more than a flush)
+        list(pool.map(_fsync_all, [files[n::threads] for n in range(threads)]))
         list(pool.map(fsync_dir, {path.parent for path in files}))
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _fsync_all(paths: list[Path]) -> None:
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def read_regular(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
