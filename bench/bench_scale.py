@@ -11,6 +11,8 @@
   the index opened from the kept rows and on the full one;
 - the whole console's resident memory: ``engram`` in tmux (160x45) once its background work is done (5 s in a
   row under a tenth of a core, at most 5 minutes), and the share of a core it then uses idle over 10 s;
+- the change feed: its first look (the snapshot every later look compares with) and what it holds, then one look
+  after two writes to index.db that leave every value as it was (the token moved: every row compared, none named);
 - ``engram check``: wall time and peak resident memory.
 
 Usage: python bench/bench_scale.py [--sizes 100000,1000000] [--dir bench/roots]
@@ -75,6 +77,28 @@ with Store.open(sys.argv[1]) as store:
                       "mapped": mapped, "typing_open": kept_typing, "typing": full_typing,
                       "rss_open_typed": kept_typed, "mapped_open_typed": kept_mapped, "rss_typed": typed,
                       "mapped_typed": typed_mapped, "rss_idle": resident_mb()}))
+"""
+
+FEED = r"""
+import json, sqlite3, sys, time
+sys.path.insert(0, sys.argv[2])
+from bench_console import resident_mb
+from engram.store.changes import ChangeFeed
+from engram.store.service import Store
+with Store.open(sys.argv[1]) as store:
+    before = resident_mb()
+    t = time.perf_counter()
+    feed = ChangeFeed(store)
+    first, held = time.perf_counter() - t, resident_mb() - before
+    con = sqlite3.connect(store.index.path)  # a recall counted and taken back: written, no value changed
+    for step in (1, -1):
+        con.execute("UPDATE memories SET recall_count = recall_count + ? WHERE rowid = 1", (step,))
+        con.commit()
+    con.close()
+    t = time.perf_counter()
+    changes = feed.poll()
+    look = time.perf_counter() - t
+    print(json.dumps({"first": first, "held": held, "look": look, "named": len(changes.memories) if changes else 0}))
 """
 
 
@@ -195,6 +219,12 @@ def main() -> None:
             flush=True,
         )
         print(f"the whole console (tmux 160x45), its background work done: {console(root)}", flush=True)
+        feed = json.loads(run(FEED, str(root), str(Path(__file__).parent)))
+        print(
+            f"change feed: first look {feed['first']:.2f} s, holding {feed['held']:.0f} MB; a look after a write "
+            f"{feed['look']:.2f} s ({feed['named']} memories named)",
+            flush=True,
+        )
         checked = json.loads(run(STEP, str(root), "check"))
         print(f"engram check: {checked['s']:.1f} s, peak {checked['rss_mb']:.0f} MB", flush=True)
 
