@@ -22,7 +22,7 @@ SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
 DURA_LABELS = {"D": "Durable", "U": "Useful", "R": "Reusable", "A": "Accurate"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueueItem:
     id: int
     title: str

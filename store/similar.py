@@ -76,7 +76,7 @@ def _units(norm: str) -> list[str]:
     return [u for w in norm.split() for u in (list(w) if _CJK.match(w) else [w])]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Text:
     """What a comparison needs of a promotion (or a memory)."""
 
@@ -240,7 +240,7 @@ def _triggers(values: Iterable[object]) -> frozenset[str]:
     return frozenset(str(t).strip().lower() for t in values if str(t).strip())
 
 
-@dataclass
+@dataclass(slots=True)
 class PendingText:
     id: int
     text: Text

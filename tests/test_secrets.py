@@ -176,6 +176,9 @@ async def test_the_queue_marks_the_row_with_a_word_and_the_detail_shows_the_matc
         table = queue_table(app)
         states = {pid: str(table.get_row(str(pid))[4]) for pid in row_ids(table)}
         assert states[flagged] == "secret?" and states[clean] != "secret?"
+        scanned = app.query_one(QueuePane).scanned
+        assert scanned[flagged] == {"AWS access key", "e-mail address"}
+        assert len({id(kinds) for kinds in scanned.values() if not kinds}) == 1  # the clean ones share one set
         table.move_cursor(row=row_ids(table).index(flagged))
         await settle(app, pilot)
         head = str(app.query_one("#detail-head", Static).render())

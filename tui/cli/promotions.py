@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from engram.store import promotions
@@ -94,7 +95,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _item_json(item: QueueItem) -> dict[str, object]:
-    return {**vars(item), "dura_avg": round(item.dura_avg, 3), "triggers": list(item.triggers)}
+    return {**asdict(item), "dura_avg": round(item.dura_avg, 3), "triggers": list(item.triggers)}
 
 
 def _findings_json(found: list[tuple[str, Finding]]) -> list[dict[str, object]]:
