@@ -13,8 +13,8 @@ import hashlib
 import math
 import random
 import re
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from engram.store.audit.checkpoints import CheckpointRejected
@@ -22,8 +22,9 @@ from engram.store.audit.ops import restart_checkpoint
 from engram.store.columns import dura_scores
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
-from engram.store.frontmatter import Frontmatter, MemoryDoc
+from engram.store.frontmatter import Frontmatter, MemoryDoc, serialize
 from engram.store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain, insert_rows
+from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, reject
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Change, Store, chunked
@@ -317,25 +318,21 @@ def build_demo(
     replaces = _checkpoint_of_a_root_gone(store)
     store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE, confirmed=True)  # engram chose it
     store.clock = lambda: NOW
-    w = _Writer(seed)
     when = (NOW - timedelta(days=3)).isoformat()
     made = dict.fromkeys(("memories", "promotions", "entities", "relations", "supersedes"), 0)
-    for start in range(0, memories, CHUNK):
-        docs = [w.memory(i) for i in range(start, min(start + CHUNK, memories))]
-        for doc in docs:
-            w.remember(doc)
-        last = start + CHUNK >= memories
-        # the rest is drawn once every memory is, so a root is the same whatever the chunk size
-        proposals, chains = (_proposals(w, max(6, memories // 20)), _supersedes(w)) if last else ([], [])
-        _write_chunk(store, w, docs, proposals, chains, first=start == 0, last=last, seed=seed, when=when)
-        made["memories"] += len(docs)
-        made["relations"] += len(w.relations)
-        made["promotions"] += len(proposals)
-        made["supersedes"] += len(chains)
-        w.relations = []
+    # Above a chunk, drawn in another process: the next chunk is ready while this one is written.
+    args = (memories, seed, CHUNK)
+    drawn = _drawn(*args) if memories <= CHUNK else produced_elsewhere(_drawn, *args)
+    for chunk in drawn:
+        _write_chunk(store, chunk, seed=seed, when=when)
+        made["memories"] += len(chunk.docs)
+        made["relations"] += len(chunk.relations)
+        made["promotions"] += len(chunk.proposals)
+        made["supersedes"] += len(chunk.chains)
+        made["entities"] += len(chunk.entities)
         if progress is not None:
-            progress(start + len(docs), memories)
-    made["entities"] = len(w.entities)
+            progress(made["memories"], memories)
+        del chunk  # not held while the next one is drawn
     reviewed = _review_some(store, seed)
     if replaces:
         restart_checkpoint(store)  # audited, naming the old checkpoint
@@ -355,45 +352,64 @@ def _checkpoint_of_a_root_gone(store: Store) -> bool:
         return False  # not engram's own: left for ``audit verify`` to report
 
 
-def _write_chunk(
-    store: Store,
-    w: _Writer,
-    docs: list[MemoryDoc],
-    proposals: list[Proposal],
-    chains: list[dict],
-    *,
-    first: bool,
-    last: bool,
-    seed: int,
-    when: str,
-) -> None:
-    """One transaction: the chunk's files and rows and its relations; the first registers the sensitive scope,
-    the last adds the entities (their counts final), supersedes and promotions."""
-    sensitive = scope_hash_of(SENSITIVE_ROOT)
-    # The first chunk registers the sensitive scope itself, so say which files to encrypt rather than look it up.
-    writes = [store.memory_write(doc, encrypted=doc.frontmatter.scope_hash == sensitive) for doc in docs]
-    relations = w.relations
+@dataclass(slots=True)
+class _Chunk:
+    """What one transaction writes: memories and the relations they bring; the first chunk also registers the
+    sensitive scope, the last brings the entities (their counts final), supersedes and promotions."""
 
-    def index_update() -> None:
-        if first:
-            SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
-        store.upsert_memory_rows([(wr.doc, wr.relpath) for wr in writes])
-        insert_rows(store.index.db, Relation, relations)
-        if last:
+    docs: list[MemoryDoc]
+    texts: list[bytes]  # each doc serialised, by the process that drew it
+    relations: list[dict]
+    first: bool
+    proposals: list[Proposal] = field(default_factory=list)
+    chains: list[dict] = field(default_factory=list)
+    entities: list[dict] = field(default_factory=list)
+
+
+def _drawn(memories: int, seed: int, size: int) -> Iterator[_Chunk]:
+    """The root's content a chunk at a time, all of it drawn from one ``random.Random(seed)``."""
+    w = _Writer(seed)
+    for start in range(0, memories, size):
+        docs = [w.memory(i) for i in range(start, min(start + size, memories))]
+        for doc in docs:
+            w.remember(doc)
+        chunk = _Chunk(docs, [serialize(doc) for doc in docs], w.relations, first=start == 0)
+        w.relations = []
+        if start + size >= memories:
+            # drawn once every memory is, so a root is the same whatever the chunk size
+            chunk.proposals, chunk.chains = _proposals(w, max(6, memories // 20)), _supersedes(w)
             for ent in w.entities.values():  # entity decay follows how long ago it was last seen
                 idle = (NOW - datetime.fromisoformat(ent["last_seen_at"])).days
                 ent["decay_state"] = "forgotten" if idle > 150 else "dim" if idle > 60 else "fresh"
-            insert_rows(store.index.db, Entity, list(w.entities.values()))
-            insert_rows(store.index.db, SupersedesChain, chains)
-            for batch in chunked([promotion_values(p, when) for p in proposals], 200):
-                Promotion.insert_many(batch).execute()
+            chunk.entities = list(w.entities.values())
+        yield chunk
+
+
+def _write_chunk(store: Store, chunk: _Chunk, *, seed: int, when: str) -> None:
+    """One transaction: the chunk's files, rows and relations, and what else it brings."""
+    sensitive = scope_hash_of(SENSITIVE_ROOT)
+    # The first chunk registers the sensitive scope itself, so say which files to encrypt rather than look it up.
+    writes = [
+        replace(store.memory_write(doc, encrypted=doc.frontmatter.scope_hash == sensitive), text=text)
+        for doc, text in zip(chunk.docs, chunk.texts, strict=True)
+    ]
+
+    def index_update() -> None:
+        if chunk.first:
+            SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
+        store.upsert_memory_rows([(wr.doc, wr.relpath) for wr in writes])
+        insert_rows(store.index.db, Relation, chunk.relations)
+        insert_rows(store.index.db, Entity, chunk.entities)
+        insert_rows(store.index.db, SupersedesChain, chunk.chains)
+        for batch in chunked([promotion_values(p, when) for p in chunk.proposals], 200):
+            Promotion.insert_many(batch).execute()
 
     store.apply(
         Change(
             "import_applied",
             None,
             None,
-            {"importer": "demo", "seed": seed, "memories": len(writes), "promotions": len(proposals)},
+            {"importer": "demo", "seed": seed, "memories": len(writes), "promotions": len(chunk.proposals)},
             writes=writes,
             index_update=index_update,
         ),

@@ -13,6 +13,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_roo
 from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
 from engram.store.write import faults, retire
-from engram.store.write.atomic import flush_written, read_regular, write_atomic
+from engram.store.write.atomic import flushed_on_exit, read_regular, write_atomic
 
 if TYPE_CHECKING:
     from engram.store import frontmatter
@@ -45,11 +46,13 @@ def utcnow() -> datetime:
 
 @dataclass
 class FileWrite:
-    """A memory file to (re)write: ``doc`` is serialised, and encrypted when ``encrypted``."""
+    """A memory file to (re)write: ``doc`` is serialised, and encrypted when ``encrypted``. ``text`` is ``doc``
+    serialised already, where that was done elsewhere (the demo's other process, beside the writing)."""
 
     relpath: str
     doc: MemoryDoc
     encrypted: bool
+    text: bytes | None = None
 
 
 @dataclass
@@ -235,13 +238,14 @@ class Store:
                 if change.precondition is not None:
                     change.precondition()
             self._write_files(targets, durable)
-            if not durable and targets:
-                flush_written(path for path, _ in targets)  # before the index points at the new files
-            if index_update is not None:
-                index_update()
-            for change in changes:
-                if change.index_update is not None:
-                    change.index_update()
+            # A batch's files are flushed while its rows go in, and the rows wait for the flush to be committed:
+            # the index never points at a file a crash could still take back.
+            with flushed_on_exit(path for path, _ in targets) if not durable and targets else nullcontext():
+                if index_update is not None:
+                    index_update()
+                for change in changes:
+                    if change.index_update is not None:
+                        change.index_update()
             stamp = utcnow().isoformat()
             written = {write.relpath for write in writes}
             retiring = {
@@ -382,7 +386,7 @@ class Store:
         """The bytes to write, their file mode, the read-back check, and the plaintext of an encrypted memory."""
         if isinstance(write, DataWrite):
             return write.data, 0o600, None, None
-        data = frontmatter.serialize(write.doc)
+        data = frontmatter.serialize(write.doc) if write.text is None else write.text
         if not write.encrypted:
             return data, 0o644, None, None
         scope = write.doc.frontmatter.scope_hash

@@ -27,6 +27,26 @@ def test_same_seed_same_root(tmp_path):
     assert files3 != files1
 
 
+def test_a_root_drawn_in_another_process_chunk_by_chunk_is_the_same_root(tmp_path, monkeypatch):
+    """Above one chunk the content is drawn in a child process while the last chunk is written: the root is the
+    one drawn here in a single chunk, to the byte of every plaintext, and every count."""
+    from engram.store import demo
+
+    made_here, files_here = make(tmp_path / "here")
+    drawn_in: list[str] = []
+    real = demo.produced_elsewhere
+
+    def elsewhere(make_chunks, *args):
+        drawn_in.append(make_chunks.__name__)
+        return real(make_chunks, *args)
+
+    monkeypatch.setattr(demo, "CHUNK", 70)
+    monkeypatch.setattr(demo, "produced_elsewhere", elsewhere)
+    made_there, files_there = make(tmp_path / "there")
+    assert drawn_in == ["_drawn"]
+    assert made_there == made_here and files_there == files_here
+
+
 def test_demo_has_everything_a_person_should_see(tmp_path):
     made, files = make(tmp_path / "d", n=400)
     with Store.open(tmp_path / "d", keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:

@@ -35,6 +35,16 @@ def memoryd_chain_ok(lines) -> bool:
     )
 
 
+def a_fact(slug: str, when) -> MemoryDoc:
+    """A new plain memory of the fixture's first scope."""
+    return MemoryDoc(
+        frontmatter=Frontmatter(
+            title="t", slug=slug, type=MemoryType.FACT, scope_hash="710d5aaf7a15", source="manual", created_at=when
+        ),
+        body="b\n",
+    )
+
+
 def a_plain_memory():
     return Memory.get(
         Memory.body_path.endswith(".md") & (Memory.decay_state == "alive") & ~Memory.body_path.contains("imported")
@@ -74,20 +84,7 @@ MUTATIONS = {
     ),
     "memories.create_memory": (
         "memory_created",
-        lambda s: memories.create_memory(
-            s,
-            MemoryDoc(
-                frontmatter=Frontmatter(
-                    title="t",
-                    slug="engram-new-1",
-                    type=MemoryType.FACT,
-                    scope_hash="710d5aaf7a15",
-                    source="manual",
-                    created_at=s.now(),
-                ),
-                body="b\n",
-            ),
-        ),
+        lambda s: memories.create_memory(s, a_fact("engram-new-1", s.now())),
     ),
     "promotions.propose": (
         "promotion_proposed",
@@ -420,20 +417,7 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     real_fsync = os.fsync
     monkeypatch.setattr(os, "sync", no_global_sync)
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
-    docs = [
-        MemoryDoc(
-            frontmatter=Frontmatter(
-                title=f"t{i}",
-                slug=f"engram-batch-{i}",
-                type=MemoryType.FACT,
-                scope_hash="710d5aaf7a15",
-                source="manual",
-                created_at=store.now(),
-            ),
-            body="b\n",
-        )
-        for i in range(3)
-    ]
+    docs = [a_fact(f"engram-batch-{i}", store.now()) for i in range(3)]
     writes = [store.memory_write(doc) for doc in docs]
     store.apply_many(
         [
@@ -445,6 +429,43 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     )
     written = {str(fixture_root / w.relpath) for w in writes}
     assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced
+
+
+def test_a_batch_puts_its_rows_in_while_its_files_flush_and_commits_them_after(store, fixture_root, monkeypatch):
+    """The flush of a batch's files runs beside its index rows (the two took turns before), and the rows are
+    committed only once every file is flushed: a crash never leaves the index pointing at a file not on disk."""
+    import os
+    import sqlite3
+    import threading
+
+    from engram.store.service import Change
+
+    rows_in = threading.Event()
+    seen: list[tuple[bool, int]] = []  # at each file's flush: rows in yet, rows another reader sees
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".md"):
+            with sqlite3.connect(fixture_root / "index.db") as reader:
+                committed = reader.execute("SELECT count(*) FROM memories WHERE slug LIKE 'engram-overlap-%'")
+                seen.append((rows_in.wait(timeout=30), committed.fetchone()[0]))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    doc = a_fact("engram-overlap-1", store.now())
+    write = store.memory_write(doc)
+
+    def rows() -> None:
+        store.upsert_memory_rows([(doc, write.relpath)])
+        rows_in.set()
+
+    store.apply_many(
+        [Change("memory_created", "engram-overlap-1", "710d5aaf7a15", {}, writes=[write])],
+        durable=False,
+        index_update=rows,
+    )
+    assert seen == [(True, 0)]  # the rows went in during the flush, and nobody saw them before it ended
+    assert Memory.get_by_id("engram-overlap-1").body_path == write.relpath
 
 
 def test_a_temp_name_taken_by_a_crashed_process_or_a_planted_symlink_is_passed_over(tmp_path, monkeypatch):

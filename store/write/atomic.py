@@ -11,8 +11,9 @@ import errno
 import itertools
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from engram.store.errors import StoreError
@@ -104,6 +105,18 @@ def flush_written(paths: Iterable[Path], threads: int = 8) -> None:
     with ThreadPoolExecutor(threads) as pool:  # a task per thread, not per file (a future costs more than a flush)
         list(pool.map(_fsync_all, [files[n::threads] for n in range(threads)]))
         list(pool.map(fsync_dir, {path.parent for path in files}))
+
+
+@contextmanager
+def flushed_on_exit(paths: Iterable[Path]) -> Iterator[None]:
+    """:func:`flush_written` running beside the block, finished when the block is left (even by an error: no
+    flush outlives its caller). A batch puts its index rows in meanwhile and commits them after."""
+    with ThreadPoolExecutor(1) as pool:
+        flushing = pool.submit(flush_written, list(paths))
+        try:
+            yield
+        finally:
+            flushing.result()
 
 
 def _fsync_all(paths: list[Path]) -> None:
