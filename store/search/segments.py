@@ -29,12 +29,13 @@ import hashlib
 import mmap
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class Segment:
             **{name: array for name, (array, _, _) in maps.items()},
             maps=tuple(m for _, m, _ in maps.values()),
             probes=Probes(
-                {name: (open(paths[name], "rb", buffering=0), maps[name][2], maps[name][0].dtype) for name in READ},
+                {name: (fd, maps[name][2], maps[name][0].dtype) for name, fd in _opened(paths).items()},
                 len(maps["marks"][0]),
             ),
         )
@@ -250,21 +251,40 @@ class Probes:
     a million memories mapped 50 MB of text a word, and typing a while, most of the segments (800 MB) as this
     process's memory. Read, they stay in the kernel's cache only."""
 
-    def __init__(self, files: Mapping[str, tuple[BinaryIO, int, np.dtype]], marks: int) -> None:
-        """Each array's file, open, where the array begins in it and its type as the file has it; how many
+    def __init__(self, files: Mapping[str, tuple[int, int, np.dtype]], marks: int) -> None:
+        """Each array's file descriptor (theirs now: closed when these probes are dropped, by whichever thread
+        let go of the segment last), where the array begins in it and its type as the file has it; how many
         ``marks`` there are (every MARK_EVERY-th of them is kept: 32 KB a segment)."""
         self._files = files
+        weakref.finalize(self, _close_all, [fd for fd, _, _ in files.values()])
         self.tops = self.array("marks", 0, marks)[::MARK_EVERY].copy()
 
     def text(self, at: int, count: int) -> bytes:
-        fh, start, _ = self._files["text"]
-        return os.pread(fh.fileno(), count, start + at)
+        fd, start, _ = self._files["text"]
+        return os.pread(fd, count, start + at)
 
     def array(self, name: str, first: int, last: int) -> np.ndarray:
         """``name``'s items ``first`` to ``last``, copied."""
-        fh, start, kind = self._files[name]
-        raw = os.pread(fh.fileno(), kind.itemsize * (last - first), start + kind.itemsize * first)
+        fd, start, kind = self._files[name]
+        raw = os.pread(fd, kind.itemsize * (last - first), start + kind.itemsize * first)
         return np.frombuffer(raw, dtype=kind)
+
+
+def _opened(paths: Mapping[str, Path]) -> dict[str, int]:
+    """A descriptor of each READ file, or none left open if one cannot be opened."""
+    fds: dict[str, int] = {}
+    try:
+        for name in READ:
+            fds[name] = os.open(paths[name], os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        _close_all(list(fds.values()))
+        raise
+    return fds
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 class InMemory:
