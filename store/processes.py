@@ -7,13 +7,17 @@ started fresh (``spawn``): a fork would copy the writer threads' locks mid-use.
 
 from __future__ import annotations
 
-import multiprocessing
 import traceback
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.store.errors import StoreError
+from engram.store.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+multiprocessing = lazy_module("multiprocessing")  # 5 ms the console's start-up has no use for
 
 T = TypeVar("T")
 

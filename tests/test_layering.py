@@ -42,13 +42,22 @@ def test_the_cli_starts_without_textual():
 def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_root):
     """What the console's first frame runs (the command line, the app, the queue pane, the root opened and the
     queue's first page read) imports none of what later work needs: numpy and rapidfuzz (search, the audit
-    log's view), pydantic and PyYAML (parsing a memory file), the other panes and the edit screen."""
+    log's view), pydantic and PyYAML (parsing a memory file), multiprocessing (the demo's drawing), the other panes
+    and the edit screen."""
     first_frame = (
         "import engram.tui.cli, engram.tui.app, engram.tui.panes.queue; "
         "from engram.store.service import Store; from engram.store.queue import first_page; "
         f"first_page(Store.open({str(fixture_root)!r}), 'dura_avg', 200)"
     )
-    late = {"numpy", "rapidfuzz", "pydantic", "yaml", "engram.store.frontmatter", "engram.store.promotions"}
+    late = {
+        "numpy",
+        "rapidfuzz",
+        "pydantic",
+        "yaml",
+        "multiprocessing",
+        "engram.store.frontmatter",
+        "engram.store.promotions",
+    }
     late |= {"engram.store.search", "engram.store.audit.view", "engram.tui.panes.search", "engram.tui.screens.edit"}
     assert late & loaded_after(first_frame) == set()
 
