@@ -48,8 +48,8 @@ def write_atomic(
 ) -> None:
     """Replace ``path`` with ``data`` atomically; keeps an existing file's permissions.
 
-    ``durable=False`` skips the fsyncs for batches (demo, import), which call :func:`flush_written` once
-    before committing the index instead: the same guarantee, with the flushes of a batch together. ``verify`` is
+    ``durable=False`` skips the fsyncs for batches (demo, import), whose files :func:`flushed_on_exit` flushes
+    before the index commits instead: the same guarantee, with the flushes of a batch together. ``verify`` is
     called with the temp file's bytes as read back from disk, before the rename; raising there keeps the old file.
 
     Plain ``os`` calls rather than ``tempfile`` and file objects: a batch's writer threads then spend their time
