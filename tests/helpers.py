@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
+import os
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import forked
@@ -77,3 +81,19 @@ def yaml_text(syntax: str, max_size: int) -> SearchStrategy[str]:
     return st.text(
         st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from(list(syntax))), max_size=max_size
     )
+
+
+def open_after_letting_go(make: Callable[[], object], named: str) -> tuple[set[str], list[str]]:
+    """Make an object with ``make`` (which uses it as it likes), drop it and collect: the descriptors it opened
+    that are still open, and the ResourceWarnings (unclosed files) about paths holding ``named``. Objects other
+    tests left to the collector are collected first, so their warnings are not counted."""
+    gc.collect()
+    before = set(os.listdir("/proc/self/fd"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        made = make()
+        assert set(os.listdir("/proc/self/fd")) - before, "nothing was opened: the check would prove nothing"
+        del made
+        gc.collect()
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and named in str(w.message)]
+    return set(os.listdir("/proc/self/fd")) - before, unclosed

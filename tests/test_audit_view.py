@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from helpers import open_after_letting_go
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +69,20 @@ def test_filters_and_days(tmp_path):
     with pytest.raises(BadInput):
         parse_filter("type:")
     assert parse_filter("until:2026-11-02T00:00:00Z").until == datetime(2026, 11, 2, tzinfo=UTC)
+
+
+def test_a_log_let_go_of_leaves_no_file_open_nor_a_warning(tmp_path):
+    """The audit pane replaces its view of the log as the log grows without closing the old one: the view holds
+    the log only through its map, so dropping it closes everything, with no ResourceWarning."""
+    log = tmp_path / "audit.jsonl"
+    log.write_text('{"event_type": "a"}\n{"event_type": "b"}\n')
+
+    def used() -> AuditLog:
+        view = AuditLog(log)
+        assert view.event(2)["event_type"] == "b"
+        return view
+
+    assert open_after_letting_go(used, str(log)) == (set(), [])
 
 
 def test_a_missing_log_is_empty(tmp_path):

@@ -5,11 +5,11 @@ scope engram knows is sensitive."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import events
 from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index
 
 from engram.store.drift.check import check
@@ -57,8 +57,8 @@ def test_rebuild_index_loses_nothing_engram_keeps_and_repair_gives_back_what_mem
         } == promotions
         assert Memory.select().where(Memory.body_path.endswith(".md.enc")).count() == encrypted
     assert sensitive_rows(fixture_root) == sensitive
-    events = [json.loads(line)["event_type"] for line in (fixture_root / "audit" / "audit.jsonl").open()]
-    assert {"sensitive_scope_restored", "promotions_restored", "index_rebuild_reconciled"} <= set(events)
+    kinds = [e["event_type"] for e in events(fixture_root)]
+    assert {"sensitive_scope_restored", "promotions_restored", "index_rebuild_reconciled"} <= set(kinds)
 
 
 def test_after_a_rebuild_an_approval_into_a_sensitive_scope_is_still_encrypted(fixture_root, unlocked_keys):
@@ -110,7 +110,7 @@ def test_engrams_first_write_after_a_rebuild_registers_the_sensitive_scopes_agai
         assert sensitive_rows(fixture_root) == set()  # memoryd's next save there would be plaintext
         set_label(store, "710d5aaf7a15", "web shop")  # any write engram makes
         assert sensitive_rows(fixture_root) == sensitive  # memoryd encrypts there again
-        kinds = [json.loads(line)["event_type"] for line in (fixture_root / "audit" / "audit.jsonl").open()]
+        kinds = [e["event_type"] for e in events(fixture_root)]
         assert kinds[-len(sensitive) - 1 :] == ["sensitive_scope_restored"] * len(sensitive) + ["scope_labeled"]
         assert check(store).of("promotion_lost")  # the rest waits for repair
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import open_after_letting_go
 from hypothesis import given
 from hypothesis import strategies as st
 from memoryd_emulation import memoryd_saves
@@ -282,18 +283,11 @@ def test_a_lookup_maps_no_page_of_the_text_offsets_or_memories_it_reads(tmp_path
 def test_a_segment_let_go_of_closes_its_files_without_a_warning(tmp_path):
     """The descriptors a segment's lookups read through are closed when the segment is dropped (a generation
     replaced), quietly: open file objects left to the collector each raised a ResourceWarning."""
-    import gc
-    import os
-    import warnings
-
     Segment.build(range(1, 3), [text_of("a", "alpha"), text_of("b", "beta")]).save(tmp_path / "s")
-    before = set(os.listdir("/proc/self/fd"))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+
+    def used() -> Segment:
         segment = Segment.open(tmp_path / "s")
-        assert set(os.listdir("/proc/self/fd")) - before  # the files read and those mapped
         assert len(Segments([segment]).matching("alpha")) == 1
-        del segment
-        gc.collect()
-    assert set(os.listdir("/proc/self/fd")) <= before
-    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+        return segment
+
+    assert open_after_letting_go(used, str(tmp_path)) == (set(), [])

@@ -56,7 +56,7 @@ async def test_memoryds_audit_lines_and_rebuild_show_up(store, fixture_root):
             {"scope_hash": "91c2073b561e", "event_type": "access_granted", "tool": "search_memory"},
         )
         await look(app, pilot)
-        lines = sum(1 for _ in (fixture_root / "audit" / "audit.jsonl").open())
+        lines = len((fixture_root / "audit" / "audit.jsonl").read_text().splitlines())
         assert f"{lines:,} lines" in app.audit_state
         memoryd_rebuild_index(fixture_root)
         await look(app, pilot)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -84,17 +85,17 @@ class AuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = None
         self._map: mmap.mmap | bytes = b""
         self.starts = np.zeros(1, dtype=np.int64)  # start of line n at starts[n - 1]; the end at starts[n]
         try:
-            self._file = path.open("rb")
-            size = path.stat().st_size
+            with path.open("rb") as fh:  # the map holds a descriptor of its own: none is left to the collector
+                size = os.fstat(fh.fileno()).st_size
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         except FileNotFoundError:
             return
-        if size:
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            ends = _newlines(self._map) + 1
+        if mapped is not None:
+            self._map = mapped
+            ends = _newlines(mapped) + 1
             if not len(ends) or ends[-1] != size:  # a torn last line still shows
                 ends = np.append(ends, size)
             self.starts = np.concatenate(([0], ends)).astype(np.int64)
@@ -108,8 +109,6 @@ class AuditLog:
     def close(self) -> None:
         if isinstance(self._map, mmap.mmap):
             self._map.close()
-        if self._file is not None:
-            self._file.close()
 
     def __len__(self) -> int:
         return len(self.starts) - 1
