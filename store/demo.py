@@ -341,6 +341,8 @@ def build_demo(
     store.clock = lambda: NOW
     when = (NOW - timedelta(days=3)).isoformat()
     made = dict.fromkeys(("memories", "promotions", "entities", "relations", "supersedes"), 0)
+    if progress is not None:
+        progress(0, memories)  # the bar has its length while the first chunk is drawn (and its process started)
     # Above a chunk, drawn in another process: the next chunk is ready while this one is written.
     args = (memories, seed, CHUNK)
     drawn = _drawn(*args) if memories <= CHUNK else produced_elsewhere(_drawn, *args)

@@ -47,6 +47,16 @@ def test_a_root_drawn_in_another_process_chunk_by_chunk_is_the_same_root(tmp_pat
     assert made_there == made_here and files_there == files_here
 
 
+def test_the_progress_bar_knows_its_length_before_the_first_chunk_is_drawn(tmp_path, monkeypatch):
+    from engram.store import demo
+
+    monkeypatch.setattr(demo, "CHUNK", 100)
+    calls: list[tuple[int, int]] = []
+    with Store.open(tmp_path / "p", create=True, actor="engram-demo") as store:
+        build_demo(store, 250, 3, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 250), (100, 250), (200, 250), (250, 250)]
+
+
 def test_demo_has_everything_a_person_should_see(tmp_path):
     made, files = make(tmp_path / "d", n=400)
     with Store.open(tmp_path / "d", keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
