@@ -43,7 +43,7 @@ from engram.store.search.index import SearchIndex
 from engram.store.service import Store
 with Store.open(sys.argv[1]) as store:
     sync(store)  # up to date first: the figures are those of an open with an up-to-date index
-    SearchIndex.load(store, FullText.open(store)).keep(store)  # what the console's last open kept
+    SearchIndex.load(store, FullText.open(store), keep=True)  # what the console's last open kept
 print("kept")
 """
 

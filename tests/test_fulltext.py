@@ -5,9 +5,11 @@ same answers as the in-memory index it replaces."""
 
 from __future__ import annotations
 
+import mmap
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +22,7 @@ from engram.store.drift.repair import repair
 from engram.store.index import Memory
 from engram.store.queue import pending_ids
 from engram.store.search import arrays
-from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
+from engram.store.search.fulltext import FullText, cache_path, rows_dir, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
 from engram.store.sensitive.convert import mark_sensitive
 from engram.store.service import Store
@@ -30,9 +32,10 @@ PLAIN = "710d5aaf7a15"
 
 
 def cache_bytes(store: Store) -> bytes:
-    """Everything engram keeps of the index on disk: the database, its WAL and any journal, and its segments."""
+    """Everything engram keeps of the index on disk: the database, its WAL and any journal, its segments and the
+    search's kept rows."""
     path = cache_path(store)
-    files = [*path.parent.glob(path.name + "*"), *segments_dir(path).glob("*")]
+    files = [*path.parent.glob(path.name + "*"), *segments_dir(path).glob("*"), *rows_dir(path).glob("*")]
     return b"".join(p.read_bytes() for p in files)
 
 
@@ -257,9 +260,7 @@ QUERIES += ["a | z", "!config drift"]
 def kept(store: Store) -> SearchIndex:
     """The full index of a synced root, with its rows of plain scopes kept for the next open."""
     sync(store)
-    full = SearchIndex.load(store, FullText.open(store))
-    full.keep(store)
-    return full
+    return SearchIndex.load(store, FullText.open(store), keep=True)
 
 
 def test_the_kept_rows_answer_at_open_as_the_full_read_does_for_plain_scopes(store, monkeypatch):
@@ -294,6 +295,56 @@ def test_the_kept_rows_hold_nothing_of_a_sensitive_scope(store):
     assert all(m.slug.encode() in on_disk for m in shown)  # the control: the plain rows are there
 
 
+def test_the_console_reads_the_rows_of_plain_scopes_from_their_kept_files_and_answers_alike(store):
+    """With ``keep``, the rows of plain scopes are read where their kept files are mapped (they count as the
+    console's memory only while read), the others held in memory: the answers are those of rows held in memory."""
+    sync(store)
+    held = SearchIndex.load(store, FullText.open(store))
+    mapped = SearchIndex.load(store, FullText.open(store), keep=True)
+    kept_part, in_memory = mapped.rows.titles.parts
+    assert isinstance(kept_part.data, mmap.mmap) and isinstance(in_memory.data, bytes) and mapped.rows.maps
+    every = [held.rows[n] for n in range(len(held.rows))]
+    assert len(kept_part) == sum(1 for h in every if not h.encrypted and h.scope_hash not in SENSITIVE) < len(every)
+    assert [mapped.rows[n] for n in range(len(every))] == every
+    for index in (held, mapped):
+        index.prepare()
+    for text in QUERIES:
+        got, want = mapped.search(text, limit=10_000), held.search(text, limit=10_000)
+        assert ([h.slug for h in got.hits], got.total) == ([h.slug for h in want.hits], want.total), text
+    mapped.release()  # lets go of the pages read: the next query maps them again
+    assert mapped.search("config").total == held.search("config").total
+
+
+def test_rows_are_kept_once_per_change_and_the_generation_before_stays(store):
+    """The same rows are not written again; new ones are, and the files of the generation before them stay (the
+    index being replaced may still read them) until the next, which scrubs them."""
+
+    def generations() -> set[str]:
+        return {path.name.split(".", 1)[0] for path in rows_dir(cache_path(store)).iterdir()}
+
+    kept(store)
+    first = generations()
+    SearchIndex.load(store, FullText.open(store), keep=True)
+    assert generations() == first and len(first) == 1
+    for n in range(2):
+        memory = Memory.get(Memory.scope_hash == PLAIN)
+        with sqlite3.connect(store.layout.index_path) as con:
+            con.execute("UPDATE memories SET title = ? WHERE slug = ?", (f"renamed {n}", memory.slug))
+        SearchIndex.load(store, FullText.open(store), keep=True)
+    assert len(generations()) == 2 and not generations() & first
+    cached = SearchIndex.cached(store, FullText.open(store))
+    assert "renamed 1" in {cached.rows[n].title for n in range(len(cached.rows))}
+
+
+def test_rows_of_a_scope_marked_sensitive_while_they_were_written_are_scrubbed_not_kept(store, monkeypatch):
+    kept(store)
+    before = sorted(rows_dir(cache_path(store)).iterdir())
+    fulltext = FullText.open(store)
+    blobs = SearchIndex.load(store, fulltext).rows.take(np.arange(3)).blobs() | {"scopes": f'["{PLAIN}"]'.encode()}
+    assert fulltext.keep(blobs, lambda: {PLAIN}) is None
+    assert sorted(rows_dir(cache_path(store)).iterdir()) == before  # the new files went; the kept ones stay
+
+
 def test_kept_rows_of_a_scope_marked_sensitive_since_are_not_used_and_are_wiped(store):
     kept(store)
     with sqlite3.connect(cache_path(store)) as con:  # rows of the scope left only in the kept snapshot
@@ -310,11 +361,12 @@ def test_kept_rows_of_a_scope_marked_sensitive_since_are_not_used_and_are_wiped(
     ("name", "data"), [("doc", b"\x01\x02\x03"), ("names", b"{not json"), ("codes.type", b"\xff" * 4096)]
 )
 def test_damaged_kept_rows_are_not_used(store, name, data):
-    full = kept(store)
-    with sqlite3.connect(cache_path(store)) as con:
-        con.execute("UPDATE snapshot SET data = ? WHERE name = ?", (data, name))
+    kept(store)
+    (path,) = rows_dir(cache_path(store)).glob(f"*.{name}")
+    path.write_bytes(data)
+    assert verify(store).damaged == f"kept search rows: {name} changed since it was written"
     assert SearchIndex.cached(store, FullText.open(store)) is None
-    full.keep(store)  # the next open keeps them again
+    SearchIndex.load(store, FullText.open(store), keep=True)  # the next open keeps them again
     assert SearchIndex.cached(store, FullText.open(store)) is not None
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engram.store.search import arrays
-from engram.store.search.arrays import Heads, Words, bits, indexes
+from engram.store.search.arrays import Heads, SplicedWords, Words, bits, indexes, scan
 from engram.store.search.rows import FIELDS, Builder, Rows, Strings, padded
 
 texts = st.lists(st.text(max_size=12), max_size=30)
@@ -78,6 +78,38 @@ def test_rows_built_in_chunks_kept_and_read_back_are_the_rows(chunks, data):
     taken = built.take(picked)
     assert [taken[n] for n in range(len(taken))] == [built[n] for n in picked.tolist()]
     assert built.hits(picked.tolist()) == [built[n] for n in picked.tolist()]
+
+
+@given(
+    st.lists(st.tuples(st.text(min_size=1, max_size=10), st.text(max_size=10), st.booleans()), max_size=30),
+    st.data(),
+    st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=3),
+)
+def test_rows_spliced_with_their_kept_part_answer_as_the_rows_do(flat, data, needle):
+    """The console reads the rows of plain scopes from their kept files (``inside``) and holds the others: every
+    question asked of the rows, by the whole's row numbers, gets the answer the rows in memory give."""
+    builder = Builder()
+    if flat:
+        slugs, titles, inside = zip(*flat, strict=True)
+        heads = [padded(f"{t} {s}".lower()) + "\0" for s, t in zip(slugs, titles, strict=True)]
+        fields = tuple(zip(*(("fact", "s", "fresh", "agent") for _ in flat), strict=True))
+        created = [f"2026-11-{n:02d}" for n in range(len(flat))]
+        builder.add(slugs, titles, fields, created, [False] * len(flat), heads, list(range(len(flat))))
+    whole = builder.rows()
+    mask = np.asarray([i for *_, i in flat], dtype=bool)
+    spliced = whole.spliced(Rows.from_blobs(whole.take(np.flatnonzero(mask)).blobs()), mask)
+    everything = list(range(len(whole)))
+    asked = data.draw(st.lists(st.sampled_from(everything))) if flat else []
+    assert spliced.hits(asked) == whole.hits(asked) and [spliced[n] for n in everything] == whole.hits(everything)
+    assert sorted(spliced.heads.find(needle, asked)) == sorted(n for n in asked if needle in whole.head(n))
+    picked = np.asarray(sorted(set(asked)), dtype=np.int64)
+    taken = spliced.take(picked)
+    assert [taken[n] for n in range(len(taken))] == whole.hits(picked.tolist())
+    assert spliced.by_slug == whole.by_slug
+    words = scan(spliced.heads)
+    assert isinstance(words, SplicedWords) and sorted(set(words.rows(needle).tolist())) == sorted(
+        set(Words(whole.heads).rows(needle).tolist())
+    )
 
 
 @given(

@@ -291,13 +291,13 @@ async def test_search_answers_from_the_kept_rows_while_index_db_is_read(store, m
     from engram.store.search.index import SearchIndex
 
     sync(store)
-    SearchIndex.load(store, FullText.open(store)).keep(store)
+    SearchIndex.load(store, FullText.open(store), keep=True)
     gate = threading.Event()
     real = SearchIndex.load.__func__
 
-    def held(cls, *args):
+    def held(cls, *args, **kwargs):
         gate.wait(10)
-        return real(cls, *args)
+        return real(cls, *args, **kwargs)
 
     monkeypatch.setattr(SearchIndex, "load", classmethod(held))
     app = EngramApp(store)

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
-from engram.store.search.rows import Strings
+from engram.store.search.rows import Column, Spliced, Strings
 from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments
 
 SCANS_REMEMBERED = 4  # needles whose starts a scan keeps for the next key
@@ -121,6 +121,31 @@ class Words:
             while len(self._found) > SCANS_REMEMBERED:
                 self._found.popitem(last=False)
         return at
+
+
+class SplicedWords:
+    """The scan of a :class:`Spliced` column of heads: each part's scanned as :class:`Words` scans one buffer,
+    its rows then given as the whole's."""
+
+    def __init__(self, heads: Spliced) -> None:
+        self.parts = [Words(part) for part in heads.parts]
+        self.whole = heads.splice.rows
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return sum((part.counts for part in self.parts), np.zeros(256, dtype=np.int64))
+
+    def forget(self) -> None:
+        for part in self.parts:
+            part.forget()
+
+    def rows(self, needle: str) -> np.ndarray:
+        return np.concatenate([whole[part.rows(needle)] for part, whole in zip(self.parts, self.whole, strict=True)])
+
+
+def scan(heads: Column) -> Words | SplicedWords:
+    """The scan of a column of heads, whichever its kind."""
+    return SplicedWords(heads) if isinstance(heads, Spliced) else Words(heads)
 
 
 class Heads:

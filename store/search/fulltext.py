@@ -19,8 +19,11 @@ import contextlib
 import functools
 import hashlib
 import json
+import mmap
 import os
+import secrets
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -38,13 +41,19 @@ from engram.store.search.arrays import parse_rows, phrase
 from engram.store.search.rows import padded
 from engram.store.search.segments import verify as verify_segments
 from engram.store.service import Store
-from engram.store.write.atomic import read_regular, scrub
+from engram.store.write.atomic import flush_written, fsync_dir, read_regular, scrub, write_atomic
 
 SCHEMA = "4"  # how rows are built: a file of another schema is discarded and built again (3 is upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
 SLICE = 20_000  # memories a full sync compares at a time (a million at once held 1.1 GB)
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
 SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+class _Abandoned(Exception):
+    """A keep that must not commit (a scope it holds was marked sensitive meanwhile, or the index replaced)."""
+
+
 TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
 
 _TABLES = """
@@ -105,6 +114,11 @@ def segments_dir(path: Path) -> Path:
     return path.with_suffix(".seg")
 
 
+def rows_dir(path: Path) -> Path:
+    """Where the search's rows of plain scopes are kept for the index file ``path`` (see :meth:`FullText.keep`)."""
+    return path.with_suffix(".rows")
+
+
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     """A connection in WAL mode (the console reads while a sync writes). Raises ``sqlite3.Error`` or
     ``OSError`` for a file that is not this index: the caller discards it."""
@@ -137,9 +151,35 @@ def discard(store: Store) -> None:
     for suffix in SUFFIXES:
         scrub(path.with_name(path.name + suffix))
     generation.sweep(segments_dir(path), None)
+    _sweep_rows(rows_dir(path), set())
 
 
-def _digest(data: bytes) -> str:
+def _sweep_rows(directory: Path, keep: set[str]) -> None:
+    """Scrub every kept-rows file (and any temp file a crash left) of a generation not in ``keep``: they hold rows
+    of plain scopes, and such a scope may be marked sensitive later."""
+    try:
+        files = list(directory.iterdir())
+    except FileNotFoundError:
+        return
+    for path in files:
+        if path.name.split(".", 1)[0] not in keep:
+            scrub(path)
+
+
+def _mapped(path: Path) -> bytes | mmap.mmap:
+    """A kept-rows file where it is mapped (read-only; an empty one as no bytes, which cannot be mapped). Raises
+    ``OSError`` for a file missing, or not a regular file (a FIFO or a symlink put in its place)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path.name}: not a regular file")
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if st.st_size else b""
+    finally:
+        os.close(fd)
+
+
+def _digest(data: bytes | mmap.mmap) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -192,41 +232,68 @@ class FullText:
         """``(id, tags)`` of every memory with tags (lowercased, separated by TAG_SEPARATOR)."""
         yield from self.con.execute("SELECT id, tags FROM docs WHERE tags != ''")
 
-    def snapshot(self) -> dict[str, bytes] | None:
-        """What :meth:`keep` kept, by name; None when there is none (or it cannot be read now)."""
+    def snapshot(self) -> dict[str, bytes | mmap.mmap] | None:
+        """What :meth:`keep` kept, by name, its files mapped; None when there is none (or it cannot be read now:
+        one kept by an older engram, in the database itself, is written again as files by the next keep)."""
         try:
-            kept = {name: bytes(data) for name, data in self.con.execute("SELECT name, data FROM snapshot")}
-        except sqlite3.Error:
+            kept = {str(name): bytes(data) for name, data in self.con.execute("SELECT name, data FROM snapshot")}
+            names = json.loads(kept["files"])
+            found = {name: _mapped(rows_dir(self.path) / f"{kept['generation'].decode()}.{name}") for name in names}
+        except (sqlite3.Error, KeyError, ValueError, TypeError, AttributeError, OSError):
             return None
-        return kept or None
+        return found | {"scopes": kept["scopes"]}
 
     def forget(self) -> None:
-        """Drop the kept snapshot (it could not be read)."""
+        """Drop the kept snapshot (it could not be read); its files go with the next keep's sweep."""
         with contextlib.suppress(sqlite3.Error):
             self.con.execute("DELETE FROM snapshot")
 
-    def keep(self, blobs: dict[str, bytes], sensitive: Callable[[], set[str]]) -> None:
-        """Replace the kept snapshot of the search's rows (``blobs``, with the JSON list of their scopes under
-        ``scopes``) unless it is the same. Inside the transaction the sensitive scopes are asked again
-        (``sensitive``): rows of a scope marked sensitive meanwhile are not written. Quietly does nothing when
-        the index is busy or was replaced: the next open keeps it."""
-        digest = hashlib.blake2b(digest_size=16)
-        for name in sorted(blobs):
-            digest.update(name.encode() + b"\0" + hashlib.blake2b(blobs[name], digest_size=16).digest())
+    def keep(self, blobs: dict[str, bytes], sensitive: Callable[[], set[str]]) -> dict[str, bytes | mmap.mmap] | None:
+        """Keep the search's rows (``blobs``, with the JSON list of their scopes under ``scopes``) as files beside
+        the index, unless the same are kept already; returns them as :meth:`snapshot` does. The files are written
+        and flushed before the snapshot naming them commits, and inside that transaction the sensitive scopes are
+        asked again (``sensitive``): rows of a scope marked sensitive meanwhile are scrubbed, not kept. The
+        generation kept before stays (an index being replaced may still read it) and older ones are scrubbed.
+        Returns None, keeping nothing, when the index is busy, was replaced, or its directory cannot be written."""
+        files = {name: _digest(data) for name, data in sorted(blobs.items()) if name != "scopes"}
+        listed = json.dumps(files).encode()
         try:
-            self.con.execute("BEGIN IMMEDIATE")
-            try:
-                same = self.con.execute("SELECT 1 FROM snapshot WHERE name = 'digest' AND data = ?", (digest.digest(),))
-                if not same.fetchone() and self.current() and not set(json.loads(blobs["scopes"])) & sensitive():
-                    self.con.execute("DELETE FROM snapshot")
-                    rows = [*blobs.items(), ("digest", digest.digest())]
-                    self.con.executemany("INSERT INTO snapshot (name, data) VALUES (?, ?)", rows)
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
+            kept = dict(self.con.execute("SELECT name, data FROM snapshot WHERE name IN ('files', 'generation')"))
         except sqlite3.Error:
-            pass
+            return None
+        if kept.get("files") == listed and (found := self.snapshot()) is not None:
+            return found
+        earlier = bytes(kept.get("generation", b"")).decode()
+        directory, name = rows_dir(self.path), secrets.token_hex(8)
+        paths = [directory / f"{name}.{part}" for part in files]
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for path, part in zip(paths, files, strict=True):
+                write_atomic(path, blobs[part], mode=0o600, durable=False)
+            flush_written(paths)
+            fsync_dir(directory)
+            with self._transaction() as con:
+                if not self.current() or set(json.loads(blobs["scopes"])) & sensitive():
+                    raise _Abandoned
+                con.execute("DELETE FROM snapshot")
+                rows = [("generation", name.encode()), ("files", listed), ("scopes", blobs["scopes"])]
+                con.executemany("INSERT INTO snapshot (name, data) VALUES (?, ?)", rows)
+        except (sqlite3.Error, OSError, _Abandoned):
+            for path in paths:
+                scrub(path)
+            return None
+        _sweep_rows(directory, {name, earlier} - {""})
+        return self.snapshot()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.con
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
 
     def warm(self) -> tuple[int, np.ndarray] | None:
         """Open the segments (for the worker that loads the search); returns what they cover (as
@@ -560,6 +627,22 @@ def _write(store: Store, con: sqlite3.Connection, work: list[_Stale], gone: list
         raise
 
 
+def _verify_rows(con: sqlite3.Connection, directory: Path) -> str | None:
+    """Why the kept rows' files are not what the snapshot names (missing, replaced, or changed since their
+    digests were taken); None when they are, or when none are kept."""
+    kept = dict(con.execute("SELECT name, data FROM snapshot WHERE name IN ('files', 'generation')"))
+    if "files" not in kept:
+        return None
+    try:
+        files, name = json.loads(kept["files"]), bytes(kept["generation"]).decode()
+        for part, digest in files.items():
+            if _digest(_mapped(directory / f"{name}.{part}")) != digest:
+                return f"kept search rows: {part} changed since it was written"
+    except (KeyError, ValueError, TypeError, AttributeError, OSError) as exc:
+        return f"kept search rows: {exc}"
+    return None
+
+
 @dataclass
 class Verdict:
     """What ``engram check`` says of the index."""
@@ -611,6 +694,9 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
                 segments = generation.manifest(con)
             except generation.DamagedManifest as exc:
                 verdict.damaged = str(exc)
+                return verdict
+            verdict.damaged = _verify_rows(con, rows_dir(path))
+            if verdict.damaged:
                 return verdict
             if segments is not None:
                 verdict.sensitive += len(segments.scopes & sensitive)  # as a snapshot's

@@ -26,7 +26,7 @@ from engram.store import heap
 from engram.store.errors import StoreError
 from engram.store.index import Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.arrays import Heads, MemoryTrigrams, Words, bits, indexes
+from engram.store.search.arrays import Heads, MemoryTrigrams, bits, indexes, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
 from engram.store.search.rows import FIELDS, Builder, Hit, Rows
 from engram.store.service import Store
@@ -58,7 +58,7 @@ class SearchIndex:
 
     def __init__(self, rows: Rows, fulltext: FullText | None = None, partial: bool = False) -> None:
         self.rows = rows
-        self.words = Words(rows.heads)
+        self.words = scan(rows.heads)
         self.fulltext = fulltext  # the persistent index, None where there is none (a cache that cannot be written)
         self.partial = partial
         self.covered = rows.doc >= 0 if fulltext is not None else np.zeros(len(rows), dtype=bool)
@@ -93,10 +93,14 @@ class SearchIndex:
         return "titles and triggers (bodies loading)"
 
     @classmethod
-    def load(cls, store: Store, fulltext: FullText | None = None) -> SearchIndex:
+    def load(cls, store: Store, fulltext: FullText | None = None, keep: bool = False) -> SearchIndex:
         """Titles, triggers and fields of every memory from index.db (no memory file is read), and the bodies of
         plain scopes at once through ``fulltext``, the persistent index, as up to date as its last sync. Rows are
-        read a chunk at a time and made compact before the next."""
+        read a chunk at a time and made compact before the next.
+
+        With ``keep`` (the console), the rows of plain scopes are kept beside the persistent index, for
+        :meth:`cached` at the next open, and read from there where they are mapped: only the others stay in this
+        process's memory (see :meth:`_kept`)."""
         sensitive = store.sensitive_scopes()
         documents = {slug: (doc_id, scope) for doc_id, slug, scope in fulltext.documents()} if fulltext else {}
         builder = Builder()
@@ -113,37 +117,49 @@ class SearchIndex:
                 for slug, scope, enc in zip(slugs, scopes, encrypted, strict=True)
             ]
             builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
-        index = cls(builder.rows(), fulltext)
-        del builder, documents
+        del documents
+        rows = builder.rows()
+        del builder
+        if keep and fulltext is not None:
+            rows = cls._kept(store, fulltext, rows)
         heap.give_back()  # the read's chunks and ids: 250 MB resident at 1M (600 MB to 350 MB)
-        return index
+        return cls(rows, fulltext)
 
     @classmethod
     def cached(cls, store: Store, fulltext: FullText) -> SearchIndex | None:
-        """The index as :meth:`keep` left it (rows of plain scopes only), answering at once while :meth:`load`
-        reads index.db; None when there is none, or it holds a scope sensitive now."""
+        """The index as the last :meth:`load` with ``keep`` left it (rows of plain scopes only, read where their
+        files are mapped), answering at once while :meth:`load` reads index.db; None when there is none, or it
+        holds a scope sensitive now."""
         blobs = fulltext.snapshot()
         if blobs is None:
             return None
         try:
             rows = Rows.from_blobs(blobs)
-            scopes = set(json.loads(blobs["scopes"]))
+            scopes = set(json.loads(bytes(blobs["scopes"])))
         except (KeyError, ValueError, TypeError):
             fulltext.forget()  # damaged: the next keep writes it again
             return None
         return None if scopes & store.sensitive_scopes() else cls(rows, fulltext, partial=True)
 
-    def keep(self, store: Store) -> None:
-        """Keep this index's rows of plain scopes beside the persistent index, for :meth:`cached` at the next
-        open (nothing of a sensitive scope, or of an encrypted file, is written)."""
-        if self.fulltext is None or self.partial:
-            return
+    @staticmethod
+    def _kept(store: Store, fulltext: FullText, rows: Rows) -> Rows:
+        """``rows`` with those of plain scopes read from the files they are kept in (written now unless the same
+        rows are kept already; nothing of a sensitive scope, or of an encrypted file, is written); ``rows`` as
+        they are when the files cannot be written or read."""
         sensitive = store.sensitive_scopes()
-        rows = self.rows
         hidden = [k for k, scope in enumerate(rows.names["scope"]) if scope in sensitive]
-        plain = rows.take(np.flatnonzero(~np.isin(rows.codes["scope"], hidden) & ~rows.encrypted))
+        inside = ~np.isin(rows.codes["scope"], hidden) & ~rows.encrypted
+        plain = rows.take(np.flatnonzero(inside))
         scopes = sorted({plain.names["scope"][k] for k in np.unique(plain.codes["scope"]).tolist()})
-        self.fulltext.keep(plain.blobs() | {"scopes": json.dumps(scopes).encode()}, store.sensitive_scopes)
+        mapped = fulltext.keep(plain.blobs() | {"scopes": json.dumps(scopes).encode()}, store.sensitive_scopes)
+        del plain
+        if mapped is None:
+            return rows
+        try:
+            return rows.spliced(Rows.from_blobs(mapped), inside)
+        except (KeyError, ValueError, TypeError):
+            fulltext.forget()  # changed under us: the next open writes them again
+            return rows
 
     def prepare(self) -> None:
         """What the first field, ``tag:`` or short term would otherwise build while a person types (80 ms at 100k
@@ -176,6 +192,7 @@ class SearchIndex:
                 self._outside[2].forget()
             if self.fulltext is not None:
                 self.fulltext.release()
+            self.rows.release()
             heap.give_back()
         finally:
             self._searching.release()
@@ -242,7 +259,7 @@ class SearchIndex:
                 sync(store, only=changed)
         except StoreError:
             pass  # the persistent index is busy: the next look takes the changes in (the sync is by fingerprint)
-        fresh = SearchIndex.load(store, fulltext)
+        fresh = SearchIndex.load(store, fulltext, keep=True)
         if self.enriched:
             fresh.enrich(store, carry=self, changed=changed)
         return fresh

@@ -79,8 +79,8 @@ class SearchPane(PaneBase):
     def load_index(self) -> None:
         """What the last open kept of the rows of plain scopes answers first, with their bodies from engram's
         persistent index as its last sync left it. Then titles, triggers and fields of every memory from index.db,
-        kept for the next open. Then the persistent index is brought up to date (only files whose fingerprint
-        moved are read) and, if anything changed, the index loaded again."""
+        those of plain scopes kept for the next open and read from there. Then the persistent index is brought up
+        to date (only files whose fingerprint moved are read) and, if anything changed, the index loaded again."""
         from engram.store.search.fulltext import FullText  # numpy and rapidfuzz: loaded here, off the first frame
         from engram.store.search.index import SearchIndex
 
@@ -89,10 +89,9 @@ class SearchPane(PaneBase):
         if cached is not None:  # what the last open kept of plain scopes answers while index.db is read
             deliver(self, self.ready, cached)
             cached.prepare()
-        index = SearchIndex.load(self.store, fulltext)
+        index = SearchIndex.load(self.store, fulltext, keep=True)
         deliver(self, self.ready, index)
         index.prepare()
-        index.keep(self.store)
         if fulltext is not None:
             self.sync_fulltext()
 
