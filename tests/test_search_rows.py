@@ -106,6 +106,8 @@ def test_rows_spliced_with_their_kept_part_answer_as_the_rows_do(flat, data, nee
     taken = spliced.take(picked)
     assert [taken[n] for n in range(len(taken))] == whole.hits(picked.tolist())
     assert spliced.by_slug == whole.by_slug
+    if (~mask).any():  # the rows held, taken all: not copied again
+        assert spliced.heads.take(np.flatnonzero(~mask)) is spliced.heads.parts[1]
     words = scan(spliced.heads)
     assert isinstance(words, SplicedWords) and sorted(set(words.rows(needle).tolist())) == sorted(
         set(Words(whole.heads).rows(needle).tolist())

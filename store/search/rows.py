@@ -152,7 +152,12 @@ class Spliced:
         return found
 
     def take(self, rows: np.ndarray) -> Strings:
+        """The strings of ``rows`` (ascending). All of one part's rows are that part itself, not a copy: the
+        search's rows not in the persistent index are, as a rule, those held in memory."""
         (first, local), (second, other) = self.splice.split(rows)
+        for part, mine, others in zip(self.parts, (first, second), (second, first), strict=True):
+            if not len(others) and len(mine) == len(part):
+                return part
         taken = [self.parts[0].take(local), self.parts[1].take(other)]
         order = np.empty(len(first) + len(second), dtype=np.int64)
         order[first], order[second] = np.arange(len(first)), np.arange(len(first), len(order))
