@@ -354,6 +354,7 @@ def test_kept_rows_of_a_scope_marked_sensitive_since_are_not_used_and_are_wiped(
     assert SearchIndex.cached(store, FullText.open(store)) is None
     assert verify(store).sensitive == 2  # the scope as the snapshot holds it, and as the segments do
     assert sync(store).discarded
+    assert not list(rows_dir(cache_path(store)).iterdir())  # the kept rows' files scrubbed with the index
     assert SearchIndex.cached(store, FullText.open(store)) is None
 
 

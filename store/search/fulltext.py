@@ -41,7 +41,7 @@ from engram.store.search.arrays import parse_rows, phrase
 from engram.store.search.rows import padded
 from engram.store.search.segments import verify as verify_segments
 from engram.store.service import Store
-from engram.store.write.atomic import flush_written, fsync_dir, read_regular, scrub, write_atomic
+from engram.store.write.atomic import flush_written, fsync_dir, read_regular, scrub, scrub_except, write_atomic
 
 SCHEMA = "4"  # how rows are built: a file of another schema is discarded and built again (3 is upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
@@ -151,19 +151,7 @@ def discard(store: Store) -> None:
     for suffix in SUFFIXES:
         scrub(path.with_name(path.name + suffix))
     generation.sweep(segments_dir(path), None)
-    _sweep_rows(rows_dir(path), set())
-
-
-def _sweep_rows(directory: Path, keep: set[str]) -> None:
-    """Scrub every kept-rows file (and any temp file a crash left) of a generation not in ``keep``: they hold rows
-    of plain scopes, and such a scope may be marked sensitive later."""
-    try:
-        files = list(directory.iterdir())
-    except FileNotFoundError:
-        return
-    for path in files:
-        if path.name.split(".", 1)[0] not in keep:
-            scrub(path)
+    scrub_except(rows_dir(path), ())  # the kept rows: of plain scopes, one of which is being marked
 
 
 def _mapped(path: Path) -> bytes | mmap.mmap:
@@ -282,7 +270,7 @@ class FullText:
             for path in paths:
                 scrub(path)
             return None
-        _sweep_rows(directory, {name, earlier} - {""})
+        scrub_except(directory, {name, earlier} - {""})  # older generations: no index reads them now
         return self.snapshot()
 
     @contextlib.contextmanager

@@ -33,7 +33,7 @@ from engram.store.search.segments import (
     mapped_resident,
     text_of,
 )
-from engram.store.write.atomic import fsync_dir, scrub
+from engram.store.write.atomic import fsync_dir, scrub_except
 
 FOLD_FROM = 2_000  # memories beyond the segments from which a sync folds them in (fewer: FTS5 answers quickly)
 FOLD_SHARE = 50  # ... or one memory in this many, whichever is more
@@ -160,14 +160,7 @@ def _above(con: sqlite3.Connection, covered: int) -> int:
 
 def sweep(directory: Path, keep: Manifest | None) -> None:
     """Scrub every segment file ``keep`` does not name (all of them for None)."""
-    names = set(keep.files) if keep is not None else set()
-    try:
-        files = list(directory.iterdir())
-    except FileNotFoundError:
-        return
-    for path in files:
-        if path.name.split(".", 1)[0] not in names:
-            scrub(path)
+    scrub_except(directory, set(keep.files) if keep is not None else set())
 
 
 class Reader:

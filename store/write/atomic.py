@@ -11,7 +11,7 @@ import errno
 import itertools
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -179,6 +179,18 @@ def scrub(path: Path) -> None:
         return
     faults.reach(SCRUB_POINT)  # a kill here leaves the zeros beside the encrypted copy: see scan.half_scrubbed
     remove_durably(path)
+
+
+def scrub_except(directory: Path, stems: Collection[str]) -> None:
+    """:func:`scrub` every file of ``directory`` whose name, up to its first dot, is not one of ``stems``: the
+    files of a cache's generations no longer named (a temp file a crash left has none, so it goes too)."""
+    try:
+        files = list(directory.iterdir())
+    except FileNotFoundError:
+        return
+    for path in files:
+        if path.name.split(".", 1)[0] not in stems:
+            scrub(path)
 
 
 def is_temp_file(name: str) -> bool:
