@@ -66,7 +66,7 @@ with Store.open(sys.argv[1]) as store:
     kept_typed, kept_mapped = resident_mb(), mapped_mb()
     del kept
     t = time.perf_counter()
-    index = SearchIndex.load(store, fulltext)
+    index = SearchIndex.load(store, fulltext, keep=True)  # as the console loads it: plain rows read from their files
     load = time.perf_counter() - t
     index.prepare()  # as the console's loading worker does once the index answers (field and tag: bitsets)
     rss, mapped = resident_mb(), mapped_mb()

@@ -147,11 +147,12 @@ class _Seen:
         for table, (key, *rest) in _COLUMNS.items():
             self.con.create_function(f"{table}_hash", len(rest), _row_hash, deterministic=True)
             self.con.execute(f"CREATE TABLE {table} ({key} PRIMARY KEY, shown INTEGER NOT NULL) WITHOUT ROWID")
+        self.looked: set[str] = set()  # the tables a look has taken in (an empty one is still compared)
 
     def compare(self) -> tuple[set[int | str], set[int | str]]:
         """The keys of the promotions and of the memories whose rows were added, changed or removed since the
-        last look; the rows as they are now become the next look's. Raises ``sqlite3.Error`` (busy, half
-        rebuilt): nothing is taken then, the next look compares from the same rows."""
+        last look (none at the first); the rows as they are now become the next look's. Raises
+        ``sqlite3.Error`` (busy, half rebuilt): nothing is taken then, the next look compares from the same rows."""
         with self._attached():
             return self._delta("promotions"), self._delta("memories")
 
@@ -174,11 +175,14 @@ class _Seen:
     def _delta(self, table: str) -> set[int | str]:
         key, *rest = [name.split()[0] for name in _COLUMNS[table]]
         shown = f"{table}_hash({', '.join('l.' + c for c in rest)})"  # of a row of live, aliased l
-        if self.con.execute(f"SELECT 1 FROM main.{table} LIMIT 1").fetchone() is None:  # the first look: all of it
+        if self.con.execute(f"SELECT 1 FROM main.{table} LIMIT 1").fetchone() is None:  # nothing seen: all of it
             self.con.execute(
                 f"INSERT OR REPLACE INTO main.{table} SELECT l.{key}, {shown} FROM live.{table} l WHERE {key} NOT NULL"
             )
-            return {k for (k,) in self.con.execute(f"SELECT {key} FROM main.{table}")}
+            if table in self.looked:
+                return {k for (k,) in self.con.execute(f"SELECT {key} FROM main.{table}")}
+            self.looked.add(table)
+            return set()  # the very first look names nothing (a million keys, only to be dropped)
         changed = [
             k
             for (k,) in self.con.execute(

@@ -5,6 +5,7 @@ read them without importing it (it brings the frontmatter's pydantic and PyYAML 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from engram.store.index import Promotion
@@ -39,3 +40,9 @@ def dura_scores(text: str | None) -> dict[str, float]:
     if not isinstance(raw, dict):
         return {}
     return {k: float(v) for k, v in raw.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def shared(value: Any) -> Any:
+    """One string object for a value many rows repeat (a type, a scope, a session): 50,000 pending promotions held
+    a copy of each per item, 6 MB of the queue."""
+    return sys.intern(value) if type(value) is str else value

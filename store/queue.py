@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.store.columns import dura_average, dura_of, dura_scores, parse_json_list
+from engram.store.columns import dura_average, dura_of, dura_scores, parse_json_list, shared
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
@@ -147,8 +147,8 @@ def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str]) -
     return QueueItem(
         pid,
         title,
-        ptype,
-        scope,
+        shared(ptype),
+        shared(scope),
         dura_scores(dura),
         created,
         tuple(str(t) for t in parse_json_list(triggers)),

@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 from rapidfuzz import fuzz
 
-from engram.store.columns import dura_average, dura_scores, parse_json_list
+from engram.store.columns import dura_average, dura_scores, parse_json_list, shared
 from engram.store.frontmatter import body_fingerprint
 from engram.store.index import Memory, Promotion, Relation, Trigger, table_of, tuples
 from engram.store.service import Store, chunked
@@ -111,13 +111,13 @@ class Block:
                 pair_doc.append(position)
                 pair_word.append(vocab.setdefault(w, len(vocab)))
         self.size = len(keys)
-        self.keys = np.array(keys, dtype=np.int64)
+        self.keys = _narrow(np.array(keys, dtype=np.int64))
         self.max_key = int(self.keys.max()) if self.size else 0
         self.scope_names = sorted(set(scopes))
         codes = {name: code for code, name in enumerate(self.scope_names)}
-        self.scopes = np.array([codes[s] for s in scopes], dtype=np.int32)
+        self.scopes = _narrow(np.array([codes[s] for s in scopes], dtype=np.int64))
         self.norm_blob = "\n".join(norms).encode("utf-8")
-        self.norm_ends = np.cumsum(np.array([len(n.encode("utf-8")) + 1 for n in norms], dtype=np.int64)) - 1
+        self.norm_ends = _narrow(np.cumsum(np.array([len(n.encode("utf-8")) + 1 for n in norms], dtype=np.int64)) - 1)
         self.fps = np.array(fps, dtype=np.int64)
         self.exact = {  # for each exact key, its values sorted and the positions in that order
             name: (values[order], order.astype(np.int32))
@@ -182,6 +182,16 @@ class Block:
         values, order = self.exact[key]
         low, high = np.searchsorted(values, value, "left"), np.searchsorted(values, value, "right")
         return order[low : min(high, low + limit)].tolist()
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` in the smallest of int16, int32 and int64 that holds them: a million memories' keys, scopes and
+    title ends take 7 MB instead of 19."""
+    low, high = (int(values.min()), int(values.max())) if len(values) else (0, 0)
+    for kind in (np.int16, np.int32):
+        if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
+            return values.astype(kind)
+    return values
 
 
 @dataclass(frozen=True)
@@ -275,7 +285,8 @@ def pending_texts(store: Store, known: Mapping[int, PendingText] | None = None) 
         ):
             title = title or ""
             fp = _fp_key(body_fingerprint(body or ""))
-            text = Text(title, normalised(title), fp, scope, _triggers(parse_json_list(triggers)), session or "")
+            about = shared(session or "")
+            text = Text(title, normalised(title), fp, shared(scope), _triggers(parse_json_list(triggers)), about)
             kept[pid] = PendingText(pid, text, dura_average(dura_scores(dura)))
     return [kept[pid] for pid in sorted(kept)]
 

@@ -207,3 +207,16 @@ def test_a_rebuild_under_the_same_inode_number_is_told_by_the_identity(fixture_r
         changes = feed.poll()
         assert changes.index_replaced and store.index.rebuilt
         assert not feed.poll()  # said once
+
+
+def test_the_first_look_names_nothing_and_a_table_empty_then_still_names_its_new_rows(fixture_root):
+    """The first look only takes the rows in (naming a million memories, to be dropped, left their strings in the
+    heap); a table that was empty then is compared like any other, so its first row is news."""
+    seen = feed_module._Seen(fixture_root / "index.db")
+    con = sqlite3.connect(fixture_root / "index.db")
+    with con:
+        con.execute("DELETE FROM promotions")
+    con.close()
+    assert seen.compare() == (set(), set())
+    pid = memoryd_proposes(fixture_root)
+    assert seen.compare() == ({pid}, set())
