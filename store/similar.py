@@ -15,6 +15,7 @@ upsert gives it a new rowid) or before ``rebuild-index`` finds the row gone and 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -94,39 +95,43 @@ class Block:
     normalised titles, and an inverted index of their title words (compressed rows: word -> positions)."""
 
     def __init__(self, entries: Iterable[tuple[int, str, int, str]]) -> None:
-        """``entries``: (key, normalised title, fingerprint key, scope) for each text."""
-        keys: list[int] = []
-        fps: list[int] = []
-        scopes: list[str] = []
-        norms: list[str] = []
+        """``entries``: (key, normalised title, fingerprint key, scope) for each text. Every column is gathered in
+        an integer array or one buffer as the entries come, not in lists of Python objects: at a million memories
+        those lists were 300 MB of small objects, whose freed pages the heap kept among the console's."""
+        keys, fps, hashes, ends, scope_of = (array("q") for _ in range(5))
+        blob = bytearray()
+        scopes: dict[str, int] = {}
         vocab: dict[str, int] = {}
-        pair_doc: list[int] = []
-        pair_word: list[int] = []
+        pair_doc, pair_word = array("q"), array("q")
         for position, (key, norm, fp, scope) in enumerate(entries):
             keys.append(key)
             fps.append(fp)
-            scopes.append(scope)
-            norms.append(norm)
+            hashes.append(hash(norm))
+            scope_of.append(scopes.setdefault(scope, len(scopes)))
+            blob += norm.encode("utf-8")
+            ends.append(len(blob))
+            blob += b"\n"
             for w in words(norm):
                 pair_doc.append(position)
                 pair_word.append(vocab.setdefault(w, len(vocab)))
         self.size = len(keys)
-        self.keys = _narrow(np.array(keys, dtype=np.int64))
+        self.keys = _narrow(np.frombuffer(keys, dtype=np.int64))
         self.max_key = int(self.keys.max()) if self.size else 0
-        self.scope_names = sorted(set(scopes))
-        codes = {name: code for code, name in enumerate(self.scope_names)}
-        self.scopes = _narrow(np.array([codes[s] for s in scopes], dtype=np.int64))
-        self.norm_blob = "\n".join(norms).encode("utf-8")
-        self.norm_ends = _narrow(np.cumsum(np.array([len(n.encode("utf-8")) + 1 for n in norms], dtype=np.int64)) - 1)
-        self.fps = np.array(fps, dtype=np.int64)
+        self.scope_names = sorted(scopes)
+        sorted_as = {name: code for code, name in enumerate(self.scope_names)}
+        renumbered = np.asarray([sorted_as[name] for name in scopes], dtype=np.int64)  # first-seen -> sorted
+        self.scopes = _narrow(renumbered[np.frombuffer(scope_of, dtype=np.int64)])
+        self.norm_blob = bytes(blob[:-1])
+        self.norm_ends = _narrow(np.frombuffer(ends, dtype=np.int64))
+        self.fps = np.frombuffer(fps, dtype=np.int64).copy()
         self.exact = {  # for each exact key, its values sorted and the positions in that order
             name: (values[order], order.astype(np.int32))
-            for name, values in (("fp", self.fps), ("norm", np.array([hash(n) for n in norms], dtype=np.int64)))
+            for name, values in (("fp", self.fps), ("norm", np.frombuffer(hashes, dtype=np.int64)))
             for order in (np.argsort(values, kind="stable"),)
         }
         self.vocab = vocab
-        words_of = np.array(pair_word, dtype=np.int64)
-        self.postings = np.array(pair_doc, dtype=np.int32)[np.argsort(words_of, kind="stable")]
+        words_of = np.frombuffer(pair_word, dtype=np.int64)
+        self.postings = np.frombuffer(pair_doc, dtype=np.int64).astype(np.int32)[np.argsort(words_of, kind="stable")]
         counts = np.bincount(words_of, minlength=len(vocab))
         self.starts = np.concatenate(([0], np.cumsum(counts)))
         self.weights = np.log1p(self.size / np.maximum(counts, 1))  # rare words say more

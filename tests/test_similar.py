@@ -14,7 +14,7 @@ from engram.store import similar
 from engram.store.index import Memory, Promotion
 from engram.store.promotions import approve
 from engram.store.queue import pending_queue, queue_query
-from engram.store.similar import Similarity, cluster_order, normalised, title_similarity, words
+from engram.store.similar import Block, Similarity, Text, cluster_order, normalised, title_similarity, words
 
 PLAIN = "710d5aaf7a15"  # a plain scope of the fixture root
 OTHER = "798e262b88f2"
@@ -173,3 +173,25 @@ def test_entities_in_common_and_one_session_are_reasons(store, fixture_root):
     named = entity.rsplit(":", 1)[-1].replace("_", " ")
     assert any(m.key == slug and f"shares entities: {named}" in m.reason for m in memories)
     assert any(p.key == str(sibling) and "proposed from the same session" in p.reason for p in pending)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 2**40),
+            st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+            st.integers(-1, 2**62),
+            st.sampled_from("zab"),
+        ),
+        max_size=25,
+    )
+)
+def test_a_block_gives_back_each_text_it_was_built_from(entries):
+    """The block keeps its columns in arrays and one buffer (no Python object per text): each position still
+    answers its key, normalised title, fingerprint and scope, and an exact key finds it."""
+    block = Block(entries)
+    assert block.size == len(entries) and block.scope_names == sorted({scope for *_, scope in entries})
+    for position, (key, norm, fp, scope) in enumerate(entries):
+        text = block.text(position)
+        assert (int(block.keys[position]), text.norm, text.fp, text.scope_hash) == (key, norm, fp, scope)
+        assert position in block.same(Text("", norm, fp, scope), limit=len(entries))
