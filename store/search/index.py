@@ -63,7 +63,7 @@ class SearchIndex:
         self.partial = partial
         self.covered = rows.doc >= 0 if fulltext is not None else np.zeros(len(rows), dtype=bool)
         covered = np.flatnonzero(self.covered)
-        self.position = np.full(int(rows.doc.max(initial=-1)) + 1, -1, dtype=np.int64)  # persistent id -> row
+        self.position = np.full(int(rows.doc.max(initial=-1)) + 1, -1, dtype=np.int32)  # persistent id -> row
         self.position[rows.doc[covered]] = covered
         self.loose = np.flatnonzero(~self.covered)  # the rows the persistent index does not answer for
         self.loose_heads = Heads(rows.heads.take(self.loose))

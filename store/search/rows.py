@@ -242,7 +242,7 @@ class Rows:
         strings = {name: Strings.joined([getattr(part, name) for part in parts]) for name in _STRINGS}
         codes = {f: _concat([part.codes[f] for part in parts], _code_type(len(names[f]))) for f in FIELDS}
         encrypted = _concat([part.encrypted for part in parts], np.bool_)
-        return cls(strings, codes, names, encrypted, _concat([part.doc for part in parts], np.int64))
+        return cls(strings, codes, names, encrypted, _ids(_concat([part.doc for part in parts], np.int64)))
 
     def blobs(self) -> dict[str, bytes]:
         """The rows (made by :meth:`take` or :class:`Builder`) as named byte strings, to be kept and read back by
@@ -267,7 +267,7 @@ class Rows:
         names = json.loads(bytes(blobs["names"]))
         codes = {f: np.frombuffer(blobs[f"codes.{f}"], dtype=np.int32) for f in FIELDS}
         encrypted = np.frombuffer(blobs["encrypted"], dtype=np.bool_).copy()
-        doc = np.frombuffer(blobs["doc"], dtype=np.int64).copy()
+        doc = _ids(np.frombuffer(blobs["doc"], dtype=np.int64))
         maps = tuple(blob for blob in blobs.values() if isinstance(blob, mmap.mmap))
         rows = cls(strings, codes, names, encrypted, doc, maps)
         for column in strings.values():
@@ -329,6 +329,13 @@ def _strings(column: Column) -> Strings:
 def _code_type(values: int) -> type:
     """The smallest integer type that numbers ``values`` values (a million rows of four fields: 4 MB, not 16)."""
     return np.int8 if values <= 128 else np.int16 if values <= 32_768 else np.int32
+
+
+def _ids(doc: np.ndarray) -> np.ndarray:
+    """The persistent index's ids (-1 for none) in int32 while they fit, as they do short of two billion rows
+    written: 4 MB at a million memories, not 8. Always a copy (``doc`` may be read-only bytes)."""
+    fits = not len(doc) or int(doc.max()) < 2**31
+    return doc.astype(np.int32 if fits else np.int64)
 
 
 def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
