@@ -50,10 +50,6 @@ BATCH = 500  # files read per transaction: what a reader waits for at most, and 
 SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
-class _Abandoned(Exception):
-    """A keep that must not commit (a scope it holds was marked sensitive meanwhile, or the index replaced)."""
-
-
 TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
 
 _TABLES = """
@@ -169,6 +165,10 @@ def _mapped(path: Path) -> bytes | mmap.mmap:
 
 def _digest(data: bytes | mmap.mmap) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class _Abandoned(Exception):
+    """A keep that must not commit (a scope it holds was marked sensitive meanwhile, or the index replaced)."""
 
 
 class FullText:
