@@ -43,6 +43,6 @@ def dura_scores(text: str | None) -> dict[str, float]:
 
 
 def shared(value: Any) -> Any:
-    """One string object for a value many rows repeat (a type, a scope, a session): 50,000 pending promotions held
-    a copy of each per item, 6 MB of the queue."""
+    """One string object for a value many rows repeat (a type, a scope, a session, a trigger): 50,000 pending
+    promotions held a copy of each per item, 15 MB of the queue."""
     return sys.intern(value) if type(value) is str else value

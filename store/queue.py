@@ -151,7 +151,7 @@ def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str]) -
         shared(scope),
         dura_scores(dura),
         created,
-        tuple(str(t) for t in parse_json_list(triggers)),
+        tuple(shared(str(t)) for t in parse_json_list(triggers)),
         note is not None,
         note.defer_reason if note else None,
         scope in sensitive,

@@ -252,7 +252,7 @@ def alike(a: Text, b: Text) -> float:
 
 
 def _triggers(values: Iterable[object]) -> frozenset[str]:
-    return frozenset(str(t).strip().lower() for t in values if str(t).strip())
+    return frozenset(shared(str(t).strip().lower()) for t in values if str(t).strip())
 
 
 @dataclass(slots=True)
