@@ -167,6 +167,19 @@ def _digest(data: bytes | mmap.mmap) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+@contextlib.contextmanager
+def _immediate(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction on ``con`` (taken at once: a reader waits for it, never the other way), committed on
+    leaving, rolled back on any exception."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
 class _Abandoned(Exception):
     """A keep that must not commit (a scope it holds was marked sensitive meanwhile, or the index replaced)."""
 
@@ -260,7 +273,7 @@ class FullText:
                 write_atomic(path, blobs[part], mode=0o600, durable=False)
             flush_written(paths)
             fsync_dir(directory)
-            with self._transaction() as con:
+            with _immediate(self.con) as con:
                 if not self.current() or set(json.loads(blobs["scopes"])) & sensitive():
                     raise _Abandoned
                 con.execute("DELETE FROM snapshot")
@@ -272,16 +285,6 @@ class FullText:
             return None
         scrub_except(directory, {name, earlier} - {""})  # older generations: no index reads them now
         return self.snapshot()
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.con.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.con
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     def warm(self) -> tuple[int, np.ndarray] | None:
         """Open the segments (for the worker that loads the search); returns what they cover (as
@@ -582,8 +585,7 @@ def _write(store: Store, con: sqlite3.Connection, work: list[_Stale], gone: list
         if result.read % 50 == 0:
             time.sleep(0.001)  # a console's sync: let the thread that answers the keyboard have the interpreter
     sensitive = store.sensitive_scopes()
-    con.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(con):
         for item, digest, text in writes:
             source = item.source
             if source.scope in sensitive:
@@ -609,10 +611,6 @@ def _write(store: Store, con: sqlite3.Connection, work: list[_Stale], gone: list
             )
         con.executemany("DELETE FROM docs WHERE id = ?", ((i,) for i in gone))
         result.removed += len(gone)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _verify_rows(con: sqlite3.Connection, directory: Path) -> str | None:
