@@ -371,6 +371,22 @@ def test_damaged_kept_rows_are_not_used(store, name, data):
     assert SearchIndex.cached(store, FullText.open(store)) is not None
 
 
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_kept_rows_file_replaced_by_a_symlink_or_fifo_is_not_read(store, tmp_path, kind):
+    """Opened without following links and checked to be a regular file: a FIFO would block the open, a symlink
+    could map any file."""
+    import os
+
+    kept(store)
+    (path,) = rows_dir(cache_path(store)).glob("*.titles.data")
+    outside = tmp_path / "elsewhere"
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside) if kind == "symlink" else os.mkfifo(path)
+    assert verify(store).damaged.startswith("kept search rows:")
+    assert SearchIndex.cached(store, FullText.open(store)) is None
+
+
 def test_a_sync_that_wrote_many_rows_leaves_the_index_merged(store, monkeypatch):
     """Its batches leave a segment each; a phrase query reads every segment, so the sync merges them."""
     import engram.store.search.fulltext as fulltext
