@@ -130,7 +130,7 @@ def test_the_scan_of_heads_finds_what_a_substring_test_finds(heads, needle):
     st.booleans(),
 )
 def test_heads_in_memory_are_segmented_only_past_the_threshold_and_answer_alike(heads, needle, many):
-    """Heads held in memory (sensitive scopes) get segments from SEGMENTED_FROM bytes on (six bytes per byte of
+    """Heads held in memory (sensitive scopes) get segments from SEGMENTED_FROM bytes on (four bytes per byte of
     heads); below it they are scanned. Either way a needle finds the heads holding it."""
     padded_heads = [padded(h) for h in heads]
     column = Strings.of([h + "\0" for h in padded_heads])

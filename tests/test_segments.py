@@ -22,7 +22,7 @@ from engram.store.index import Memory
 from engram.store.search import generation
 from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
-from engram.store.search.segments import FORMAT, Segment, Segments, text_of
+from engram.store.search.segments import FORMAT, STRIDE, Segment, Segments, text_of
 
 PLAIN = "710d5aaf7a15"
 
@@ -75,6 +75,20 @@ def test_offsets_are_ordered_by_the_sixteen_bytes_after_them_ties_by_offset():
     assert Segments([segment]).matching("abababababx").tolist() == [3]
     assert Segments([segment]).matching("abababababababababa").tolist() == [1]
     assert Segments([segment]).matching("ab").tolist() == [1, 2, 3]
+
+
+@given(st.lists(st.binary(max_size=40), max_size=60), st.sampled_from([0, STRIDE]))
+def test_a_segment_held_in_memory_works_out_each_offsets_memory_as_the_kept_numbers_say(raw, shortest):
+    """A segment built without ``docs`` (sensitive heads, never saved) gives every range of offsets the memories
+    the kept 16-bit numbers give: with memories shorter than the stride (several ends in one) and without."""
+    texts = [b.replace(b"\0", b"").ljust(shortest - 1, b"x") + b"\0" for b in raw]
+    kept = Segment.build(range(len(texts)), texts)
+    worked_out = Segment.of(kept.ids, kept.text, kept.ends, docs=False)
+    assert worked_out.docs is None
+    for first in range(0, len(kept.positions), 7):
+        last = min(first + 13, len(kept.positions))
+        assert worked_out.read.array("docs", first, last).tolist() == kept.docs[first:last].tolist()
+    assert worked_out.read.array("docs", 0, len(kept.positions)).tolist() == kept.docs.tolist()
 
 
 def searched(store, text: str) -> set[str]:

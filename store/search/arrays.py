@@ -151,11 +151,11 @@ def scan(heads: Column) -> Words | SplicedWords:
 class Heads:
     """Heads the persistent index does not answer for (sensitive scopes, encrypted files, memories not taken in
     yet), searched in memory as segments are: a needle of two bytes or more from the range of sorted offsets it
-    begins; one byte by the scan of :class:`Words`. Built by the search's loading worker (1.5 s and 130 MB at
-    240,000 heads); nothing of it reaches disk. Fewer heads than :data:`SEGMENTED_FROM` bytes are scanned, needle
-    by needle, as a short needle is: segments cost six bytes per byte of heads (13.6 MB for the 24,000 sensitive
-    heads of the 100k demo), and a scan of 2 MB costs a millisecond or two, narrowed by the scan before it from the
-    second key of a term on."""
+    begins; one byte by the scan of :class:`Words`. Built by the search's loading worker (1.5 s and 95 MB at
+    240,000 heads: the sorted offsets, with no memory number per byte, see ``Segment.of``); nothing of it reaches
+    disk. Fewer heads than :data:`SEGMENTED_FROM` bytes are scanned, needle by needle, as a short needle is:
+    segments cost over four bytes per byte of heads (9.5 MB for the 24,000 sensitive heads of the 100k demo), and
+    a scan of 2 MB costs a millisecond or two, narrowed by the scan before it from the second key of a term on."""
 
     def __init__(self, heads: Strings) -> None:
         self.words = Words(heads)
@@ -174,7 +174,9 @@ class Heads:
                 last = min(first + SEGMENT_DOCS, len(ends))
                 start = int(ends[first - 1]) if first else 0
                 text = units[start : int(ends[last - 1])]
-                parts.append(Segment.of(np.arange(first, last), text, ends[first:last] - start))
+                part = Segment.of(np.arange(first, last), text, ends[first:last] - start, docs=False)
+                part.read  # noqa: B018  (its table of the memory at each stride: made here, not at the first key)
+                parts.append(part)
             self._segments = Segments(parts)
 
     def rows(self, needle: str) -> np.ndarray:
