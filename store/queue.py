@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.store.columns import dura_average, dura_of, dura_scores, parse_json_list, shared
+from engram.store.columns import Repeats, dura_average, dura_of, dura_scores, parse_json_list, shared
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
@@ -59,7 +59,7 @@ def pending_queue(
     sensitive = store.sensitive_scopes()
     sources = dict(tuples(Memory.select(Memory.slug, Memory.source))) if not query.empty else {}
     now = store.now()
-    items = []
+    items, repeats = [], Repeats()
     columns = [
         Promotion.id,
         Promotion.proposed_title,
@@ -81,7 +81,7 @@ def pending_queue(
         Promotion.select(*columns).where(Promotion.status == "pending")
     ):
         note = notes.get(pid)
-        item = _item((pid, title, ptype, scope, dura, created, triggers), note, sensitive)
+        item = _item((pid, title, ptype, scope, dura, created, triggers), note, sensitive, repeats)
         if query.empty:
             items.append(item)
             continue
@@ -137,21 +137,23 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
     total = Promotion.select().where(Promotion.status == "pending").count()
     notes = _deferred_notes(store, [row[0] for row in rows if row[7]])
     sensitive = store.sensitive_scopes()
-    return [_item(row[:7], notes.get(row[0]) if row[7] else None, sensitive) for row in rows], total
+    repeats = Repeats()
+    return [_item(row[:7], notes.get(row[0]) if row[7] else None, sensitive, repeats) for row in rows], total
 
 
-def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str]) -> QueueItem:
+def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str], repeats: Repeats) -> QueueItem:
     """A pending promotion as the queue lists it, from its columns (id, title, type, scope, DURA, created,
-    triggers) and engram's note on it (present when it is deferred)."""
+    triggers) and engram's note on it (present when it is deferred); ``repeats`` are the scores and triggers the
+    read's items so far hold (floats and tuples: never equal to one another)."""
     pid, title, ptype, scope, dura, created, triggers = row
     return QueueItem(
         pid,
-        title,
+        shared(title),
         shared(ptype),
         shared(scope),
-        dura_scores(dura),
-        created,
-        tuple(shared(str(t)) for t in parse_json_list(triggers)),
+        dura_scores(dura, repeats),
+        shared(created),
+        repeats(tuple(shared(str(t)) for t in parse_json_list(triggers))),
         note is not None,
         note.defer_reason if note else None,
         scope in sensitive,

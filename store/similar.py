@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 from rapidfuzz import fuzz
 
-from engram.store.columns import dura_average, dura_scores, parse_json_list, shared
+from engram.store.columns import Repeats, dura_average, dura_scores, parse_json_list, shared
 from engram.store.frontmatter import body_fingerprint
 from engram.store.index import Memory, Promotion, Relation, Trigger, table_of, tuples
 from engram.store.service import Store, chunked
@@ -251,8 +251,9 @@ def alike(a: Text, b: Text) -> float:
     return round(score, 3)
 
 
-def _triggers(values: Iterable[object]) -> frozenset[str]:
-    return frozenset(shared(str(t).strip().lower()) for t in values if str(t).strip())
+def _triggers(values: Iterable[object], repeats: Repeats) -> frozenset[str]:
+    """The triggers as compared, as the one equal set read before if any (``repeats``)."""
+    return repeats(frozenset(shared(str(t).strip().lower()) for t in values if str(t).strip()))
 
 
 @dataclass(slots=True)
@@ -284,14 +285,16 @@ def pending_texts(store: Store, known: Mapping[int, PendingText] | None = None) 
         Promotion.dura_score,
         Promotion.source_session_slug,
     )
+    repeats = Repeats()
     for batch in chunked(wanted, 500):
         for pid, title, body, scope, triggers, dura, session in tuples(
             Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
         ):
-            title = title or ""
+            title = shared(title or "")  # the queue's item holds the same string
             fp = _fp_key(body_fingerprint(body or ""))
             about = shared(session or "")
-            text = Text(title, normalised(title), fp, shared(scope), _triggers(parse_json_list(triggers)), about)
+            norm = shared(normalised(title))
+            text = Text(title, norm, fp, shared(scope), _triggers(parse_json_list(triggers), repeats), about)
             kept[pid] = PendingText(pid, text, dura_average(dura_scores(dura)))
     return [kept[pid] for pid in sorted(kept)]
 

@@ -103,3 +103,37 @@ def test_queue_items_share_one_string_per_repeated_value(store):
     for trigger in (t for item in items for t in item.triggers):
         assert triggers.setdefault(trigger, trigger) is trigger
     assert len(items) > len({i.scope_hash for i in items})  # the control: values do repeat
+
+
+def test_a_promotion_proposed_again_shares_its_title_scores_and_triggers_with_the_first(store):
+    """An agent proposing the same memory again (the same title, DURA scores and triggers, as memoryd's hooks do
+    within a session) costs the queue and the near-duplicates' texts no second copy: each repeated value is one
+    object, and the two hold one title between them."""
+    from engram.store.similar import Similarity
+
+    session = Memory.get(Memory.type == "session").slug
+    again = [
+        Promotion.insert(
+            source_session_slug=session,
+            proposed_type="fact",
+            proposed_title="".join(["Deploys go out ", "on Tuesdays"]),  # made at run time: not one constant
+            proposed_body="b",
+            proposed_triggers='["deploy", "tuesday"]',
+            dura_score='{"D": 0.8, "U": 0.7, "R": 0.6, "A": 0.9}',
+            scope_hash="710d5aaf7a15",
+            created_at="2026-11-23T10:00:00+00:00",
+        ).execute()
+        for _ in range(2)
+    ]
+    try:
+        for items in (pending_queue(store), first_page(store, "dura_avg", 1000)[0]):
+            first, second = (next(i for i in items if i.id == pid) for pid in again)
+            assert first.title is second.title and first.created_at is second.created_at
+            assert first.triggers is second.triggers
+            assert all(first.dura[k] is second.dura[k] for k in "DURA")
+        texts = Similarity.build(store).by_id
+        one, other = texts[again[0]].text, texts[again[1]].text
+        assert one.title is other.title is first.title and one.norm is other.norm
+        assert one.triggers is other.triggers
+    finally:
+        Promotion.delete().where(Promotion.id.in_(again)).execute()
