@@ -34,6 +34,10 @@ from engram.store.errors import Conflict, DatabaseLocked, ReadOnlyStore, StoreEr
 
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_WAIT_MS = 250  # how long a redaction's checkpoint waits for another process's readers (see overwriting)
+# On every connection engram opens: SQLite's sorts, temporary tables and statement journals stay in memory. Left
+# to the default, a sort too large for the page cache goes to files in /var/tmp (the console's read of every
+# memory, newest first, put a million titles, triggers and slugs there, sensitive scopes' included).
+TEMP_IN_MEMORY = "PRAGMA temp_store = MEMORY"
 
 
 def tuples(query: Any) -> Iterator[tuple[Any, ...]]:
@@ -771,7 +775,10 @@ def _file_id(path: Path) -> tuple[int, int] | None:
 
 def _connect(target: str) -> _Database:
     db = _Database(
-        target, uri=True, pragmas={"busy_timeout": BUSY_TIMEOUT_MS, "foreign_keys": 1}, check_same_thread=False
+        target,
+        uri=True,
+        pragmas={"busy_timeout": BUSY_TIMEOUT_MS, "foreign_keys": 1, "temp_store": "memory"},  # see TEMP_IN_MEMORY
+        check_same_thread=False,
     )
     try:
         db.connect()

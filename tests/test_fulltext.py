@@ -92,6 +92,21 @@ def test_no_text_of_a_sensitive_scope_is_ever_in_the_index(store):
     assert scopes and not scopes & set(SENSITIVE)
 
 
+def test_no_connection_engram_reads_text_through_spills_a_sort_to_a_temporary_file(store):
+    """SQLite writes a sort too large for its page cache, a temporary table or a statement journal to files in
+    /var/tmp unless told otherwise: the read of every memory newest first put a million titles, triggers and slugs
+    there, those of sensitive scopes too. Every connection that reads such text keeps them in memory (2)."""
+    from engram.store.search.index import _listing
+
+    fulltext = FullText.open(store)
+    assert fulltext is not None
+    connections = [store.index.db.connection(), fulltext.con, arrays.MemoryTrigrams({1: "a body"}).con]
+    with _listing(store, fulltext) as cursor:
+        assert cursor.fetchone() is not None  # the control: it reads the memories
+        connections.append(cursor.connection)
+        assert [con.execute("PRAGMA temp_store").fetchone()[0] for con in connections] == [2] * 4
+
+
 def test_marking_a_scope_sensitive_wipes_its_text_from_the_index_file(store):
     sync(store)
     pieces = body_pieces(store, PLAIN, unique=True)

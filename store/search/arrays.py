@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from engram.store.index import TEMP_IN_MEMORY
 from engram.store.search.rows import Column, Spliced, Strings
 from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments
 
@@ -64,6 +65,7 @@ class MemoryTrigrams:
 
     def __init__(self, bodies: Mapping[int, str]) -> None:
         self.con = sqlite3.connect(":memory:", check_same_thread=False)
+        self.con.execute(TEMP_IN_MEMORY)  # its statement journals and sorts hold bodies too
         self.con.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='trigram')")
         self.con.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", bodies.items())
         self.con.commit()

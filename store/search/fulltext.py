@@ -35,6 +35,7 @@ import numpy as np
 
 from engram.store.errors import StoreError
 from engram.store.frontmatter import parse
+from engram.store.index import TEMP_IN_MEMORY
 from engram.store.paths import engram_cache_dir
 from engram.store.search import generation
 from engram.store.search.arrays import parse_rows, phrase
@@ -124,6 +125,7 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
         raise FileNotFoundError(path)
     con = sqlite3.connect(path, timeout=5, check_same_thread=False, isolation_level=None)
     try:
+        con.execute(TEMP_IN_MEMORY)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA secure_delete=ON")
         if create:
@@ -224,10 +226,6 @@ class FullText:
 
     def close(self) -> None:
         self.con.close()
-
-    def documents(self) -> Iterator[tuple[int, str, str]]:
-        """``(id, slug, scope)`` of every memory in the index."""
-        yield from self.con.execute("SELECT id, slug, scope FROM docs")
 
     def tags(self) -> Iterator[tuple[int, str]]:
         """``(id, tags)`` of every memory with tags (lowercased, separated by TAG_SEPARATOR)."""

@@ -13,10 +13,12 @@ AND, OR and NOT are single int operations (docs/performance.md has figures).
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +26,7 @@ from rapidfuzz import fuzz, process
 
 from engram.store import heap
 from engram.store.errors import StoreError
-from engram.store.index import Memory
+from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY, Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import Heads, MemoryTrigrams, bits, indexes, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
@@ -102,22 +104,19 @@ class SearchIndex:
         :meth:`cached` at the next open, and read from there where they are mapped: only the others stay in this
         process's memory (see :meth:`_kept`)."""
         sensitive = store.sensitive_scopes()
-        documents = {slug: (doc_id, scope) for doc_id, slug, scope in fulltext.documents()} if fulltext else {}
         builder = Builder()
-        cursor = store.index.db.execute_sql(  # NOT INDEXED: a scan and a sort, a third quicker than the index
-            "SELECT slug, title, type, scope_hash, decay_state, source, created_at, body_path LIKE '%.md.enc', "
-            f"{TRIGGERS} FROM memories m NOT INDEXED ORDER BY created_at DESC"
-        )
-        while chunk := cursor.fetchmany(CHUNK):
-            slugs, titles, types, scopes, states, sources, created, encrypted, triggers = zip(*chunk, strict=True)
-            del chunk
-            heads = [head + "\0" for head in map(head_text, titles, triggers, slugs)]
-            docs = [
-                doc[0] if (doc := documents.get(slug)) and not (enc or {scope, doc[1]} & sensitive) else -1
-                for slug, scope, enc in zip(slugs, scopes, encrypted, strict=True)
-            ]
-            builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
-        del documents
+        with _listing(store, fulltext) as cursor:
+            while chunk := cursor.fetchmany(CHUNK):
+                slugs, titles, types, scopes, states, sources, created, encrypted, triggers, ids = zip(
+                    *chunk, strict=True
+                )
+                del chunk
+                heads = [head + "\0" for head in map(head_text, titles, triggers, slugs)]
+                docs = [
+                    -1 if enc or scope in sensitive else doc
+                    for doc, scope, enc in zip(ids, scopes, encrypted, strict=True)
+                ]
+                builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
         rows = builder.rows()
         del builder
         if keep and fulltext is not None:
@@ -430,6 +429,31 @@ class SearchIndex:
             same = np.array_equal(rows, self.loose)  # as a rule: the rows with no id in the persistent index
             self._outside = (alive, rows, self.loose_heads if same else Heads(self.rows.heads.take(rows)))
         return self._outside[1], self._outside[2]
+
+
+@contextmanager
+def _listing(store: Store, fulltext: FullText | None) -> Iterator[sqlite3.Cursor]:
+    """Every memory's listed columns, newest first, with its id in the persistent index (-1 where it has none): on a
+    read-only connection of its own to index.db, the persistent index attached read-only, so that SQLite joins the
+    two by the index of its slugs alone (a dict of them was 250 MB of small objects at a million memories, whose
+    pages the heap kept long after among the console's; the rows themselves hold the bodies, 3 GB to read). That
+    index holds no memory of a scope sensitive when it was opened (``FullText.open`` discards it otherwise), and
+    marking a scope sensitive discards it too: a row of a sensitive scope is left out by its own scope."""
+    con = sqlite3.connect(f"file:{store.index.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        con.execute(TEMP_IN_MEMORY)
+        kept = "-1"
+        if fulltext is not None:
+            con.execute("ATTACH DATABASE ? AS persistent", (f"file:{fulltext.path}?mode=ro",))
+            kept = "coalesce(d.id, -1)"
+        yield con.execute(  # in the order of memoryd's index of creation times: no sort of a million rows
+            "SELECT m.slug, m.title, m.type, m.scope_hash, m.decay_state, m.source, m.created_at, "
+            f"m.body_path LIKE '%.md.enc', {TRIGGERS}, {kept} FROM main.memories m "
+            + ("LEFT JOIN persistent.docs d ON d.slug = m.slug " if fulltext is not None else "")
+            + "ORDER BY m.created_at DESC"
+        )
+    finally:
+        con.close()
 
 
 def _findable(text: str) -> bool:
