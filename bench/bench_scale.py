@@ -10,7 +10,8 @@
 - search per keystroke, bodies included: p50 / p95 while typing bench_console's queries a key at a time, on
   the index opened from the kept rows and on the full one;
 - the whole console's resident memory: ``engram`` in tmux (160x45) once its background work is done (5 s in a
-  row under a tenth of a core, at most 5 minutes), and the share of a core it then uses idle over 10 s;
+  row under a tenth of a core and under 1 MB read from storage, at most 10 minutes), and the share of a core it
+  then uses idle over 10 s;
 - the change feed: its first look (the snapshot every later look compares with) and what it holds, then one look
   after two writes to index.db that leave every value as it was (the token moved: every row compared, none named);
 - ``engram check``: wall time and peak resident memory.
@@ -160,12 +161,13 @@ def console(root: Path) -> str:
     try:
         shown = subprocess.run([*TMUX, "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True)
         pid = _python_under(int(shown.stdout))
-        ticks, started = _cpu_ticks(pid), time.perf_counter()
+        ticks, read, started = _cpu_ticks(pid), _read_bytes(pid), time.perf_counter()
         quiet = 0
-        while quiet < 5 and time.perf_counter() - started < 300:
+        while quiet < 5 and time.perf_counter() - started < 600:
             time.sleep(1)
-            now = _cpu_ticks(pid)
-            quiet, ticks = (quiet + 1 if now - ticks < os.sysconf("SC_CLK_TCK") / 10 else 0), now
+            now, now_read = _cpu_ticks(pid), _read_bytes(pid)
+            idle = now - ticks < os.sysconf("SC_CLK_TCK") / 10 and now_read - read < 1 << 20  # not waiting on a disk
+            quiet, ticks, read = (quiet + 1 if idle else 0), now, now_read
         rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
         time.sleep(10)
         idle = (_cpu_ticks(pid) - ticks) / os.sysconf("SC_CLK_TCK") / 10
@@ -182,6 +184,14 @@ def _python_under(pid: int) -> int:
             return pid
         pid = int(children[0])
     return pid
+
+
+def _read_bytes(pid: int) -> int:
+    """Bytes ``pid`` had read from storage so far (a process waiting on a slow disk uses no CPU, yet is busy)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
+            return int(line.split()[1])
+    return 0
 
 
 def _cpu_ticks(pid: int) -> int:
