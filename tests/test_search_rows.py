@@ -10,18 +10,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engram.store.search import arrays
+from engram.store.search import rows as rows_module
 from engram.store.search.arrays import Heads, SplicedWords, Words, bits, indexes, scan
 from engram.store.search.rows import FIELDS, Builder, Rows, Strings, padded
 
 texts = st.lists(st.text(max_size=12), max_size=30)
 
 
-@given(texts, st.data())
-def test_strings_take_the_rows_asked_for(values, data):
+@given(texts, st.data(), st.integers(1, 4))
+def test_strings_take_the_rows_asked_for(values, data, at_a_time):
+    """In any order, a few rows at a time or all at once (a million heads are gathered TAKEN at a time)."""
     column = Strings.of(values)
     assert [column[n] for n in range(len(column))] == values
-    picked = sorted(data.draw(st.sets(st.integers(0, len(values) - 1))) if values else [])
-    taken = column.take(np.asarray(picked, dtype=np.int64))
+    picked = data.draw(st.lists(st.integers(0, len(values) - 1))) if values else []
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(rows_module, "TAKEN", at_a_time)
+        taken = column.take(np.asarray(picked, dtype=np.int64))
     assert [taken[n] for n in range(len(taken))] == [values[n] for n in picked]
 
 

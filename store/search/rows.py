@@ -25,6 +25,7 @@ import numpy as np
 
 FIELDS = ("type", "scope", "state", "source")  # the fields a query filters on (``type:fact``), in listing order
 _STRINGS = ("slugs", "titles", "created", "heads")
+TAKEN = 32_768  # strings gathered at a time by Strings.take (about 3 MB of heads, 50 MB of index)
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,18 @@ class Strings:
         return list(zip(np.where(at > 0, self.ends[at - 1], 0).tolist(), self.ends[at].tolist(), strict=True))
 
     def take(self, rows: np.ndarray) -> Strings:
-        """The strings of ``rows``, in that order (gathered by numpy, no loop per string)."""
-        starts, lengths = self.starts[rows], self.ends[rows] - self.starts[rows]
+        """The strings of ``rows``, in that order: gathered by numpy, no loop per string, TAKEN rows at a time (the
+        gather reads through an index of every byte, 16 bytes each: a million heads at once took 1.1 GB)."""
+        starts = self.starts[rows]
+        lengths = self.ends[rows] - starts
         ends = np.cumsum(lengths)
-        total = int(ends[-1]) if len(ends) else 0
-        where = np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
-        return Strings(np.frombuffer(self.data, dtype=np.uint8)[where].tobytes(), ends)
+        data, taken = np.frombuffer(self.data, dtype=np.uint8), np.empty(int(ends[-1]) if len(ends) else 0, np.uint8)
+        for first in range(0, len(rows), TAKEN):
+            part = slice(first, first + TAKEN)
+            begin, last = int(ends[first] - lengths[first]), int(ends[part][-1])
+            moved = np.repeat(starts[part] - (ends[part] - lengths[part]), lengths[part])  # from where it is taken
+            taken[begin:last] = data[np.arange(begin, last, dtype=np.int64) + moved]
+        return Strings(taken.tobytes(), ends)
 
 
 class Splice:
