@@ -42,8 +42,8 @@ def test_the_cli_starts_without_textual():
 def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_root):
     """What the console's first frame runs (the command line, the app, the queue pane, the root opened and the
     queue's first page read) imports none of what later work needs: numpy and rapidfuzz (search, the audit
-    log's view), pydantic and PyYAML (parsing a memory file), multiprocessing (the demo's drawing), the other panes
-    and the edit screen."""
+    log's view), pydantic and PyYAML (parsing a memory file), the cipher, multiprocessing (the demo's drawing), the
+    other panes and the edit screen."""
     first_frame = (
         "import engram.tui.cli, engram.tui.app, engram.tui.panes.queue; "
         "from engram.store.service import Store; from engram.store.queue import first_page; "
@@ -54,6 +54,7 @@ def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_r
         "rapidfuzz",
         "pydantic",
         "yaml",
+        "cryptography",
         "multiprocessing",
         "engram.store.frontmatter",
         "engram.store.promotions",

@@ -12,6 +12,9 @@ a missing checkpoint is a finding, never a reason to sign the log afresh: the ev
 lines, and the copy engram keeps in a second directory the user chooses (``[audit] checkpoint_copy`` in
 config.toml, or ``$ENGRAM_CHECKPOINT_COPY``: another disk, a synced folder, anywhere outside the data root).
 Only a person starts a new checkpoint (``engram audit checkpoint --restore``/``--reset``).
+
+The signature scheme (the ``cryptography`` package) is imported by the first signature made or checked, not
+with this module, which every command and the console's first frame import.
 """
 
 from __future__ import annotations
@@ -23,15 +26,15 @@ import os
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING
 
 from engram.store.audit.chain import first_engram_line, first_line, fold_lines, line_hash
 from engram.store.errors import StoreError
 from engram.store.settings import load_settings
 from engram.store.write.atomic import ensure_dir, write_atomic
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 KEY_FILE = "audit-signing-key.pem"
 FORMAT = "engram-checkpoint/1"  # what ``head`` means; a checkpoint of another format is never compared
@@ -91,6 +94,8 @@ class Checkpoint:
 
 
 def _public_b64(key: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives import serialization
+
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return base64.b64encode(raw).decode("ascii")
 
@@ -111,6 +116,9 @@ class CheckpointBook:
 
     def key(self) -> Ed25519PrivateKey:
         """engram's signing key, created (0600, directory 0700) on first use."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         if self._key is None:
             if self.key_path.exists():
                 try:
@@ -175,6 +183,9 @@ class CheckpointBook:
     def verify_signature(self, checkpoint: Checkpoint, trusted: bool) -> None:
         """``trusted``: only engram's own key counts. Otherwise the key the checkpoint names is used (a printed
         checkpoint kept elsewhere), and the caller says whether it is engram's."""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
         if trusted and checkpoint.public_key != self.public_key:
             raise CheckpointRejected("checkpoint rejected: it is not signed by this engram's key")
         try:

@@ -25,9 +25,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from engram.store.index import Binding, as_peewee_errors, table_of
 from engram.store.lazy import lazy_module
 
@@ -44,6 +41,9 @@ BOUND, UNBOUND, SWAPPED, ROLLED_BACK, CHANGED = "bound", "unbound", "swapped", "
 
 
 def binding_key(scope_key: bytes) -> bytes:
+    from cryptography.hazmat.primitives import hashes  # the cipher's package: imported once a key is at hand
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=INFO).derive(scope_key)
 
 

@@ -3,6 +3,9 @@
 File = base64(nonce[12] || AES-256-GCM ciphertext || tag[16]), AAD = scope hash (UTF-8), plaintext = the
 whole memory file. Keys are derived once per scope per session and held only in this process's memory
 (memoryd re-derives for every file, ~0.1 s each). They are never written, logged or cached on disk.
+
+The cipher (the ``cryptography`` package) is imported by the first encryption or decryption, not with this module:
+the console's first frame only asks which scopes are locked (15-25 ms of its start).
 """
 
 from __future__ import annotations
@@ -13,9 +16,6 @@ import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engram.store.errors import DecryptionFailed, KeyUnavailable, WrongKey
 
@@ -35,6 +35,8 @@ def derive_passphrase_key(passphrase: str, scope_hash: str, iterations: int = DE
 
 def encrypt(plaintext: bytes, key: bytes, scope_hash: str, nonce: bytes | None = None) -> bytes:
     """The ``.md.enc`` bytes for ``plaintext``; ``nonce`` is only fixed by known-answer tests."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     nonce = nonce if nonce is not None else os.urandom(NONCE_LEN)
     sealed = AESGCM(key).encrypt(nonce, plaintext, scope_hash.encode("utf-8"))
     return base64.b64encode(nonce + sealed)
@@ -42,6 +44,9 @@ def encrypt(plaintext: bytes, key: bytes, scope_hash: str, nonce: bytes | None =
 
 def decrypt(data: bytes, key: bytes, scope_hash: str, path: str = "") -> bytes:
     """Plaintext of a ``.md.enc``; any damage, wrong key or wrong scope is one clean error, no partial output."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     where = f"{path}: " if path else ""
     try:
         raw = base64.b64decode(data, validate=True)
