@@ -8,7 +8,9 @@
   last open would have (not timed), then, in a fresh process, the open from the kept rows, and the full read of
   index.db the console does next in the background, each with its resident memory;
 - search per keystroke, bodies included: p50 / p95 while typing bench_console's queries a key at a time, on
-  the index opened from the kept rows and on the full one;
+  the index opened from the kept rows and on the full one, and on the one opened from the kept rows once every
+  page of the index's files and of index.db was dropped from the kernel's cache (``POSIX_FADV_DONTNEED``: the
+  state after a boot, as far as a process can make it);
 - the whole console's resident memory: ``engram`` in tmux (160x45) once its background work is done (5 s in a
   row under a tenth of a core and under 1 MB read from storage, at most 10 minutes), and the share of a core it
   then uses idle over 10 s;
@@ -78,6 +80,34 @@ with Store.open(sys.argv[1]) as store:
                       "mapped": mapped, "typing_open": kept_typing, "typing": full_typing,
                       "rss_open_typed": kept_typed, "mapped_open_typed": kept_mapped, "rss_typed": typed,
                       "mapped_typed": typed_mapped, "rss_idle": resident_mb()}))
+"""
+
+COLD = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[2])
+from bench_console import percentiles, typing
+from engram.store.search.fulltext import FullText, cache_path
+from engram.store.search.index import SearchIndex
+from engram.store.service import Store
+with Store.open(sys.argv[1]) as store:
+    stem = cache_path(store)
+    for directory, _, names in os.walk(stem.parent):  # every page of the index's files and index.db dropped
+        for name in names:
+            if name.startswith(stem.stem) or directory.startswith(str(stem.with_suffix(""))):
+                fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.close(fd)
+    for name in ("index.db", "index.db-wal"):
+        if os.path.exists(os.path.join(sys.argv[1], name)):
+            fd = os.open(os.path.join(sys.argv[1], name), os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+    t = time.perf_counter()
+    kept = SearchIndex.cached(store, FullText.open(store))
+    opened = time.perf_counter() - t
+    kept.prepare()
+    prepared = time.perf_counter() - t
+    print(json.dumps({"open": opened, "prepared": prepared, "typing": percentiles(typing(kept))}))
 """
 
 FEED = r"""
@@ -226,6 +256,12 @@ def main() -> None:
             f"keystrokes {loaded['typing']}; resident after typing "
             f"{loaded['rss_typed']:.0f} MB, {loaded['mapped_typed']:.0f} MB of it mapped index files; "
             f"once typing stops (mapped pages released) {loaded['rss_idle']:.0f} MB",
+            flush=True,
+        )
+        cold = json.loads(run(COLD, str(root), str(Path(__file__).parent)))
+        print(
+            f"the same open with the pages of the index's files and index.db dropped first (as after a boot): "
+            f"{cold['open']:.2f} s, prepared after {cold['prepared']:.1f} s; keystrokes {cold['typing']}",
             flush=True,
         )
         print(f"the whole console (tmux 160x45), its background work done: {console(root)}", flush=True)
