@@ -36,7 +36,10 @@ class DecayState(StrEnum):
     @property
     def rank(self) -> int:
         """Order of decay, so the further-decayed of two states can be chosen."""
-        return list(DecayState).index(self)
+        return _DECAY_RANKS[self]
+
+
+_DECAY_RANKS = {state: at for at, state in enumerate(DecayState)}  # asked for twice per file by a check
 
 
 class PromotionStatus(StrEnum):

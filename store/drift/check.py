@@ -10,29 +10,32 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from sys import intern
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from peewee import Expression
 
 from engram.store import coexist
 from engram.store.audit.verify import events
 from engram.store.domain import DecayState
+from engram.store.drift.examine import Bad, Facts, Failed, Outcome, examined, facts
 from engram.store.drift.scan import FileEntry, half_scrubbed, read_ahead, walk
-from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, UnsafePath
-from engram.store.frontmatter import MemoryDoc, index_datetime, parse
+from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
+from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.index import Binding, Memory, Promotion, Rekey
 from engram.store.promotions import promoted_slug
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
-from engram.store.secrets import scan
 from engram.store.sensitive import binding
 from engram.store.service import Store
 from engram.store.supersedes import listed_links
 from engram.store.write import retire
 
 EXAMPLES = 5
+A = TypeVar("A")
+B = TypeVar("B")
 
 # kind -> (what it means, can repair fix it)
 KINDS: dict[str, tuple[str, bool]] = {
@@ -175,7 +178,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
 
 def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     report = Report()
-    rows = {row.slug: row for row in _rows(Memory.select(*_ROW_COLUMNS).tuples())}
+    rows = {row.slug: row for row in _rows(store.index.db.execute_sql(*Memory.select(*_ROW_COLUMNS).sql()))}
     by_path = {m.body_path: m for m in rows.values()}
     report.rows = len(rows)
     entries = list(walk(store.layout))
@@ -195,13 +198,7 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
                 f"scope {entry.scope_hash} is sensitive",
                 scope_hash=entry.scope_hash,
             )
-    bound = binding.bindings(store)
-    for done, (entry, stored) in enumerate(read_ahead(store.layout, files), 1):
-        present.add(entry.relpath)
-        row = by_path.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
-        _check_file(store, entry, stored, row, rows, bound, report, plain=entry.scope_hash not in sensitive)
-        if progress is not None:
-            progress(done, len(files))
+    _check_files(store, files, sensitive, rows, by_path, present, report, progress)
     for row in rows.values():
         try:
             store.safe_relpath(row.body_path)
@@ -226,6 +223,50 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     return report
 
 
+def _check_files(
+    store: Store,
+    files: list[FileEntry],
+    sensitive: set[str],
+    rows: dict[str, Row],
+    by_path: dict[str, Row],
+    present: set[str],
+    report: Report,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Every file against its row. Files of plain scopes are examined by worker processes
+    (:func:`examined`) while this process decrypts and reads the others, taken in step with them so that
+    neither waits on the other for long; the findings are then put back in the order of the walk, as if each
+    file had been read in turn."""
+    bound = binding.bindings(store)
+    plain = [e for e in files if not e.encrypted and e.scope_hash not in sensitive]
+    kept = [e for e in files if e.encrypted or e.scope_hash in sensitive]  # their text stays in this process
+    first = len(report.findings)
+    with closing(examined(store.layout, plain)) as examining, closing(read_ahead(store.layout, kept)) as reading:
+        for done, (entry, outcome) in enumerate(_in_step(examining, len(plain), reading, len(kept)), 1):
+            present.add(entry.relpath)
+            row = by_path.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
+            if callable(outcome):  # the bytes of a kept file, read ahead by a thread
+                _check_kept_file(store, entry, outcome, row, rows, bound, report)
+            else:
+                _check_plain_file(entry, outcome, row, rows, report)
+            if progress is not None:
+                progress(done, len(files))
+    walked = {entry.relpath: at for at, entry in enumerate(files)}
+    report.findings[first:] = sorted(report.findings[first:], key=lambda f: walked[f.path or ""])
+
+
+def _in_step(first: Iterator[A], firsts: int, second: Iterator[B], seconds: int) -> Iterator[A | B]:
+    """The items of both iterators (``firsts`` and ``seconds`` of them), the second's taken in proportion to the
+    first's: after ``k`` of the first's, ``k * seconds / firsts`` of the second's."""
+    taken = 0
+    for at, item in enumerate(first, 1):
+        yield item
+        while taken * firsts < at * seconds:
+            yield next(second)
+            taken += 1
+    yield from second
+
+
 class Row(NamedTuple):
     """The columns of an index row that ``check`` compares with its file (a model object per row was a tenth
     of a check's time)."""
@@ -248,7 +289,8 @@ _ROW_COLUMNS = [getattr(Memory, name) for name in Row._fields]
 
 def _rows(query: Iterable[Any]) -> Iterator[Row]:
     """Rows with one copy of each value of the columns that hold few (type, scope, source, decay state): a
-    million rows held 240 MB of copies."""
+    million rows held 240 MB of copies. ``query`` may be SQLite's own cursor: peewee's conversion of every value
+    of 100k rows took 1.5 s (the values are SQLite's text and integers either way)."""
     for slug, kind, scope, title, source, created, ttl, fingerprint, sensitive, decay, path in query:
         yield Row(
             slug,
@@ -401,7 +443,23 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
         )
 
 
-def _check_file(
+def _check_plain_file(
+    entry: FileEntry, outcome: Outcome, row: Row | None, rows: dict[str, Row], report: Report
+) -> None:
+    """A file of a plain scope, as :func:`examined` found it, against its index row."""
+    if outcome is None:  # moved since the walk (memoryd's sweep to forgotten/): nothing to say of it
+        return
+    if isinstance(outcome, Bad):
+        report.add("bad_file", entry.relpath, outcome.reason)
+        return
+    if isinstance(outcome, Failed):
+        raise StoreError(outcome.error)
+    if outcome.secrets:
+        report.add("secret_in_plain_memory", entry.relpath, outcome.secrets, slug=outcome.slug)
+    _compare(entry, outcome, row, rows, report)
+
+
+def _check_kept_file(
     store: Store,
     entry: FileEntry,
     stored: Callable[[], bytes],
@@ -409,11 +467,9 @@ def _check_file(
     rows: dict[str, Row],
     bound: dict[str, Binding],
     report: Report,
-    *,
-    plain: bool,
 ) -> None:
-    """One memory file against its index row; ``plain``: its scope is not sensitive (its text is then scanned for
-    what looks like a credential or personal data)."""
+    """A file of a sensitive scope (or an encrypted one anywhere), decrypted and read in this process, against its
+    index row and, encrypted, its binding."""
     try:
         data, plaintext = store.opened(entry.relpath, stored())
         doc = parse(plaintext, entry.relpath)
@@ -430,30 +486,31 @@ def _check_file(
     except DecryptionFailed as exc:
         report.add("undecryptable_file", entry.relpath, str(exc))
         return
-    fm = doc.frontmatter
     if entry.encrypted:
         _check_binding(store, entry, data, doc, plaintext, bound, report)
-    elif plain and (found := scan(f"{fm.title}\n{doc.body}")):
-        kinds = ", ".join(sorted({f"{f.kind} {f.masked}" for f in found}))
-        report.add("secret_in_plain_memory", entry.relpath, kinds, slug=fm.slug)
+    _compare(entry, facts(doc, scanned=False), row, rows, report)
+
+
+def _compare(entry: FileEntry, file: Facts, row: Row | None, rows: dict[str, Row], report: Report) -> None:
+    """A file's facts against its index row: a file without one, a row that disagrees, decay only the index has."""
     if row is None:
-        owner = rows.get(fm.slug)
-        detail = f"slug {fm.slug} is taken by {owner.body_path}" if owner else f"slug {fm.slug}"
+        owner = rows.get(file.slug)
+        detail = f"slug {file.slug} is taken by {owner.body_path}" if owner else f"slug {file.slug}"
         kind = "enc_without_row" if entry.encrypted else "file_without_row"
-        report.add(kind, entry.relpath, detail, slug=fm.slug, taken_by=owner.body_path if owner else None)
+        report.add(kind, entry.relpath, detail, slug=file.slug, taken_by=owner.body_path if owner else None)
         return
-    index_decay, file_decay = _decay_rank(row.decay_state), fm.decay_state.rank
+    index_decay, file_decay = _decay_rank(row.decay_state), DecayState(file.decay_state).rank
     differences = [
         name
         for name, file_value, row_value in (
-            ("slug", fm.slug, row.slug),
-            ("type", fm.type.value, row.type),
-            ("scope_hash", fm.scope_hash, row.scope_hash),
-            ("title", fm.title, row.title),
-            ("source", fm.source, row.source),
-            ("created_at", index_datetime(fm.created_at), row.created_at),
-            ("ttl_days", fm.ttl_days, row.ttl_days),
-            ("fingerprint", doc.fingerprint, row.fingerprint),
+            ("slug", file.slug, row.slug),
+            ("type", file.type, row.type),
+            ("scope_hash", file.scope_hash, row.scope_hash),
+            ("title", file.title, row.title),
+            ("source", file.source, row.source),
+            ("created_at", file.created_at, row.created_at),
+            ("ttl_days", file.ttl_days, row.ttl_days),
+            ("fingerprint", file.fingerprint, row.fingerprint),
             ("scope_sensitive", int(entry.encrypted), row.scope_sensitive),
         )
         if file_value != row_value
@@ -466,7 +523,7 @@ def _check_file(
         report.add(
             "decay_index_only",
             entry.relpath,
-            f"index says {row.decay_state}, frontmatter says {fm.decay_state.value}",
+            f"index says {row.decay_state}, frontmatter says {file.decay_state}",
             slug=row.slug,
         )
 

@@ -6,9 +6,10 @@ import functools
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 from engram.store.domain import FORGOTTEN_DIR, TYPE_DIRS
 from engram.store.errors import StoreError
@@ -74,23 +75,43 @@ _CHUNK = 32  # files one thread reads at a time: a task per file would cost the 
 _AHEAD = 16  # chunks read ahead of the reader
 _THREADS = 4
 _HINTED_AHEAD = 4096  # files the kernel is asked to fetch ahead of the readers (a few MB of page cache)
+T = TypeVar("T")
 
 
-def read_ahead(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Callable[[], bytes]]]:
+def read_ahead(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tuple[FileEntry, Callable[[], bytes]]]:
     """Each file's bytes as stored, in order, read by threads a few hundred files ahead of the caller: on a cold
     page cache a lone reader waits on the disk one file at a time (two thirds of a ``check`` of 100k files).
     Further ahead, :class:`_Hints` asks the kernel for the next files' pages. What is yielded returns the bytes,
     or raises what :func:`read_regular` raised for that file."""
-    with ThreadPoolExecutor(_THREADS) as pool, _Hints(layout, entries) as hints:
-        chunks = (entries[i : i + _CHUNK] for i in range(0, len(entries), _CHUNK))
-        pending: deque[tuple[Sequence[FileEntry], Future[list[bytes | Exception]]]] = deque()
-        for chunk in chunks:
-            pending.append((chunk, pool.submit(_read_chunk, layout, chunk)))
-            if len(pending) < _AHEAD:
-                continue
-            yield from _outcomes(*pending.popleft(), hints)
-        while pending:
-            yield from _outcomes(*pending.popleft(), hints)
+    with ThreadPoolExecutor(_THREADS) as pool:
+        for entry, outcome in in_order(layout, entries, lambda part: pool.submit(_read_chunk, layout, part)):
+            yield entry, functools.partial(_bytes, outcome)
+
+
+def in_order(
+    layout: RootLayout,
+    entries: Sequence[FileEntry],
+    submit: Callable[[Sequence[FileEntry]], Future[list[T]]],
+    *,
+    chunk: int = _CHUNK,
+    ahead: int = _AHEAD,
+) -> Iterator[tuple[FileEntry, T]]:
+    """Each entry with what ``submit``'s work made of it, in order: the entries go to the work ``chunk`` at a time,
+    at most ``ahead`` chunks ahead of the caller, and :class:`_Hints` asks the kernel for the files' pages further
+    ahead still (:data:`_HINTED_AHEAD` files ahead of the caller)."""
+    with _Hints(layout, entries) as hints:
+        pending: deque[tuple[Sequence[FileEntry], Future[list[T]]]] = deque()
+        try:
+            for start in range(0, len(entries), chunk):
+                part = entries[start : start + chunk]
+                pending.append((part, submit(part)))
+                if len(pending) >= ahead:
+                    yield from _outcomes(*pending.popleft(), hints)
+            while pending:
+                yield from _outcomes(*pending.popleft(), hints)
+        finally:  # the caller stopped early (an error, an interrupt): nothing more is worked out for it
+            for _, future in pending:
+                future.cancel()
 
 
 class _Hints:
@@ -150,12 +171,9 @@ def _read_chunk(layout: RootLayout, chunk: Sequence[FileEntry]) -> list[bytes | 
     return out
 
 
-def _outcomes(
-    chunk: Sequence[FileEntry], future: Future[list[bytes | Exception]], hints: _Hints
-) -> Iterator[tuple[FileEntry, Callable[[], bytes]]]:
+def _outcomes(chunk: Sequence[FileEntry], future: Future[list[T]], hints: _Hints) -> Iterator[tuple[FileEntry, T]]:
     hints.allow(len(chunk))
-    for entry, outcome in zip(chunk, future.result(), strict=True):
-        yield entry, functools.partial(_bytes, outcome)
+    yield from zip(chunk, future.result(), strict=True)
 
 
 def _bytes(outcome: bytes | Exception) -> bytes:

@@ -1,0 +1,145 @@
+"""What ``check`` compares of a memory file with its index row, and the worker processes that work it out for the
+files of plain scopes.
+
+Reading, parsing and scanning a file's text is most of a check's time, and it needs nothing of the checking
+process but the root's path: a pool of worker processes, a core each, examines the files of scopes that are not
+sensitive while the checking process compares what they send back (a tuple of short strings per file) with the
+index. Files of sensitive scopes never go there, encrypted or not: their text, and the keys that open it, stay in
+the checking process. A root too small to repay the workers' start (each imports the parser) is examined in
+the checking process, by the same code.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+from engram.store.drift.scan import FileEntry, in_order, read_ahead
+from engram.store.errors import BadMemoryFile, StoreError
+from engram.store.frontmatter import MemoryDoc, index_datetime, parse
+from engram.store.paths import RootLayout
+from engram.store.secrets import scan
+from engram.store.write.atomic import read_regular
+
+MIN_FILES = 4000
+"""Plain files below which the checking process examines them itself: starting a worker (a fresh interpreter
+importing the parser) costs about what examining 2,000 files does."""
+_CHUNK = 256  # files per task: each task costs the checking process a message (a millisecond of 1,200 at 64)
+_AHEAD = 8  # tasks handed to the workers ahead of the checking process: half as far as the kernel is asked ahead
+
+
+class Facts(NamedTuple):
+    """What ``check`` compares of a memory file with its index row, in the index's terms."""
+
+    slug: str
+    type: str
+    scope_hash: str
+    title: str
+    source: str
+    created_at: str | None
+    ttl_days: int | None
+    fingerprint: str
+    decay_state: str
+    secrets: str | None  # what in a plain scope's title or body looks like a credential or personal data
+
+
+class Bad(NamedTuple):
+    """A file that does not parse, and why (:class:`BadMemoryFile`'s reason)."""
+
+    reason: str
+
+
+class Failed(NamedTuple):
+    """A file that could not be read at all (a FIFO or symlink put there since the walk): the check stops on it,
+    as it does for a file of the checking process's own."""
+
+    error: str
+
+
+Outcome = Facts | Bad | Failed | None
+"""A file's facts, or why there are none; None: the file moved since the walk (memoryd's sweep), nothing to say."""
+
+
+def facts(doc: MemoryDoc, *, scanned: bool) -> Facts:
+    """``doc``'s facts; ``scanned``: its title and body are looked through for secrets (plain scopes only)."""
+    fm = doc.frontmatter
+    found = scan(f"{fm.title}\n{doc.body}") if scanned else []
+    return Facts(
+        fm.slug,
+        fm.type.value,
+        fm.scope_hash,
+        fm.title,
+        fm.source,
+        index_datetime(fm.created_at),
+        fm.ttl_days,
+        doc.fingerprint,
+        fm.decay_state.value,
+        ", ".join(sorted({f"{f.kind} {f.masked}" for f in found})) or None,
+    )
+
+
+def examined(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tuple[FileEntry, Outcome]]:
+    """Each plain file of ``entries`` with its :data:`Outcome`, in order: worked out by worker processes a few
+    thousand files ahead of the caller, or by read-ahead threads and the caller for fewer than
+    :data:`MIN_FILES` files or a single core."""
+    workers = _cores()
+    if len(entries) < MIN_FILES or workers < 2:
+        for entry, stored in read_ahead(layout, entries):
+            yield entry, _outcome(entry.relpath, stored)
+        return
+    context = multiprocessing.get_context("spawn")  # no copy of this process's threads, locks or open index
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=signal.signal, initargs=_QUIET)
+    try:
+
+        def submit(part: Sequence[FileEntry]) -> Future[list[Outcome]]:
+            return pool.submit(_examine, str(layout.root), [e.relpath for e in part])
+
+        yield from in_order(layout, entries, submit, chunk=_CHUNK, ahead=_AHEAD)
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+_QUIET = (signal.SIGINT, signal.SIG_IGN)
+"""Ctrl+C reaches the terminal's whole process group: the checking process stops the workers, which would
+otherwise each print a traceback."""
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _examine(root: str, relpaths: list[str]) -> list[Outcome]:
+    """A worker's task: the outcomes of a chunk of plain files (whose pages the checking process asked the kernel
+    for, further ahead)."""
+    layout = _layout(root)
+    return [_outcome(relpath, functools.partial(_read, layout, relpath)) for relpath in relpaths]
+
+
+def _read(layout: RootLayout, relpath: str) -> bytes:
+    return read_regular(layout.inside(relpath))
+
+
+@functools.cache
+def _layout(root: str) -> RootLayout:
+    """One layout per worker: it remembers the root's real directories, each checked once."""
+    return RootLayout(Path(root))
+
+
+def _outcome(relpath: str, stored: Callable[[], bytes]) -> Outcome:
+    try:
+        return facts(parse(stored(), relpath), scanned=True)
+    except FileNotFoundError:
+        return None
+    except BadMemoryFile as exc:
+        return Bad(exc.reason)
+    except (OSError, StoreError) as exc:
+        return Failed(str(exc))
