@@ -1,5 +1,6 @@
 """``check`` hands the files of plain scopes to worker processes: it says exactly what one process says, in the
-same order; no file of a sensitive scope is ever handed to one; each worker's outcome says what its file is."""
+same order, from the command line and from the console; no file of a sensitive scope is ever handed to one; each
+worker's outcome says what its file is."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import settle
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.widgets import DataTable
 
 from engram.store.drift import check as checking
 from engram.store.drift import examine
-from engram.store.drift.check import check
+from engram.store.drift.check import KINDS, check
 from engram.store.drift.examine import Bad, Facts, Failed
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import StoreError
+from engram.tui.app import EngramApp
 
 
 def _drifted(root: Path) -> None:
@@ -137,3 +141,19 @@ def test_two_streams_in_step_keep_every_item_of_each_in_its_order(first, second)
         firsts = sum(isinstance(x, int) for x in merged[:at])
         seconds = sum(isinstance(x, str) for x in merged[:at])
         assert not first or seconds * len(first) < firsts * len(second) + len(first)
+
+
+async def test_the_consoles_drift_check_runs_its_workers_too(store, fixture_root, monkeypatch):
+    """Under the console, Textual's stand-in for stderr has no file descriptor, which multiprocessing hands to
+    its resource tracker: without putting the real one back for that moment, no worker could start and the
+    scopes pane showed no findings at all."""
+    tasks = _workers(monkeypatch)
+    app = EngramApp(store)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("7")
+        await settle(app, pilot)
+        findings = app.query_one("#findings", DataTable)
+        rows = [[str(c) for c in findings.get_row_at(i)] for i in range(findings.row_count)]
+    assert ["26", "yes", KINDS["decay_index_only"][0]] in rows
+    assert tasks

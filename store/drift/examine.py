@@ -15,8 +15,11 @@ import functools
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Generator, Sequence
+import sys
+import threading
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import NamedTuple
 
@@ -90,8 +93,10 @@ def examined(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tupl
     :data:`MIN_FILES` files or a single core."""
     workers = _cores()
     if len(entries) < MIN_FILES or workers < 2:
-        for entry, stored in read_ahead(layout, entries):
-            yield entry, _outcome(entry.relpath, stored)
+        yield from examined_here(layout, entries)
+        return
+    if not _tracker_running():
+        yield from examined_here(layout, entries)
         return
     context = multiprocessing.get_context("spawn")  # no copy of this process's threads, locks or open index
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=signal.signal, initargs=_QUIET)
@@ -103,6 +108,40 @@ def examined(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tupl
         yield from in_order(layout, entries, submit, chunk=_CHUNK, ahead=_AHEAD)
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def examined_here(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Outcome]]:
+    """:func:`examined` without workers: read ahead by threads, parsed by the caller."""
+    for entry, stored in read_ahead(layout, entries):
+        yield entry, _outcome(entry.relpath, stored)
+
+
+_STDERR = threading.Lock()
+
+
+def _tracker_running() -> bool:
+    """Start multiprocessing's resource tracker (the process that frees the pool's semaphores should this one
+    die) if it is not running; False if it cannot be. It is handed this process's stderr: under the console,
+    Textual's stand-in for it has no file descriptor (-1), which would fail every worker's start, so the real
+    one (the terminal, where a worker's own last words would go too) is put back for that moment."""
+    stderr = sys.stderr
+    try:
+        usable = stderr is not None and stderr.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        usable = False
+    if usable:
+        return True
+    if sys.__stderr__ is None:
+        return False
+    with _STDERR:
+        sys.stderr = sys.__stderr__
+        try:
+            resource_tracker.ensure_running()
+        except (OSError, ValueError):
+            return False
+        finally:
+            sys.stderr = stderr
+    return True
 
 
 _QUIET = (signal.SIGINT, signal.SIG_IGN)
