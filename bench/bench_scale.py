@@ -188,9 +188,9 @@ def console(root: Path) -> str:
     subprocess.run([*TMUX, "kill-session", "-t", SESSION], stderr=subprocess.DEVNULL)
     command = f"env PYTHONPATH={REPO} {sys.executable} -m engram --root {root}"
     subprocess.run([*TMUX, "new-session", "-d", "-s", SESSION, "-x", "160", "-y", "45", command], check=True)
+    shown = subprocess.run([*TMUX, "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True)
+    pid = _python_under(int(shown.stdout))
     try:
-        shown = subprocess.run([*TMUX, "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True)
-        pid = _python_under(int(shown.stdout))
         ticks, read, started = _cpu_ticks(pid), _read_bytes(pid), time.perf_counter()
         quiet = 0
         while quiet < 5 and time.perf_counter() - started < 600:
@@ -204,6 +204,10 @@ def console(root: Path) -> str:
         return f"resident {rss:.0f} MB after {time.perf_counter() - started - 10:.0f} s; idle, {idle:.1%} of a core"
     finally:
         subprocess.run([*TMUX, "kill-session", "-t", SESSION])
+        for _ in range(300):  # the next step's figures are its own only once the console has exited
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.1)
 
 
 def _python_under(pid: int) -> int:
