@@ -176,7 +176,7 @@ def launch(root: Path, runs: int = 3) -> str:
                 break
             time.sleep(0.005)
         times.append(time.perf_counter() - start)
-        subprocess.run([*TMUX, "kill-session", "-t", SESSION])
+        _end(_console_pid())
         time.sleep(0.5)
     return f"{statistics.median(times):.2f} s (runs: {', '.join(f'{t:.2f}' for t in times)})"
 
@@ -188,8 +188,7 @@ def console(root: Path) -> str:
     subprocess.run([*TMUX, "kill-session", "-t", SESSION], stderr=subprocess.DEVNULL)
     command = f"env PYTHONPATH={REPO} {sys.executable} -m engram --root {root}"
     subprocess.run([*TMUX, "new-session", "-d", "-s", SESSION, "-x", "160", "-y", "45", command], check=True)
-    shown = subprocess.run([*TMUX, "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True)
-    pid = _python_under(int(shown.stdout))
+    pid = _console_pid()
     try:
         ticks, read, started = _cpu_ticks(pid), _read_bytes(pid), time.perf_counter()
         quiet = 0
@@ -203,11 +202,22 @@ def console(root: Path) -> str:
         idle = (_cpu_ticks(pid) - ticks) / os.sysconf("SC_CLK_TCK") / 10
         return f"resident {rss:.0f} MB after {time.perf_counter() - started - 10:.0f} s; idle, {idle:.1%} of a core"
     finally:
-        subprocess.run([*TMUX, "kill-session", "-t", SESSION])
-        for _ in range(300):  # the next step's figures are its own only once the console has exited
-            if not Path(f"/proc/{pid}").exists():
-                break
-            time.sleep(0.1)
+        _end(pid)
+
+
+def _console_pid() -> int:
+    shown = subprocess.run([*TMUX, "display", "-p", "-t", SESSION, "#{pane_pid}"], capture_output=True, text=True)
+    return _python_under(int(shown.stdout))
+
+
+def _end(pid: int) -> None:
+    """Close the tmux session and wait for the console's process to end: at 1M its background work takes a while
+    to stop, and the next start or step would share the cores with it."""
+    subprocess.run([*TMUX, "kill-session", "-t", SESSION])
+    for _ in range(300):
+        if not Path(f"/proc/{pid}").exists():
+            return
+        time.sleep(0.1)
 
 
 def _python_under(pid: int) -> int:
