@@ -90,13 +90,10 @@ def facts(doc: MemoryDoc, *, scanned: bool) -> Facts:
 def examined(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tuple[FileEntry, Outcome]]:
     """Each plain file of ``entries`` with its :data:`Outcome`, in order: worked out by worker processes a few
     thousand files ahead of the caller, or by read-ahead threads and the caller for fewer than
-    :data:`MIN_FILES` files or a single core."""
+    :data:`MIN_FILES` files, a single core, or a process that cannot start workers (no stderr at all)."""
     workers = _cores()
-    if len(entries) < MIN_FILES or workers < 2:
-        yield from examined_here(layout, entries)
-        return
-    if not _tracker_running():
-        yield from examined_here(layout, entries)
+    if len(entries) < MIN_FILES or workers < 2 or not _tracker_running():
+        yield from _examined_here(layout, entries)
         return
     context = multiprocessing.get_context("spawn")  # no copy of this process's threads, locks or open index
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=signal.signal, initargs=_QUIET)
@@ -110,7 +107,7 @@ def examined(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tupl
         pool.shutdown(cancel_futures=True)
 
 
-def examined_here(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Outcome]]:
+def _examined_here(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Outcome]]:
     """:func:`examined` without workers: read ahead by threads, parsed by the caller."""
     for entry, stored in read_ahead(layout, entries):
         yield entry, _outcome(entry.relpath, stored)
