@@ -2,10 +2,11 @@
 
 - demo build: ``engram demo --memories N`` wall time and peak resident memory (taken when the root is first built,
   kept beside it in ``demo-N.build.json``, since a 1,000,000-memory root takes a while to write);
+- what a console's last open keeps (not timed): the persistent index brought up to date, its rows, and the
+  pending promotions' DURA scores;
 - launch to the queue's first page in a real terminal: ``engram`` started in tmux (160x45) until the queue's
   status line shows its page (median of 3; skipped without tmux);
-- body search available after open: the persistent index brought up to date and the rows kept as the console's
-  last open would have (not timed), then, in a fresh process, the open from the kept rows, and the full read of
+- body search available after open: in a fresh process, the open from the kept rows, and the full read of
   index.db the console does next in the background, each with its resident memory;
 - search per keystroke, bodies included: p50 / p95 while typing bench_console's queries a key at a time, on
   the index opened from the kept rows and on the full one, and on the one opened from the kept rows once every
@@ -41,12 +42,15 @@ TMUX, SESSION = ["tmux"], "engram-bench"
 
 KEEP = r"""
 import sys
+from engram.store import queue_scores
+from engram.store.queue import pending_queue
 from engram.store.search.fulltext import FullText, sync
 from engram.store.search.index import SearchIndex
 from engram.store.service import Store
 with Store.open(sys.argv[1]) as store:
     sync(store)  # up to date first: the figures are those of an open with an up-to-date index
     SearchIndex.load(store, FullText.open(store), keep=True)  # what the console's last open kept
+    queue_scores.keep(store, {item.id: item.dura for item in pending_queue(store)})  # and the queue's scores
 print("kept")
 """
 
@@ -254,8 +258,8 @@ def main() -> None:
         made = build(root, size)
         if made:
             print(f"demo build: {made['s']:.0f} s, peak {made['peak_mb']:.0f} MB", flush=True)
-        print(f"launch to first queue page (tmux 160x45): {launch(root)}", flush=True)
         run(KEEP, str(root))
+        print(f"launch to first queue page (tmux 160x45): {launch(root)}", flush=True)
         loaded = json.loads(run(LOAD, str(root), str(Path(__file__).parent)))
         print(
             f"body search available after open (rows of plain scopes kept by the last open): {loaded['open']:.2f} s, "

@@ -66,6 +66,13 @@ def engram_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP, appauthor=False))
 
 
+def root_cache_file(root: Path, kind: str, suffix: str) -> Path:
+    """A file of ``kind`` (``search``, ``queue``) that engram can build again for the data root ``root``: named by a
+    hash of the root's path, so that two roots never share one and a root's name is not spelled out in the cache."""
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:24]
+    return engram_cache_dir() / kind / f"{key}{suffix}"
+
+
 def scope_root_for(path: str | os.PathLike[str]) -> Path:
     """memoryd's scope root of ``path``: the nearest ancestor (itself included) holding ``.git``, else the path."""
     resolved = Path(path).expanduser().resolve()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from engram.store import queue_scores
 from engram.store.columns import Repeats, dura_average, dura_of, dura_scores, parse_json_list, shared
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
@@ -116,29 +119,61 @@ def pending_findings(store: Store, ids: Sequence[int]) -> dict[int, list[tuple[s
 def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], int]:
     """The first ``limit`` items of :func:`pending_queue` without a filter, and how many promotions are pending,
     with the order worked out by SQLite: the console's first frame waits for it, and building every pending
-    promotion in Python took a third of a second there (40,000 pending on a large root). memoryd's columns are
-    hand-editable text, and SQLite's JSON is not Python's in every corner (``NaN``, JSON5, a repeated key): the
-    order can then differ, until :func:`pending_queue`'s, which follows at once, replaces it."""
+    promotion in Python took a third of a second there (40,000 pending on a large root). A DURA order takes each
+    score from those the last full read kept (:mod:`engram.store.queue_scores`) and parses only the JSON of the
+    others. memoryd's columns are hand-editable text, and SQLite's JSON is not Python's in every corner (``NaN``,
+    JSON5, a repeated key), nor is a kept score the one edited since: the order can then differ, until
+    :func:`pending_queue`'s, which follows at once, replaces it. The page's rows are read only once its ids are
+    known, so that ordering reads no more of each pending row than its score."""
     if sort not in SORTS:
         raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
-    note_table = table_of(PromotionNote) if store.index.has(PromotionNote) else None
-    deferred = (
-        f"EXISTS (SELECT 1 FROM {note_table} n WHERE n.promotion_id = p.id AND n.deferred_at IS NOT NULL)"
-        if note_table
-        else "0"
-    )
-    scores = ", ".join(f"{_score_sql(key)} AS {key}" for key in DURA_LABELS)
-    rows = store.index.db.execute_sql(
-        f"SELECT * FROM (SELECT p.id, p.proposed_title, p.proposed_type, p.scope_hash, p.dura_score, p.created_at, "
-        f"p.proposed_triggers, {deferred} AS deferred, {scores} FROM {table_of(Promotion)} p "
-        f"WHERE p.status = 'pending') ORDER BY deferred, {_ORDER_SQL[sort]}, id LIMIT ?",
-        (limit,),
-    ).fetchall()
+    deferred = json.dumps(_deferred_ids(store))
+    try:
+        if sort not in _BY_SCORE:
+            raise LookupError(sort)
+        with queue_scores.with_kept(store) as con:
+            order = con.execute(_order_sql(sort, kept=True), (deferred, limit)).fetchall()
+    except (LookupError, sqlite3.Error, OSError):
+        order = store.index.db.execute_sql(_order_sql(sort, kept=False), (deferred, limit)).fetchall()
+    columns = "id, proposed_title, proposed_type, scope_hash, dura_score, created_at, proposed_triggers"
+    marks = ", ".join("?" * len(order))
+    rows = {
+        row[0]: row
+        for row in store.index.db.execute_sql(
+            f"SELECT {columns} FROM {table_of(Promotion)} WHERE id IN ({marks})", [pid for pid, _ in order]
+        )
+    }
     total = Promotion.select().where(Promotion.status == "pending").count()
-    notes = _deferred_notes(store, [row[0] for row in rows if row[7]])
+    notes = _deferred_notes(store, [pid for pid, deferred in order if deferred])
     sensitive = store.sensitive_scopes()
     repeats = Repeats()
-    return [_item(row[:7], notes.get(row[0]) if row[7] else None, sensitive, repeats) for row in rows], total
+    return [
+        _item(rows[pid], notes.get(pid) if deferred else None, sensitive, repeats)
+        for pid, deferred in order
+        if pid in rows  # decided between the two reads (another process): the full read follows
+    ], total
+
+
+def _order_sql(sort: str, kept: bool) -> str:
+    """The query of the first page's ids and whether each is deferred (its parameters: the deferred ids as a JSON
+    list, and how many), by ``sort``; with ``kept``, the scores of ``kept.scores`` stand for the JSON of the
+    promotions they hold."""
+    scores = ", ".join(f"{_score_sql(key, kept)} AS {key}" for key in DURA_LABELS)
+    joined = "LEFT JOIN kept.scores k ON k.id = p.id " if kept else ""
+    return (
+        "SELECT id, deferred FROM (SELECT p.id, p.scope_hash, p.created_at, p.proposed_type, "
+        f"p.id IN (SELECT value FROM json_each(?)) AS deferred, {scores} FROM {table_of(Promotion)} p {joined}"
+        f"WHERE p.status = 'pending') ORDER BY deferred, {_ORDER_SQL[sort]}, id LIMIT ?"
+    )
+
+
+def _deferred_ids(store: Store) -> list[int]:
+    """The promotions engram's notes say are deferred (kept in engram.db, which the first page's ordering may not
+    have attached)."""
+    if not store.index.has(PromotionNote):
+        return []
+    query = PromotionNote.select(PromotionNote.promotion_id).where(PromotionNote.deferred_at.is_null(False))
+    return [pid for (pid,) in tuples(query)]
 
 
 def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str], repeats: Repeats) -> QueueItem:
@@ -160,13 +195,15 @@ def _item(row: Sequence[Any], note: PromotionNote | None, sensitive: set[str], r
     )
 
 
-def _score_sql(key: str) -> str:
-    """One DURA score as :func:`dura_scores` reads it: a JSON number of an object, as a float; else NULL."""
-    return (
+def _score_sql(key: str, kept: bool) -> str:
+    """One DURA score as :func:`dura_scores` reads it: a JSON number of an object, as a float; else NULL. With
+    ``kept``, the kept score where the promotion has a row in ``kept.scores`` (SQLite's CASE parses no JSON then)."""
+    parsed = (
         f"CASE WHEN json_valid(p.dura_score) AND json_type(p.dura_score) = 'object' THEN "
         f"CASE WHEN json_type(p.dura_score, '$.{key}') IN ('integer', 'real') "
         f"THEN CAST(json_extract(p.dura_score, '$.{key}') AS REAL) END END"
     )
+    return f"CASE WHEN k.id IS NULL THEN {parsed} ELSE k.{key} END" if kept else parsed
 
 
 _PRESENT = " + ".join(f"({key} IS NOT NULL)" for key in DURA_LABELS)
@@ -180,6 +217,7 @@ _ORDER_SQL = {  # each sort of :func:`_sort_key`, in SQL over the scores selecte
     "scope": "scope_hash",
     "type": "proposed_type",
 }
+_BY_SCORE = {sort for sort in SORTS if "DESC" in _ORDER_SQL[sort]}
 
 
 def _deferred_notes(store: Store, ids: list[int]) -> dict[int, PromotionNote]:

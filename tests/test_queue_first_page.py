@@ -9,7 +9,7 @@ import threading
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.store import promotions
+from engram.store import promotions, queue_scores
 from engram.store.index import Memory, Promotion
 from engram.store.queue import SORTS, first_page, pending_queue
 from engram.tui.app import EngramApp
@@ -31,9 +31,11 @@ _dura_texts = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(_dura_texts, st.booleans(), st.sampled_from(["fact", "decision", "zz"])), max_size=25))
-def test_the_first_page_is_the_full_reads_first_page_in_every_sort(store, rows):
+_rows = st.lists(st.tuples(_dura_texts, st.booleans(), st.sampled_from(["fact", "decision", "zz"])), max_size=25)
+
+
+def _propose(store, rows) -> list[int]:
+    """Pending promotions with these DURA texts, deferred or not, and types; their ids."""
     added = []
     session = Memory.get(Memory.type == "session").slug
     for dura, deferred, ptype in rows:
@@ -50,11 +52,38 @@ def test_the_first_page_is_the_full_reads_first_page_in_every_sort(store, rows):
         added.append(pid)
         if deferred:
             promotions.defer(store, pid, "later")
+    return added
+
+
+def _assert_first_pages(store) -> None:
+    for sort in SORTS:
+        full = pending_queue(store, sort)
+        for limit in (3, 1000):
+            assert first_page(store, sort, limit) == (full[:limit], len(full)), sort
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_rows)
+def test_the_first_page_is_the_full_reads_first_page_in_every_sort(store, rows):
+    added = _propose(store, rows)
     try:
-        for sort in SORTS:
-            full = pending_queue(store, sort)
-            for limit in (3, 1000):
-                assert first_page(store, sort, limit) == (full[:limit], len(full)), sort
+        _assert_first_pages(store)
+    finally:
+        Promotion.delete().where(Promotion.id.in_(added)).execute()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_rows, _rows, st.data())
+def test_with_kept_scores_the_first_page_is_still_the_full_reads(store, kept, proposed_since, data):
+    """The scores the last full read kept stand for the JSON of the promotions they hold; those proposed since,
+    and those decided since, are as if none were kept."""
+    added = _propose(store, kept)
+    try:
+        queue_scores.keep(store, {item.id: item.dura for item in pending_queue(store)})
+        added += _propose(store, proposed_since)
+        decided = data.draw(st.lists(st.sampled_from(added), max_size=3) if added else st.just([]))
+        Promotion.update(status="rejected").where(Promotion.id.in_(decided)).execute()
+        _assert_first_pages(store)
     finally:
         Promotion.delete().where(Promotion.id.in_(added)).execute()
 

@@ -36,7 +36,7 @@ import numpy as np
 from engram.store.errors import StoreError
 from engram.store.frontmatter import parse
 from engram.store.index import TEMP_IN_MEMORY
-from engram.store.paths import engram_cache_dir
+from engram.store.paths import root_cache_file
 from engram.store.search import generation
 from engram.store.search.arrays import parse_rows, phrase
 from engram.store.search.rows import padded
@@ -102,8 +102,7 @@ def head_text(title: str, triggers: str, slug: str) -> str:
 
 def cache_path(store: Store) -> Path:
     """The index file of ``store``'s root: named by a hash of the root's resolved path."""
-    key = hashlib.sha256(str(store.layout.root).encode()).hexdigest()[:24]
-    return engram_cache_dir() / "search" / f"{key}.db"
+    return root_cache_file(store.layout.root, "search", ".db")
 
 
 def segments_dir(path: Path) -> Path:

@@ -27,6 +27,7 @@ from engram.store.queue import (
     promotion_detail,
     queue_query,
 )
+from engram.store.queue_scores import keep as keep_scores
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
 from engram.store.views import DEFAULTS, View, load_views, save_view
@@ -172,6 +173,8 @@ class QueuePane(PaneBase):
             deliver(self, self.notify, str(exc), severity="error")
         else:
             deliver(self, self.show_items, items, keep, scanned)
+            if not self.settled_once and not self.filter_text:  # every score parsed: the next start's first page
+                keep_scores(self.store, {item.id: item.dura for item in items})
         if not self.settled_once:
             self.settled_once = True
             self.post_message(Settled())
