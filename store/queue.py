@@ -150,7 +150,7 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
     return [
         _item(rows[pid], notes.get(pid) if deferred else None, sensitive, repeats)
         for pid, deferred in order
-        if pid in rows  # decided between the two reads (another process): the full read follows
+        if pid in rows  # deleted between the two reads (by another process): the full read follows
     ], total
 
 
