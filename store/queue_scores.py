@@ -81,9 +81,7 @@ def keep(store: Store, scores: Mapping[int, Mapping[str, float]]) -> None:
         return
 
 
-def _write(
-    con: sqlite3.Connection, kept_for: tuple[int, int, int], wanted: dict[int, tuple[float | None, ...]]
-) -> None:
+def _write(con: sqlite3.Connection, kept_for: tuple[int, int, int], wanted: dict[int, Scores]) -> None:
     if con.execute("SELECT dev, ino FROM kept_for").fetchone() != kept_for[:2]:  # another index.db's ids
         con.execute("DELETE FROM scores")
     con.execute("DELETE FROM kept_for")
