@@ -3,9 +3,10 @@
 - demo build: ``engram demo --memories N`` wall time and peak resident memory (taken when the root is first built,
   kept beside it in ``demo-N.build.json``, since a 1,000,000-memory root takes a while to write);
 - launch to the queue's first page in a real terminal: ``engram`` started in tmux (160x45) until the queue's
-  status line shows its page (median of 3; skipped without tmux): first with no DURA scores kept (a first start:
-  the first page parses every pending score), then after what a console's last open keeps (not timed: the
-  persistent index brought up to date, its rows, and the pending promotions' DURA scores);
+  status line shows its page (median of 7: one start varies by a tenth of a second either way; skipped without
+  tmux): first with no DURA scores kept (a first start: the first page parses every pending score), then after
+  what a console's last open keeps (not timed: the persistent index brought up to date, its rows, and the pending
+  promotions' DURA scores);
 - body search available after open: in a fresh process, the open from the kept rows, and the full read of
   index.db the console does next in the background, each with its resident memory;
 - search per keystroke, bodies included: p50 / p95 while typing bench_console's queries a key at a time, on
@@ -173,7 +174,7 @@ def _memories(root: Path) -> int:
         return 0
 
 
-def launch(root: Path, runs: int = 3) -> str:
+def launch(root: Path, runs: int = 7) -> str:
     """Median seconds from starting ``engram`` in tmux to the queue's first page on screen."""
     if shutil.which("tmux") is None:
         return "skipped (no tmux)"
