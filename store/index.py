@@ -717,7 +717,7 @@ class _Database(SqliteDatabase):
 
     def watch(self, path: Path) -> None:
         """Follow the file at ``path``: when another file takes its place, connections move to it."""
-        self.watched, self.file_id = path, _file_id(path)
+        self.watched, self.file_id = path, file_id(path)
 
     def connect(self, reuse_if_open: bool = False) -> bool:
         opened = super().connect(reuse_if_open)
@@ -737,7 +737,7 @@ class _Database(SqliteDatabase):
         and flag it for :meth:`Index.follow`; a connection of an older generation is closed (outside a
         transaction) so the query opens the file now there. A connection left on the old file reads a deleted
         database, or a malformed one once memoryd's new file shares its WAL."""
-        current = _file_id(self.watched) if self.watched is not None else None
+        current = file_id(self.watched) if self.watched is not None else None
         if current is not None and current != self.file_id:
             self.file_id, self.replaced = current, True
             self.generation += 1
@@ -765,7 +765,9 @@ class _Database(SqliteDatabase):
         self.local.setup = (conn, len(self.per_connection))
 
 
-def _file_id(path: Path) -> tuple[int, int] | None:
+def file_id(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` (device and inode), None where there is none: tells a replaced file from the one
+    that was there."""
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -217,7 +217,7 @@ _ORDER_SQL = {  # each sort of :func:`_sort_key`, in SQL over the scores selecte
     "scope": "scope_hash",
     "type": "proposed_type",
 }
-_BY_SCORE = {sort for sort in SORTS if "DESC" in _ORDER_SQL[sort]}
+_BY_SCORE = {"dura_avg", "dura_min", *DURA_LABELS}  # the sorts kept scores can order
 
 
 def _deferred_notes(store: Store, ids: list[int]) -> dict[int, PromotionNote]:

@@ -13,13 +13,12 @@ the queue from memoryd's columns. It holds promotion ids and numbers only: no te
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY
+from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY, file_id
 from engram.store.paths import root_cache_file
 from engram.store.service import Store
 
@@ -48,7 +47,7 @@ def with_kept(store: Store) -> Iterator[sqlite3.Connection]:
         con.execute(TEMP_IN_MEMORY)
         con.execute("ATTACH DATABASE ? AS kept", (f"file:{path}?mode=ro",))
         kept = con.execute(f"SELECT dev, ino FROM kept.kept_for WHERE seq <= ({_SEQ})").fetchone()
-        if kept != _file(store):
+        if kept is None or tuple(kept) != file_id(store.index.path):
             raise LookupError(path)
         yield con
     finally:
@@ -60,7 +59,9 @@ def keep(store: Store, scores: Mapping[int, Mapping[str, float]]) -> None:
     only the rows that changed are written. A score that is not a number SQLite can hold (NaN) is left out, and that
     promotion's JSON is parsed as if it were new. A cache that cannot be written is left as it is, a damaged one is
     deleted: the first page then parses every score, and the next full read keeps them again."""
-    path = scores_path(store)
+    path, index_file = scores_path(store), file_id(store.index.path)
+    if index_file is None:
+        return  # index.db is being made again (memoryd's rebuild-index): the next full read keeps them
     wanted = {pid: row for pid, dura in scores.items() if not _nan(row := tuple(dura.get(key) for key in KEYS))}
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -69,7 +70,7 @@ def keep(store: Store, scores: Mapping[int, Mapping[str, float]]) -> None:
             con.execute(TEMP_IN_MEMORY)
             con.executescript(_SCHEMA)
             con.execute("BEGIN IMMEDIATE")
-            _write(con, (*_file(store), _seq(store)), wanted)
+            _write(con, (*index_file, _seq(store)), wanted)
             con.execute("COMMIT")
         finally:
             con.close()
@@ -98,16 +99,11 @@ def _nan(row: Scores) -> bool:
     return any(value is not None and math.isnan(value) for value in row)
 
 
-# The highest promotion id index.db has given (AUTOINCREMENT: never given again in the same file).
+# Kept scores are of one index.db file (``kept_for``: its device and inode): ``memoryd rebuild-index`` deletes it and
+# makes another, whose ids may name other promotions. The file system may give the new file the old one's inode
+# number; the highest promotion id the file has given (AUTOINCREMENT: never given again in the same file) then tells
+# the two apart unless the new file has given as many.
 _SEQ = "SELECT coalesce(max(seq), 0) FROM main.sqlite_sequence WHERE name = 'promotions'"
-
-
-def _file(store: Store) -> tuple[int, int]:
-    """Which index.db file the kept ids are of: ``memoryd rebuild-index`` deletes it and makes another, whose ids
-    may name other promotions. The file system may give the new file the old one's inode number; the ids given so
-    far then tell the two apart unless the new file has given as many (``seq``)."""
-    st = os.stat(store.index.path)
-    return st.st_dev, st.st_ino
 
 
 def _seq(store: Store) -> int:

@@ -198,7 +198,7 @@ def test_a_rebuild_under_the_same_inode_number_is_told_by_the_identity(fixture_r
     missing from the new file, does."""
     from engram.store import index as index_module
 
-    monkeypatch.setattr(index_module, "_file_id", lambda path: (1, 1))  # every file looks like the first one
+    monkeypatch.setattr(index_module, "file_id", lambda path: (1, 1))  # every file looks like the first one
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
         store.index.writable()  # engram wrote to this root before: its identity is in index.db
         feed = ChangeFeed(store)
