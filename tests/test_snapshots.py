@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers import settle as settled
+from textual.widgets import Input
 
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -40,6 +41,9 @@ def test_search(app, snap_compare):
         await pilot.press("2")
         await settle(pilot)
         await pilot.press(*"type:warning kafka")
+        query = pilot.app.focused
+        assert isinstance(query, Input)
+        query.cursor_blink = False  # the query's cursor shown steadily (see test_help)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=search)
@@ -49,6 +53,8 @@ def test_help(app, snap_compare):
     async def help_open(pilot) -> None:
         await settle(pilot)
         await pilot.press("question_mark")
+        # the filter's cursor shown steadily: a blink caught at its off half failed a loaded CI run
+        pilot.app.screen.query_one("#filter", Input).cursor_blink = False
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=help_open)
