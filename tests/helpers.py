@@ -39,14 +39,18 @@ def shown(static: Static, width: int = 80) -> str:
 
 
 async def settle(app: App, pilot: Pilot) -> None:
-    """Let workers (loading, decisions, the audit check) finish and the screen catch up."""
-    for _ in range(8):  # a worker's result may start the next (the queue, then its blocks, then the detail's list)
+    """Let workers (loading, decisions, the audit check) finish and the screen catch up. Quiet twice in a row: a
+    worker's end may start the next only after the screen's next refresh (the queue's first full read, then the
+    other panes and the audit check), which a single look finds not started yet on a loaded machine."""
+    quiet = 0
+    for _ in range(12):  # a worker's result may start the next (the queue, then its blocks, then the detail's list)
         try:
             await app.workers.wait_for_complete()
         except WorkerCancelled:  # an exclusive worker (detail, load) replaced by a newer one
             pass
         await pilot.pause()
-        if not any(worker.is_running for worker in app.workers):
+        quiet = 0 if any(worker.is_running for worker in app.workers) else quiet + 1
+        if quiet == 2:
             break
 
 
