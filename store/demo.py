@@ -346,16 +346,17 @@ def build_demo(
     # Above a chunk, drawn in another process: the next chunk is ready while this one is written.
     args = (memories, seed, CHUNK)
     drawn = _drawn(*args) if memories <= CHUNK else produced_elsewhere(_drawn, *args)
-    for chunk in drawn:
-        _write_chunk(store, chunk, seed=seed, when=when)
-        made["memories"] += len(chunk.docs)
-        made["relations"] += len(chunk.relations)
-        made["promotions"] += len(chunk.proposals)
-        made["supersedes"] += len(chunk.chains)
-        made["entities"] += len(chunk.entities)
-        if progress is not None:
-            progress(made["memories"], memories)
-        del chunk  # not held while the next one is drawn
+    with store.index.bulk_cache():
+        for chunk in drawn:
+            _write_chunk(store, chunk, seed=seed, when=when)
+            made["memories"] += len(chunk.docs)
+            made["relations"] += len(chunk.relations)
+            made["promotions"] += len(chunk.proposals)
+            made["supersedes"] += len(chunk.chains)
+            made["entities"] += len(chunk.entities)
+            if progress is not None:
+                progress(made["memories"], memories)
+            del chunk  # not held while the next one is drawn
     reviewed = _review_some(store, seed)
     if replaces:
         restart_checkpoint(store)  # audited, naming the old checkpoint

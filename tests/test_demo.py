@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
 from engram.store.drift.check import check
 from engram.store.drift.scan import FileEntry, walk
-from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.index import BULK_CACHE_KIB, Entity, Memory, Promotion, Relation, SupersedesChain
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 
@@ -107,3 +109,38 @@ def test_demo_refuses_a_root_with_memories(fixture_root):
 
     with Store.open(fixture_root) as store, pytest.raises(Conflict):
         build_demo(store, 10)
+
+
+def cache_kib(store: Store) -> int:
+    (size,) = store.index.db.execute_sql("PRAGMA cache_size").fetchone()
+    return int(size)
+
+
+@pytest.fixture
+def seen_while_writing(monkeypatch) -> list[int]:
+    """The connection's cache size each time memory rows go in."""
+    seen: list[int] = []
+    real = Store.upsert_index_entries
+
+    def upsert(self: Store, *args, **kwargs) -> None:
+        seen.append(cache_kib(self))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "upsert_index_entries", upsert)
+    return seen
+
+
+def test_the_demo_writes_its_rows_with_the_bulk_cache_and_gives_it_back(tmp_path, seen_while_writing):
+    with Store.open(tmp_path / "demo", create=True, actor="engram-demo") as store:
+        before = cache_kib(store)
+        build_demo(store, 120, 3)
+        assert cache_kib(store) == before != -BULK_CACHE_KIB
+    assert seen_while_writing and seen_while_writing[0] == -BULK_CACHE_KIB
+
+
+def test_the_cache_is_given_back_when_the_write_fails(store):
+    before = cache_kib(store)
+    with pytest.raises(RuntimeError), store.index.bulk_cache():
+        assert cache_kib(store) == -BULK_CACHE_KIB
+        raise RuntimeError("a bulk write cut short")
+    assert cache_kib(store) == before
