@@ -599,8 +599,8 @@ class Index:
         time; a relation's subject, object, predicate) at places all over their B-trees, and with the small cache
         a page is written out to the log and read back many times over: raw inserts of the 100k demo's memories
         and relations took 18.5 s, 13.1 s with 64 MB. (An import of 10,000 sessions and a rebuild at 100k gained
-        nothing measurable: their rows fit, or are rewritten in place.) Restored after, so a long-running process
-        holds no more than before."""
+        nothing measurable with it, and keep the default.) Restored after, so a long-running process holds no more
+        than before."""
         (kib,) = self.db.execute_sql("PRAGMA cache_size").fetchone()
         self.db.execute_sql(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         try:

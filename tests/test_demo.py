@@ -103,8 +103,6 @@ def test_a_demo_where_a_deleted_root_was_starts_its_own_checkpoint(tmp_path):
 
 
 def test_demo_refuses_a_root_with_memories(fixture_root):
-    import pytest
-
     from engram.store.errors import Conflict
 
     with Store.open(fixture_root) as store, pytest.raises(Conflict):
