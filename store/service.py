@@ -424,27 +424,20 @@ class Store:
     def upsert_index_entries(self, entries: Sequence[IndexEntry], *, keep_runtime: bool = False) -> None:
         """:meth:`upsert_memory_rows` from what the files contribute (:func:`index_entry`), so a caller that reads
         many files need not hold their documents until it writes."""
-        for part in chunked(entries, 10 * _BATCH):  # rows as dicts for a part at a time, not for every memory
+        for part in chunked(entries, 10 * _BATCH):
+            values = [e.values for e in part]
             self._upsert_rows(
-                [dict(zip(_ROW_COLUMNS, e.values, strict=True)) for e in part],
-                [(e.values[0], t) for e in part for t in e.triggers],
-                keep_runtime,
+                _runtime_kept(values) if keep_runtime else values, [(e.values[0], t) for e in part for t in e.triggers]
             )
 
-    def _upsert_rows(self, rows: list[dict[str, Any]], triggers: list[tuple[str, str]], keep_runtime: bool) -> None:
-        if keep_runtime:
-            for batch in chunked(rows, _BATCH):
-                olds = {m.slug: m for m in Memory.select().where(Memory.slug.in_([r["slug"] for r in batch]))}
-                for row in batch:
-                    if row["slug"] in olds:
-                        row.update(merge_runtime(olds[row["slug"]], row))
-        # Plain executemany, not peewee's insert_many: building the SQL of each value took longer than SQLite
-        # took to write it (most of a 100k-memory rebuild or demo).
+    def _upsert_rows(self, values: list[tuple[Any, ...]], triggers: list[tuple[str, str]]) -> None:
+        # Plain executemany of the rows' values, not peewee's insert_many: building the SQL of each value took
+        # longer than SQLite took to write it (most of a 100k-memory rebuild or demo).
         cursor = self.index.db.cursor()
         with as_peewee_errors():  # a UNIQUE clash or a lock raised as every other statement raises it
-            for batch in chunked(rows, _BATCH):
-                cursor.executemany(_UPSERT, [tuple(row[c] for c in _ROW_COLUMNS) for row in batch])
-                slugs = [row["slug"] for row in batch]
+            for batch in chunked(values, _BATCH):
+                cursor.executemany(_UPSERT, batch)
+                slugs = [row[0] for row in batch]
                 cursor.execute(f"DELETE FROM triggers WHERE slug IN ({', '.join('?' * len(slugs))})", slugs)
             cursor.executemany("INSERT INTO triggers (slug, trigger) VALUES (?, ?)", triggers)
 
@@ -546,6 +539,18 @@ def memory_row(doc: MemoryDoc, relpath: str) -> dict[str, Any]:
         body_path=relpath,
         scope_sensitive=int(relpath.endswith(".md.enc")),
     )
+
+
+def _runtime_kept(values: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows' values with each existing row's decay state and recall figures kept where further along (see
+    :func:`merge_runtime`); as dicts only here, where they are merged."""
+    rows = [dict(zip(_ROW_COLUMNS, v, strict=True)) for v in values]
+    for batch in chunked(rows, _BATCH):
+        olds = {m.slug: m for m in Memory.select().where(Memory.slug.in_([r["slug"] for r in batch]))}
+        for row in batch:
+            if row["slug"] in olds:
+                row.update(merge_runtime(olds[row["slug"]], row))
+    return [tuple(row[c] for c in _ROW_COLUMNS) for row in rows]
 
 
 def merge_runtime(old: Memory, new: dict[str, Any]) -> dict[str, Any]:

@@ -356,6 +356,31 @@ def test_unsafe_slugs_and_paths_are_refused(store, fixture_root):
         store.layout.memory_relpath("../x", MemoryType.FACT, "ok", False)
 
 
+def test_a_write_into_a_folder_that_leads_out_of_the_root_is_refused_before_anything_moves(
+    store, fixture_root, tmp_path
+):
+    """Where a memory goes is named without touching the disk (:meth:`RootLayout.memory_relpath`); the write itself
+    resolves every path before anything moves, so a type folder swapped for a symlink out of the root is refused
+    there, whole: no file outside, no row, no event."""
+    from engram.store.service import Change
+
+    doc = a_fact("engram-escape-1", store.now())
+    write = store.memory_write(doc)
+    folder = (fixture_root / write.relpath).parent
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if folder.exists():
+        folder.rename(folder.with_name("moved-aside"))
+    folder.symlink_to(outside, target_is_directory=True)
+    events = len(audit_lines(fixture_root))
+    change = Change("memory_created", doc.frontmatter.slug, doc.frontmatter.scope_hash, {}, writes=[write])
+    with pytest.raises(UnsafePath):
+        store.apply(change)
+    assert list(outside.iterdir()) == []
+    assert not Memory.select().where(Memory.slug == "engram-escape-1").exists()
+    assert len(audit_lines(fixture_root)) == events
+
+
 def test_files_written_keep_memoryd_readable_form(store, fixture_root):
     """What engram writes parses with plain yaml into memoryd's fields, in memoryd's order."""
     import yaml
