@@ -327,13 +327,13 @@ def _ordered(after: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     every offset at once held two eight-byte numbers and an eight-byte index per byte of text together: a
     build of a segment's 22 MB of text took 5.0-5.3 s and 580 MB; by groups, 3.7-4.1 s and 270-280 MB."""
     leads = _numbers(after, count, ">u2").astype(np.uint16)
-    ends = np.cumsum(np.bincount(leads, minlength=1 << 16))  # where the offsets of each leading pair end, in order
+    pair_ends = np.cumsum(np.bincount(leads, minlength=1 << 16))  # where the offsets of each leading pair end, in order
     order = np.empty(count, dtype=np.uint32)
     marks = []
     lo = first = 0
     while lo < count:
-        last = min(int(np.searchsorted(ends, lo + max(1, count // GROUPS))), len(ends) - 1)  # whole pairs' runs
-        hi = int(ends[last])
+        last = min(int(np.searchsorted(pair_ends, lo + max(1, count // GROUPS))), len(pair_ends) - 1)  # whole runs
+        hi = int(pair_ends[last])
         at = np.flatnonzero((leads >= first) & (leads <= last)).astype(np.uint32)  # ascending
         at = at[np.argsort(_numbers(after, count, ">u8", PREFIX)[at].astype(np.uint64), kind="stable")]
         firsts = _numbers(after, count, ">u8")[at].astype(np.uint64)
