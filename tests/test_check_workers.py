@@ -88,9 +88,9 @@ def test_no_file_of_a_sensitive_scope_is_handed_to_a_worker(store, fixture_root,
     handed = []
     real = checking.examined
 
-    def recorded(layout, entries):
+    def recorded(layout, entries, make):
         handed.extend(entries)
-        return real(layout, entries)
+        return real(layout, entries, make)
 
     _workers(monkeypatch)
     monkeypatch.setattr(checking, "examined", recorded)
@@ -110,7 +110,7 @@ def test_a_workers_outcome_says_what_each_file_is(tmp_path):
     (folder / "bad.md").write_bytes(b"no frontmatter\n")
     os.mkfifo(folder / "fifo.md")
     relpaths = [f"scopes/abc/facts/{name}.md" for name in ("good", "bad", "gone", "fifo")]
-    good, bad, gone, fifo = examine._examine(str(tmp_path), relpaths)
+    good, bad, gone, fifo = examine._examine(str(tmp_path), relpaths, examine.checked_facts)
     assert isinstance(good, Facts) and (good.slug, good.title, good.decay_state, good.secrets) == (
         "good",
         "Good",
@@ -123,7 +123,7 @@ def test_a_workers_outcome_says_what_each_file_is(tmp_path):
 
 
 def test_a_file_no_worker_could_read_stops_the_check_as_one_read_here_would(store, monkeypatch):
-    def unreadable(layout, entries):
+    def unreadable(layout, entries, make):
         for entry in entries:
             yield entry, Failed(f"{entry.relpath}: not a regular file")
 

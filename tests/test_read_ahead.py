@@ -24,7 +24,7 @@ def files(tmp_path):
     os.mkfifo(folder / "m151.md")  # a FIFO where a memory should be: hinting it must neither hang nor fail
     (folder / "m152.md").unlink()
     (folder / "m152.md").symlink_to(folder / "m000.md")
-    return layout, [FileEntry(f"scopes/abc/facts/m{n:03}.md", "abc", "facts", f"m{n:03}", False) for n in range(300)]
+    return layout, [FileEntry(f"scopes/abc/facts/m{n:03}.md", "abc", "facts", False) for n in range(300)]
 
 
 def test_files_come_in_order_with_their_own_faults_and_the_kernel_is_asked_for_them_ahead(files, monkeypatch):

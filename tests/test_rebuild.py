@@ -53,34 +53,131 @@ def test_corrupt_index_is_moved_aside_and_rebuilt(fixture_root, unlocked_keys):
         assert result.indexed == 198
 
 
-def test_rebuild_holds_no_parsed_file_when_it_writes(store, monkeypatch):
-    """Each parsed file is let go once what it puts in the index is taken: at 100k memories, holding every body
-    until the write cost hundreds of MB. By the time the rows are written, no parsed document is alive."""
-    import gc
-    import weakref
+def _counted_entries(monkeypatch, hook=None) -> list[int]:
+    """Count the rows the rebuild makes of files (in this process: fewer files than the workers' threshold),
+    calling ``hook(made)`` before each."""
+    import engram.store.drift.rebuild as rebuilding
 
-    import engram.store.drift.rebuild as rebuild
+    made: list[int] = []
+    real = rebuilding.index_entry
 
-    parsed: list[weakref.ref] = []
+    def index_entry(doc, relpath):
+        if hook is not None:
+            hook(len(made))
+        made.append(1)
+        return real(doc, relpath)
 
-    def parse(data, relpath):
-        doc = real_parse(data, relpath)
-        parsed.append(weakref.ref(doc))
-        return doc
+    monkeypatch.setattr(rebuilding, "index_entry", index_entry)
+    return made
 
-    real_parse = rebuild.parse
-    monkeypatch.setattr(rebuild, "parse", parse)
-    alive_at_write: list[int] = []
+
+def test_rebuild_streams_a_batch_at_a_time(store, fixture_root, monkeypatch):
+    """A rebuild holds one batch's rows at a time, never every file's (2.9 GB at 1M), and commits each batch on
+    its own: a writer looking in while later files are read finds the earlier batches' rows written."""
+    import engram.store.drift.rebuild as rebuilding
+
+    monkeypatch.setattr(rebuilding, "BATCH", 16)
+    con = sqlite3.connect(fixture_root / "index.db")
+    con.execute("UPDATE memories SET title = 'wrong'")
+    con.commit()
+    fixed_when_read: dict[int, int] = {}
+
+    def look(made: int) -> None:
+        if made in (16 * 3, 16 * 6):
+            (wrong,) = con.execute("SELECT count(*) FROM memories WHERE title = 'wrong'").fetchone()
+            fixed_when_read[made] = 198 + 38 - wrong
+
+    made = _counted_entries(monkeypatch, look)
+    held: list[int] = []  # rows made since the last write, when the next is written: one batch's, and no more
+    before: list[int] = [0]
     upsert = store.upsert_index_entries
 
     def watched(entries, **options):
-        gc.collect()
-        alive_at_write.append(sum(ref() is not None for ref in parsed))
+        held.append(len(made) - before[0])
+        before[0] = len(made)
         return upsert(entries, **options)
 
     monkeypatch.setattr(store, "upsert_index_entries", watched)
     result = rebuild_index(store)
-    assert result.indexed > 150 and len(parsed) > 150 and alive_at_write == [0]
+    assert result.indexed == 198 and len(held) >= 12 and max(held) <= 16 + 1  # a file's ahead, where the streams merge
+    assert fixed_when_read[16 * 3] >= 16 * 2 and fixed_when_read[16 * 6] >= 16 * 5
+    assert con.execute("SELECT count(*) FROM memories WHERE title = 'wrong'").fetchone() == (0,)
+    assert check(store).counts().get("stale_row") is None
+
+
+def test_a_memory_memoryd_saves_while_a_rebuild_runs_keeps_its_row(store, fixture_root, monkeypatch):
+    """memoryd saves a memory (file, then row) between two of the rebuild's batches: its busy timeout is never
+    reached, and the row of a file the walk could not have seen is not removed as a row without a file."""
+    from memoryd_emulation import memoryd_saves
+
+    import engram.store.drift.rebuild as rebuilding
+    from engram.store.frontmatter import Frontmatter, MemoryDoc
+
+    monkeypatch.setattr(rebuilding, "BATCH", 16)
+    scope = Memory.get(Memory.scope_sensitive == 0).scope_hash
+    fm = Frontmatter.model_validate(
+        {"slug": "saved-during-rebuild", "type": "fact", "scope_hash": scope, "title": "saved meanwhile"}
+        | {"source": "session", "created_at": "2026-11-28T09:00:00Z"}
+    )
+
+    def save(made: int) -> None:
+        if made == 40:
+            memoryd_saves(fixture_root, MemoryDoc(frontmatter=fm, body="written while engram rebuilt the index\n"))
+
+    _counted_entries(monkeypatch, save)
+    result = rebuild_index(store)
+    assert result.removed == 0
+    saved = Memory.get(Memory.slug == "saved-during-rebuild")
+    assert saved.title == "saved meanwhile" and (fixture_root / saved.body_path).is_file()
+    assert not [f for f in check(store).findings if f.path == saved.body_path or f.data.get("slug") == saved.slug]
+
+
+def test_rebuild_with_worker_processes_writes_what_one_process_writes(
+    fixture_root, tmp_path, unlocked_keys, monkeypatch
+):
+    """The files of plain scopes parsed by worker processes: the same rows, the same result, and no file of a
+    sensitive scope handed to a worker."""
+    import shutil
+
+    from engram.store.drift import examine
+
+    twin = tmp_path / "twin"
+    shutil.copytree(fixture_root, twin)
+    for root in (fixture_root, twin):
+        con = sqlite3.connect(root / "index.db")
+        con.execute("DELETE FROM triggers")
+        con.execute("UPDATE memories SET title = 'wrong', fingerprint = 'x'")
+        con.commit()
+        con.close()
+
+    def rows(root):
+        con = sqlite3.connect(root / "index.db")
+        try:
+            return [
+                con.execute("SELECT * FROM memories ORDER BY slug").fetchall(),
+                con.execute("SELECT slug, trigger FROM triggers ORDER BY slug, trigger").fetchall(),
+            ]
+        finally:
+            con.close()
+
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        alone = vars(rebuild_index(store))
+    handed: list[str] = []
+
+    class Counted(examine.ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+            handed.extend(args[1])
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(examine, "MIN_FILES", 0)
+    monkeypatch.setattr(examine, "_cores", lambda: 2)
+    monkeypatch.setattr(examine, "_CHUNK", 8)
+    monkeypatch.setattr(examine, "ProcessPoolExecutor", Counted)
+    with Store.open(twin, keys=unlocked_keys) as store:
+        with_workers = vars(rebuild_index(store))
+        sensitive = store.sensitive_scopes()
+    assert with_workers == alone and rows(twin) == rows(fixture_root)
+    assert len(handed) > 150 and not [p for p in handed if p.split("/")[1] in sensitive or p.endswith(".enc")]
 
 
 def test_a_file_memoryds_sweep_moves_during_a_rebuild_keeps_its_row(store, fixture_root, monkeypatch):
@@ -101,3 +198,33 @@ def test_a_file_memoryds_sweep_moves_during_a_rebuild_keeps_its_row(store, fixtu
     rebuild_index(store)
     kept = Memory.get(Memory.slug == row.slug)
     assert kept.body_path.split("/")[2] == "forgotten" and (fixture_root / kept.body_path).is_file()
+
+
+def test_rebuild_keeps_decay_and_recalls_only_the_index_knows(store, fixture_root):
+    """memoryd's sweep and its recalls write the index only: a rebuild keeps the further decay state, the higher
+    recall count and the later recall; a state no writer knows gives way to the file's."""
+    con = sqlite3.connect(fixture_root / "index.db")
+    alive = [
+        slug
+        for (slug,) in con.execute(
+            "SELECT slug FROM memories WHERE decay_state = 'alive' AND body_path LIKE '%.md' ORDER BY slug LIMIT 3"
+        )
+    ]
+    con.execute(
+        "UPDATE memories SET decay_state = 'dim', recall_count = 99, last_recalled_at = '2099-01-01T00:00:00Z' "
+        "WHERE slug = ?",
+        (alive[0],),
+    )
+    con.execute("UPDATE memories SET decay_state = 'withered', recall_count = -1 WHERE slug = ?", (alive[1],))
+    con.commit()
+    files = {slug: store.read_doc(store.memory(slug).body_path).frontmatter for slug in alive}
+    rebuild_index(store)
+    further, unknown, untouched = (
+        con.execute(
+            "SELECT decay_state, recall_count, last_recalled_at FROM memories WHERE slug = ?", (slug,)
+        ).fetchone()
+        for slug in alive
+    )
+    assert further == ("dim", 99, "2099-01-01T00:00:00Z")
+    assert unknown[:2] == ("alive", max(files[alive[1]].recall_count, 0))
+    assert untouched[:2] == ("alive", files[alive[2]].recall_count)

@@ -20,7 +20,7 @@ from peewee import Expression
 from engram.store import coexist
 from engram.store.audit.verify import events
 from engram.store.domain import DecayState
-from engram.store.drift.examine import Bad, Facts, Failed, Outcome, examined, facts
+from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
 from engram.store.drift.scan import FileEntry, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
@@ -241,7 +241,10 @@ def _check_files(
     plain = [e for e in files if not e.encrypted and e.scope_hash not in sensitive]
     kept = [e for e in files if e.encrypted or e.scope_hash in sensitive]  # their text stays in this process
     first = len(report.findings)
-    with closing(examined(store.layout, plain)) as examining, closing(read_ahead(store.layout, kept)) as reading:
+    with (
+        closing(examined(store.layout, plain, checked_facts)) as examining,
+        closing(read_ahead(store.layout, kept)) as reading,
+    ):
         for done, (entry, outcome) in enumerate(_in_step(examining, len(plain), reading, len(kept)), 1):
             present.add(entry.relpath)
             row = by_path.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
@@ -444,7 +447,7 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
 
 
 def _check_plain_file(
-    entry: FileEntry, outcome: Outcome, row: Row | None, rows: dict[str, Row], report: Report
+    entry: FileEntry, outcome: Outcome[Facts], row: Row | None, rows: dict[str, Row], report: Report
 ) -> None:
     """A file of a plain scope, as :func:`examined` found it, against its index row."""
     if outcome is None:  # moved since the walk (memoryd's sweep to forgotten/): nothing to say of it

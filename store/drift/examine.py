@@ -1,12 +1,12 @@
-"""What ``check`` compares of a memory file with its index row, and the worker processes that work it out for the
-files of plain scopes.
+"""What ``check`` compares of a memory file with its index row, and the worker processes that work out that (or,
+for ``rebuild-index``, the file's index row) for the files of plain scopes.
 
-Reading, parsing and scanning a file's text is most of a check's time, and it needs nothing of the checking
-process but the root's path: a pool of worker processes, a core each, examines the files of scopes that are not
-sensitive while the checking process compares what they send back (a tuple of short strings per file) with the
-index. Files of sensitive scopes never go there, encrypted or not: their text, and the keys that open it, stay in
-the checking process. A root too small to repay the workers' start (each imports the parser) is examined in
-the checking process, by the same code.
+Reading, parsing and scanning a file's text is most of a check's or a rebuild's time, and it needs nothing of the
+calling process but the root's path: a pool of worker processes, a core each, examines the files of scopes that
+are not sensitive while the caller takes what they send back (a tuple of short strings per file). Files of
+sensitive scopes never go there, encrypted or not: their text, and the keys that open it, stay in the caller. A
+root too small to repay the workers' start (each imports the parser) is examined in the calling process, by the
+same code.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias, TypeVar
 
 from engram.store.drift.scan import FileEntry, in_order, read_ahead
 from engram.store.errors import BadMemoryFile, StoreError
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse
 from engram.store.paths import RootLayout
 from engram.store.secrets import scan
+from engram.store.service import IndexEntry
 from engram.store.write.atomic import read_regular
 
 MIN_FILES = 4000
@@ -65,8 +66,10 @@ class Failed(NamedTuple):
     error: str
 
 
-Outcome = Facts | Bad | Failed | None
-"""A file's facts, or why there are none; None: the file moved since the walk (memoryd's sweep), nothing to say."""
+T = TypeVar("T", Facts, IndexEntry)
+Outcome: TypeAlias = T | Bad | Failed | None
+"""What a file gave (its :class:`Facts` for a check, its :class:`IndexEntry` for a rebuild), or why it gave nothing;
+None: the file moved since the walk (memoryd's sweep), nothing to say."""
 
 
 def facts(doc: MemoryDoc, *, scanned: bool) -> Facts:
@@ -87,30 +90,40 @@ def facts(doc: MemoryDoc, *, scanned: bool) -> Facts:
     )
 
 
-def examined(layout: RootLayout, entries: Sequence[FileEntry]) -> Generator[tuple[FileEntry, Outcome]]:
-    """Each plain file of ``entries`` with its :data:`Outcome`, in order: worked out by worker processes a few
-    thousand files ahead of the caller, or by read-ahead threads and the caller for fewer than
-    :data:`MIN_FILES` files, a single core, or a process that cannot start workers (no stderr at all)."""
+def checked_facts(doc: MemoryDoc, relpath: str) -> Facts:
+    """What ``check`` makes of a plain file: its facts, its text looked through for secrets."""
+    return facts(doc, scanned=True)
+
+
+def examined(
+    layout: RootLayout, entries: Sequence[FileEntry], make: Callable[[MemoryDoc, str], T]
+) -> Generator[tuple[FileEntry, Outcome[T]]]:
+    """Each plain file of ``entries`` with its :data:`Outcome`, what ``make`` (a module's function: the workers are
+    handed its name) made of the parsed file, in order: worked out by worker processes a few thousand files ahead
+    of the caller, or by read-ahead threads and the caller for fewer than :data:`MIN_FILES` files, a single core,
+    or a process that cannot start workers (no stderr at all)."""
     workers = _cores()
     if len(entries) < MIN_FILES or workers < 2 or not _tracker_running():
-        yield from _examined_here(layout, entries)
+        yield from _examined_here(layout, entries, make)
         return
     context = multiprocessing.get_context("spawn")  # no copy of this process's threads, locks or open index
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=signal.signal, initargs=_QUIET)
     try:
 
-        def submit(part: Sequence[FileEntry]) -> Future[list[Outcome]]:
-            return pool.submit(_examine, str(layout.root), [e.relpath for e in part])
+        def submit(part: Sequence[FileEntry]) -> Future[list[Outcome[T]]]:
+            return pool.submit(_examine, str(layout.root), [e.relpath for e in part], make)
 
         yield from in_order(layout, entries, submit, chunk=_CHUNK, ahead=_AHEAD)
     finally:
         pool.shutdown(cancel_futures=True)
 
 
-def _examined_here(layout: RootLayout, entries: Sequence[FileEntry]) -> Iterator[tuple[FileEntry, Outcome]]:
+def _examined_here(
+    layout: RootLayout, entries: Sequence[FileEntry], make: Callable[[MemoryDoc, str], T]
+) -> Iterator[tuple[FileEntry, Outcome[T]]]:
     """:func:`examined` without workers: read ahead by threads, parsed by the caller."""
     for entry, stored in read_ahead(layout, entries):
-        yield entry, _outcome(entry.relpath, stored)
+        yield entry, _outcome(entry.relpath, stored, make)
 
 
 _STDERR = threading.Lock()
@@ -153,11 +166,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _examine(root: str, relpaths: list[str]) -> list[Outcome]:
-    """A worker's task: the outcomes of a chunk of plain files (whose pages the checking process asked the kernel
+def _examine(root: str, relpaths: list[str], make: Callable[[MemoryDoc, str], T]) -> list[Outcome[T]]:
+    """A worker's task: the outcomes of a chunk of plain files (whose pages the calling process asked the kernel
     for, further ahead)."""
     layout = _layout(root)
-    return [_outcome(relpath, functools.partial(_read, layout, relpath)) for relpath in relpaths]
+    return [_outcome(relpath, functools.partial(_read, layout, relpath), make) for relpath in relpaths]
 
 
 def _read(layout: RootLayout, relpath: str) -> bytes:
@@ -170,9 +183,9 @@ def _layout(root: str) -> RootLayout:
     return RootLayout(Path(root))
 
 
-def _outcome(relpath: str, stored: Callable[[], bytes]) -> Outcome:
+def _outcome(relpath: str, stored: Callable[[], bytes], make: Callable[[MemoryDoc, str], T]) -> Outcome[T]:
     try:
-        return facts(parse(stored(), relpath), scanned=True)
+        return make(parse(stored(), relpath), relpath)
     except FileNotFoundError:
         return None
     except BadMemoryFile as exc:

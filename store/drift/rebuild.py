@@ -1,28 +1,43 @@
 """``engram rebuild-index``: make the memories and triggers tables match the files again.
 
 Unlike memoryd's rebuild (which recreates index.db and so wipes promotions, the graph, sensitive scope
-registrations and index-only decay state), this rewrites only the rows the files own, in one transaction:
-decay and recall figures the index knows better are kept, encrypted files whose key is not at hand keep
-their rows, and rows that promotions still hang off are never deleted (that would cascade them away).
-An index.db that is not a database at all is moved aside, never deleted, and a new one is built.
+registrations and index-only decay state), this rewrites only the rows the files own: decay and recall figures
+the index knows better are kept, encrypted files whose key is not at hand keep their rows, and rows that
+promotions still hang off are never deleted (that would cascade them away). An index.db that is not a database
+at all is moved aside, never deleted, and a new one is built.
+
+It streams: files are read and parsed a batch at a time (those of plain scopes by worker processes, the others
+here, where their keys are), and each batch's rows are written in a transaction of their own, so what is held is
+a batch's rows and one set of the slugs written, whatever the root's size (holding every file's row until one
+write took 2.9 GB at 1M), and memoryd's writers, whose busy timeout is SQLite's 5 s, never wait on engram for
+longer than a batch. The rows of files gone are removed last, with the rebuild's one audit event. A rebuild cut
+short leaves rows that each match their file; running it again finishes it.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from engram.store.drift.examine import Bad, Failed, examined
 from engram.store.drift.scan import FileEntry, read_ahead, walk
-from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError
+from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import parse
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
 from engram.store.search import fulltext
-from engram.store.service import Change, IndexEntry, Store, index_entry
+from engram.store.service import Change, IndexEntry, Store, chunked, index_entry
+
+BATCH = 5000
+"""Files whose rows go in one transaction: half a second of the write lock at most here, a few MB held."""
+_LOOKUP = 500  # values bound in one lookup statement
 
 
 @dataclass
@@ -64,89 +79,187 @@ def open_for_rebuild(root: str | os.PathLike[str] | None, actor: str) -> tuple[S
     return Store.open(layout.root, actor=actor, create=True), aside
 
 
-def _read_entries(
-    store: Store,
-    files: list[FileEntry],
-    existing: dict[str, str],
-    locked: set[str],
-    result: RebuildResult,
-    progress: Callable[[int, int], None] | None,
-) -> dict[str, IndexEntry]:
-    """Slug -> what its file puts in the index; the first file in path order wins. Only that is kept of each
-    file: its body is not needed once its fingerprint is taken, and 100k bodies held at once cost hundreds of
-    MB. Files without a key go to ``locked``, unreadable ones to ``result.skipped``."""
-    entries: dict[str, IndexEntry] = {}
-    for done, (entry, stored) in enumerate(read_ahead(store.layout, files), 1):  # read by threads ahead of here
-        if progress is not None:
-            progress(done, len(files))
-        try:
-            doc = parse(store.opened(entry.relpath, stored())[1], entry.relpath)
-        except FileNotFoundError:  # moved since the walk (memoryd's sweep): its row is kept as it is, as a locked
-            locked.add(entry.relpath)  # file's is (the row memoryd updated names where it went)
-            continue
-        except KeyUnavailable:
-            locked.add(entry.relpath)
-            continue
-        except (BadMemoryFile, DecryptionFailed) as exc:
-            result.skipped.append(str(exc))
-            continue
-        slug = doc.frontmatter.slug
-        if slug in entries:
-            # Two files, one slug: the file the index already points at keeps it; `engram repair` re-slugs
-            # the other.
-            if existing.get(entry.relpath) == slug:
-                entries[slug], loser = index_entry(doc, entry.relpath), entries[slug].relpath
-            else:
-                loser = entry.relpath
-            result.skipped.append(f"{loser}: slug {slug} already used by {entries[slug].relpath}")
-            continue
-        entries[slug] = index_entry(doc, entry.relpath)
-    return entries
+Read = tuple[FileEntry, IndexEntry | None]
+"""A file and what it puts in the index; None: its row is kept as it is (no key for it, or moved since the walk)."""
+
+
+@dataclass
+class _Rebuild:
+    """What a rebuild carries from one batch to the next."""
+
+    store: Store
+    result: RebuildResult
+    written: set[str] = field(default_factory=set)  # slugs whose rows this rebuild wrote
+    kept: set[str] = field(default_factory=set)  # slugs of rows kept as they are (their files could not be read)
+    passed_over: set[str] = field(default_factory=set)  # paths of files read and not indexed (unparsable, clashing)
+    vacated: dict[str, str] = field(default_factory=dict)  # path -> slug of a row this rebuild moved away from it
+    locked: int = 0  # files whose key is not at hand, or moved since the walk
+
+    def skip(self, path: str, line: str) -> None:
+        """``path``'s file is not indexed; ``line`` says why (its path first)."""
+        self.result.skipped.append(line)
+        self.passed_over.add(path)
 
 
 def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = None) -> RebuildResult:
-    """Re-read every file and rewrite the rows they own; one transaction, one audit event."""
+    """Re-read every file and rewrite the rows they own, a batch at a time; then remove the rows of files gone,
+    with the rebuild's audit event."""
     result = RebuildResult()
     files = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
-    locked: set[str] = set()
-    existing = {m.body_path: m.slug for m in Memory.select(Memory.body_path, Memory.slug)}
-    entries = _read_entries(store, files, existing, locked, result, progress)
-    referenced = {p.source_session_slug for p in Promotion.select(Promotion.source_session_slug).distinct()}
-
-    def index_update() -> None:
-        keep = {existing[rel] for rel in locked if rel in existing}
-        result.kept_locked = len(keep)
-        upserts = []
-        for item in entries.values():
-            squatter = existing.get(item.relpath)
-            if squatter is not None and squatter != item.slug:
-                if squatter in referenced:
-                    result.skipped.append(f"{item.relpath}: its old row {squatter} still has promotions")
-                    continue
-                Memory.delete().where(Memory.slug == squatter).execute()
-            upserts.append(item)
-        store.upsert_index_entries(upserts, keep_runtime=True)
-        result.indexed = len(upserts)
-        stale = [m.slug for m in Memory.select(Memory.slug) if m.slug not in entries and m.slug not in keep]
-        for slug in stale:
-            if slug in referenced:
-                result.kept_for_promotions.append(slug)
-                continue
-            Trigger.delete().where(Trigger.slug == slug).execute()
-            Memory.delete().where(Memory.slug == slug).execute()
-            result.removed += 1
-
+    state = _Rebuild(store, result)
+    for batch in chunked(_read(store, files, state, progress), BATCH):
+        with store.index.transaction():
+            _write(state, batch)
     store.apply(
         Change(
             "index_rebuilt",
             None,
             None,
-            {"files": len(files), "skipped": len(result.skipped), "locked": len(locked)},
-            index_update=index_update,
+            {"files": len(files), "skipped": len(result.skipped), "locked": state.locked},
+            index_update=lambda: _remove_gone(state),
         )
     )
+    result.kept_locked = len(state.kept)
     try:
         result.searchable = fulltext.rebuild(store, progress).read
     except StoreError:
         pass  # a cache that cannot be written now: the console's next sync builds it
     return result
+
+
+def _read(
+    store: Store, files: list[FileEntry], state: _Rebuild, progress: Callable[[int, int], None] | None
+) -> Iterator[Read]:
+    """Every file with what it puts in the index, in the walk's order: those of plain scopes parsed by
+    :func:`examined`'s workers, the others (encrypted, or of a sensitive scope) decrypted and parsed here, both
+    read ahead at once. Unreadable files go to ``state``'s skipped."""
+    sensitive = store.sensitive_scopes()
+    plain = [(at, e) for at, e in enumerate(files) if not e.encrypted and e.scope_hash not in sensitive]
+    kept = [(at, e) for at, e in enumerate(files) if e.encrypted or e.scope_hash in sensitive]
+    with (
+        closing(examined(store.layout, [e for _, e in plain], index_entry)) as examining,
+        closing(read_ahead(store.layout, [e for _, e in kept])) as reading,
+    ):
+        merged = heapq.merge(
+            ((at, got) for (at, _), got in zip(plain, examining, strict=False)),
+            ((at, got) for (at, _), got in zip(kept, reading, strict=False)),
+            key=lambda item: item[0],
+        )
+        for done, (_, (entry, outcome)) in enumerate(merged, 1):
+            if progress is not None:
+                progress(done, len(files))
+            if callable(outcome):
+                read = _opened(store, entry, outcome, state)
+            elif isinstance(outcome, Bad):
+                state.skip(entry.relpath, str(BadMemoryFile(entry.relpath, outcome.reason)))
+                continue
+            elif isinstance(outcome, Failed):
+                raise StoreError(outcome.error)
+            else:
+                read = entry, outcome
+            if read is not None:
+                yield read
+
+
+def _opened(store: Store, entry: FileEntry, stored: Callable[[], bytes], state: _Rebuild) -> Read | None:
+    """A file of a sensitive scope (or an encrypted one), decrypted and parsed here."""
+    try:
+        doc = parse(store.opened(entry.relpath, stored())[1], entry.relpath)
+    except (FileNotFoundError, KeyUnavailable):  # moved since the walk (memoryd's sweep), or no key: its row is
+        return entry, None  # kept as it is (the row memoryd updated names where a moved file went)
+    except (BadMemoryFile, DecryptionFailed) as exc:
+        state.skip(entry.relpath, str(exc))
+        return None
+    return entry, index_entry(doc, entry.relpath)
+
+
+def _write(state: _Rebuild, batch: Sequence[Read]) -> None:
+    """One batch's rows, in its own transaction. The first file of a slug in the walk's order keeps it, unless the
+    index pointed at a later one; a row in the way of a file's (its path under another slug) is removed, unless
+    promotions hang off it."""
+    store = state.store
+    at_path = dict(
+        _lookup(store, "SELECT body_path, slug FROM memories WHERE body_path IN ({})", [e.relpath for e, _ in batch])
+    )
+    chosen: dict[str, IndexEntry] = {}
+    for entry, item in batch:
+        before = at_path.get(entry.relpath) or state.vacated.get(entry.relpath)  # the row there before the rebuild
+        if item is None:
+            state.locked += 1
+            if before is not None:
+                state.kept.add(before)
+            continue
+        slug = item.slug
+        if slug in chosen or slug in state.written:
+            earlier = chosen[slug].relpath if slug in chosen else _path_of(store, slug)
+            if before == slug:  # the index already points at this file: it keeps the slug; `engram repair`
+                chosen[slug], loser, winner = item, earlier, item.relpath  # re-slugs the other
+            else:
+                loser, winner = item.relpath, earlier
+            state.skip(loser, f"{loser}: slug {slug} already used by {winner}")
+            continue
+        chosen[slug] = item
+    for slug, item in list(chosen.items()):
+        squatter = at_path.get(item.relpath)
+        if squatter is None or squatter == slug:
+            continue
+        if _referenced([squatter]):
+            state.skip(item.relpath, f"{item.relpath}: its old row {squatter} still has promotions")
+            del chosen[slug]
+            continue
+        Memory.delete().where(Memory.slug == squatter).execute()
+    elsewhere = [slug for slug, item in chosen.items() if at_path.get(item.relpath) != slug]  # new, or moving
+    moving = _lookup(store, "SELECT slug, body_path FROM memories WHERE slug IN ({})", elsewhere)
+    state.vacated.update({path: slug for slug, path in moving if path != chosen[slug].relpath})
+    store.upsert_index_entries(list(chosen.values()), keep_runtime=True)
+    state.written.update(chosen)
+    state.result.indexed = len(state.written)  # a slug an earlier batch wrote, taken by a later file, counts once
+
+
+def _remove_gone(state: _Rebuild) -> None:
+    """Remove the rows no file was found for: not those of files kept as they are, nor those promotions hang off,
+    nor those of a memory memoryd wrote while the rebuild ran (its file was not there when the walk passed)."""
+    store, result = state.store, state.result
+    gone = [
+        (slug, path)
+        for slug, path in store.index.db.execute_sql("SELECT slug, body_path FROM memories")
+        if slug not in state.written and slug not in state.kept
+    ]
+    referenced = _referenced([slug for slug, _ in gone])
+    for slug, path in gone:
+        if slug in referenced:
+            result.kept_for_promotions.append(slug)
+        elif path in state.passed_over or not _exists(store, path):
+            Trigger.delete().where(Trigger.slug == slug).execute()
+            Memory.delete().where(Memory.slug == slug).execute()
+            result.removed += 1
+
+
+def _exists(store: Store, path: str) -> bool:
+    try:
+        return os.path.lexists(store.layout.inside(path))
+    except UnsafePath:
+        return False
+
+
+def _referenced(slugs: list[str]) -> set[str]:
+    """Of ``slugs``, those promotions name as their source session."""
+    found: set[str] = set()
+    for part in chunked(slugs, _LOOKUP):
+        query = Promotion.select(Promotion.source_session_slug).where(Promotion.source_session_slug.in_(part))
+        found.update(p.source_session_slug for p in query.distinct())
+    return found
+
+
+def _path_of(store: Store, slug: str) -> str:
+    """Where the row of a slug this rebuild wrote points now (memoryd may have removed it since)."""
+    row = Memory.get_or_none(Memory.slug == slug)
+    return row.body_path if row is not None else f"a file of {slug}'s removed since"
+
+
+def _lookup(store: Store, sql: str, values: list[str]) -> list[Any]:
+    """``sql``'s rows for ``values``, bound a few hundred at a time in its ``IN ({})``."""
+    rows: list[Any] = []
+    for part in chunked(values, _LOOKUP):
+        rows += store.index.db.execute_sql(sql.format(", ".join("?" * len(part))), part).fetchall()
+    return rows
