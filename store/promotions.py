@@ -44,7 +44,12 @@ class Proposal:
 
 
 def promoted_slug(promotion: Promotion) -> str:
-    return f"promoted-{promotion.id}-{promotion.source_session_slug}"
+    return slug_promoted_from(promotion.id, promotion.source_session_slug)
+
+
+def slug_promoted_from(promotion_id: int, source_session_slug: str) -> str:
+    """The slug memoryd gives the memory it writes when it approves a promotion."""
+    return f"promoted-{promotion_id}-{source_session_slug}"
 
 
 def promoted_type(promotion: Promotion) -> MemoryType:

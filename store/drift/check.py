@@ -21,15 +21,15 @@ from engram.store import coexist
 from engram.store.audit.verify import events
 from engram.store.domain import DecayState
 from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
-from engram.store.drift.scan import FileEntry, half_scrubbed, read_ahead, walk
+from engram.store.drift.scan import FileEntry, appeared_since, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.index import Binding, Memory, Promotion, Rekey
-from engram.store.promotions import promoted_slug
+from engram.store.promotions import slug_promoted_from
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
 from engram.store.sensitive import binding
-from engram.store.service import Store
+from engram.store.service import Store, chunked
 from engram.store.supersedes import listed_links
 from engram.store.write import retire
 
@@ -178,9 +178,7 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
 
 def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     report = Report()
-    rows = {row.slug: row for row in _rows(store.index.db.execute_sql(*Memory.select(*_ROW_COLUMNS).sql()))}
-    by_path = {m.body_path: m for m in rows.values()}
-    report.rows = len(rows)
+    report.rows = int(store.index.db.execute_sql("SELECT count(*) FROM memories").fetchone()[0])
     entries = list(walk(store.layout))
     files = [e for e in entries if isinstance(e, FileEntry)]
     report.files = len(files)
@@ -198,17 +196,20 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
                 f"scope {entry.scope_hash} is sensitive",
                 scope_hash=entry.scope_hash,
             )
-    _check_files(store, files, sensitive, rows, by_path, present, report, progress)
-    for row in rows.values():
+    _check_files(store, files, sensitive, present, report, progress)
+    for row in _rows(store.index.db.execute_sql(*Memory.select(*_ROW_COLUMNS).sql())):
         try:
             store.safe_relpath(row.body_path)
         except UnsafePath as exc:
             report.add("unsafe_body_path", row.body_path, str(exc), slug=row.slug)
             continue
-        if row.body_path not in present and not _moved_meanwhile(store, row, present):
+        # The rows are read after the walk: a row whose file memoryd saved since has that file now.
+        if row.body_path in present or appeared_since(store.layout, row.body_path):
+            continue
+        if not _moved_meanwhile(store, row, present):
             report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
     _wrong_keys(files, report)
-    _check_promotions(rows, report)
+    _check_promotions(store, report)
     for rekey in Rekey.select() if store.index.has(Rekey) else []:
         report.add(
             "rekey_interrupted",
@@ -227,8 +228,6 @@ def _check_files(
     store: Store,
     files: list[FileEntry],
     sensitive: set[str],
-    rows: dict[str, Row],
-    by_path: dict[str, Row],
     present: set[str],
     report: Report,
     progress: Callable[[int, int], None] | None,
@@ -236,7 +235,8 @@ def _check_files(
     """Every file against its row. Files of plain scopes are examined by worker processes
     (:func:`examined`) while this process decrypts and reads the others, taken in step with them so that
     neither waits on the other for long; the findings are then put back in the order of the walk, as if each
-    file had been read in turn."""
+    file had been read in turn. The rows are looked up :data:`_LOOKUP` files at a time, by path: a million of
+    them held at once took 670 MB."""
     bound = binding.bindings(store)
     plain = [e for e in files if not e.encrypted and e.scope_hash not in sensitive]
     kept = [e for e in files if e.encrypted or e.scope_hash in sensitive]  # their text stays in this process
@@ -245,15 +245,19 @@ def _check_files(
         closing(examined(store.layout, plain, checked_facts)) as examining,
         closing(read_ahead(store.layout, kept)) as reading,
     ):
-        for done, (entry, outcome) in enumerate(_in_step(examining, len(plain), reading, len(kept)), 1):
-            present.add(entry.relpath)
-            row = by_path.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
-            if callable(outcome):  # the bytes of a kept file, read ahead by a thread
-                _check_kept_file(store, entry, outcome, row, rows, bound, report)
-            else:
-                _check_plain_file(entry, outcome, row, rows, report)
-            if progress is not None:
-                progress(done, len(files))
+        done = 0
+        for part in chunked(_in_step(examining, len(plain), reading, len(kept)), _LOOKUP):
+            rows = _rows_at(store, [entry.relpath for entry, _ in part])
+            for entry, outcome in part:
+                present.add(entry.relpath)
+                row = rows.get(entry.relpath) or _row_now(Memory.body_path == entry.relpath)
+                if callable(outcome):  # the bytes of a kept file, read ahead by a thread
+                    _check_kept_file(store, entry, outcome, row, bound, report)
+                else:
+                    _check_plain_file(entry, outcome, row, report)
+                done += 1
+                if progress is not None:
+                    progress(done, len(files))
     walked = {entry.relpath: at for at, entry in enumerate(files)}
     report.findings[first:] = sorted(report.findings[first:], key=lambda f: walked[f.path or ""])
 
@@ -308,6 +312,15 @@ def _rows(query: Iterable[Any]) -> Iterator[Row]:
             intern(decay),
             path,
         )
+
+
+_LOOKUP = 500  # files whose rows one query looks up
+
+
+def _rows_at(store: Store, paths: list[str]) -> dict[str, Row]:
+    """The index rows at ``paths``, by path (the index's own UNIQUE index on ``body_path`` finds each)."""
+    query = Memory.select(*_ROW_COLUMNS).where(Memory.body_path.in_(paths)).sql()
+    return {row.body_path: row for row in _rows(store.index.db.execute_sql(*query))}
 
 
 def _row_now(where: Expression) -> Row | None:
@@ -446,9 +459,7 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
         )
 
 
-def _check_plain_file(
-    entry: FileEntry, outcome: Outcome[Facts], row: Row | None, rows: dict[str, Row], report: Report
-) -> None:
+def _check_plain_file(entry: FileEntry, outcome: Outcome[Facts], row: Row | None, report: Report) -> None:
     """A file of a plain scope, as :func:`examined` found it, against its index row."""
     if outcome is None:  # moved since the walk (memoryd's sweep to forgotten/): nothing to say of it
         return
@@ -459,7 +470,7 @@ def _check_plain_file(
         raise StoreError(outcome.error)
     if outcome.secrets:
         report.add("secret_in_plain_memory", entry.relpath, outcome.secrets, slug=outcome.slug)
-    _compare(entry, outcome, row, rows, report)
+    _compare(entry, outcome, row, report)
 
 
 def _check_kept_file(
@@ -467,7 +478,6 @@ def _check_kept_file(
     entry: FileEntry,
     stored: Callable[[], bytes],
     row: Row | None,
-    rows: dict[str, Row],
     bound: dict[str, Binding],
     report: Report,
 ) -> None:
@@ -491,13 +501,13 @@ def _check_kept_file(
         return
     if entry.encrypted:
         _check_binding(store, entry, data, doc, plaintext, bound, report)
-    _compare(entry, facts(doc, scanned=False), row, rows, report)
+    _compare(entry, facts(doc, scanned=False), row, report)
 
 
-def _compare(entry: FileEntry, file: Facts, row: Row | None, rows: dict[str, Row], report: Report) -> None:
+def _compare(entry: FileEntry, file: Facts, row: Row | None, report: Report) -> None:
     """A file's facts against its index row: a file without one, a row that disagrees, decay only the index has."""
     if row is None:
-        owner = rows.get(file.slug)
+        owner = _row_now(Memory.slug == file.slug)
         detail = f"slug {file.slug} is taken by {owner.body_path}" if owner else f"slug {file.slug}"
         kind = "enc_without_row" if entry.encrypted else "file_without_row"
         report.add(kind, entry.relpath, detail, slug=file.slug, taken_by=owner.body_path if owner else None)
@@ -611,22 +621,23 @@ def _wrong_keys(files: list[FileEntry], report: Report) -> None:
         )
 
 
-def _check_promotions(rows: dict[str, Row], report: Report) -> None:
-    for promotion in Promotion.select():
-        slug = promoted_slug(promotion)
-        if promotion.source_session_slug not in rows:
-            report.add(
-                "orphaned_promotion",
-                None,
-                f"#{promotion.id} from {promotion.source_session_slug}",
-                promotion_id=promotion.id,
-            )
-        if promotion.status == "approved" and slug not in rows:
-            report.add(
-                "approved_without_memory",
-                None,
-                f"#{promotion.id} ({promotion.proposed_title})",
-                promotion_id=promotion.id,
-            )
-        elif promotion.status == "pending" and slug in rows:
-            report.add("pending_already_written", rows[slug].body_path, f"#{promotion.id}", promotion_id=promotion.id)
+def _check_promotions(store: Store, report: Report) -> None:
+    """Promotions whose source session has no row, approved ones whose memory has none, pending ones whose memory
+    has one; the rows named are looked up a few hundred at a time."""
+    columns = (Promotion.id, Promotion.status, Promotion.source_session_slug, Promotion.proposed_title)
+    promotions: list[tuple[int, str, str, str]] = store.index.db.execute_sql(
+        *Promotion.select(*columns).sql()
+    ).fetchall()
+    named = sorted({source for _, _, source, _ in promotions} | {slug_promoted_from(p[0], p[2]) for p in promotions})
+    paths: dict[str, str] = {}
+    for part in chunked(named, _LOOKUP):
+        query = Memory.select(Memory.slug, Memory.body_path).where(Memory.slug.in_(part))
+        paths.update(store.index.db.execute_sql(*query.sql()))
+    for pid, status, source, title in promotions:
+        slug = slug_promoted_from(pid, source)
+        if source not in paths:
+            report.add("orphaned_promotion", None, f"#{pid} from {source}", promotion_id=pid)
+        if status == "approved" and slug not in paths:
+            report.add("approved_without_memory", None, f"#{pid} ({title})", promotion_id=pid)
+        elif status == "pending" and slug in paths:
+            report.add("pending_already_written", paths[slug], f"#{pid}", promotion_id=pid)

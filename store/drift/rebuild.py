@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from engram.store.drift.examine import Bad, Failed, examined
-from engram.store.drift.scan import FileEntry, read_ahead, walk
-from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
+from engram.store.drift.scan import FileEntry, appeared_since, read_ahead, walk
+from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError
 from engram.store.frontmatter import parse
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
@@ -229,17 +229,10 @@ def _remove_gone(state: _Rebuild) -> None:
     for slug, path in gone:
         if slug in referenced:
             result.kept_for_promotions.append(slug)
-        elif path in state.passed_over or not _exists(store, path):
+        elif path in state.passed_over or not appeared_since(store.layout, path):
             Trigger.delete().where(Trigger.slug == slug).execute()
             Memory.delete().where(Memory.slug == slug).execute()
             result.removed += 1
-
-
-def _exists(store: Store, path: str) -> bool:
-    try:
-        return os.path.lexists(store.layout.inside(path))
-    except UnsafePath:
-        return False
 
 
 def _referenced(slugs: list[str]) -> set[str]:

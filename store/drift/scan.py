@@ -79,6 +79,21 @@ def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
                 yield FileEntry(rel, name, kind, False)
 
 
+def appeared_since(layout: RootLayout, relpath: str) -> bool:
+    """Whether a memory file the walk did not find is at ``relpath`` now (an index row's ``body_path``): a file
+    memoryd saved after the walk passed, whose row a whole-root pass must not take for a row without a file.
+    Only where :func:`walk` would have found it: a row naming another place is still one without a file."""
+    parts = relpath.split("/")
+    if len(parts) != 4 or parts[0] != "scopes" or (parts[2] not in TYPE_DIRS and parts[2] != FORGOTTEN_DIR):
+        return False
+    if is_temp_file(parts[3]) or not parts[3].endswith((".md", ".md.enc")):
+        return False
+    try:
+        return os.path.lexists(layout.inside(relpath))
+    except StoreError:  # a path that leaves the root
+        return False
+
+
 _CHUNK = 32  # files one thread reads at a time: a task per file would cost the reader more than it saves
 _AHEAD = 16  # chunks read ahead of the reader
 _THREADS = 4
