@@ -318,9 +318,10 @@ _LOOKUP = 500  # files whose rows one query looks up
 
 
 def _rows_at(store: Store, paths: list[str]) -> dict[str, Row]:
-    """The index rows at ``paths``, by path (the index's own UNIQUE index on ``body_path`` finds each)."""
-    query = Memory.select(*_ROW_COLUMNS).where(Memory.body_path.in_(paths)).sql()
-    return {row.body_path: row for row in _rows(store.index.db.execute_sql(*query))}
+    """The index rows at ``paths``, by path (the index's own UNIQUE index on ``body_path`` finds each). The SQL is
+    written here: peewee's building of it for 500 values took as long as SQLite's answer."""
+    query = f"SELECT {', '.join(Row._fields)} FROM memories WHERE body_path IN ({', '.join('?' * len(paths))})"
+    return {row.body_path: row for row in _rows(store.index.db.execute_sql(query, paths))}
 
 
 def _row_now(where: Expression) -> Row | None:
