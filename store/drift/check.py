@@ -314,19 +314,19 @@ def _rows(query: Iterable[Any]) -> Iterator[Row]:
         )
 
 
-_LOOKUP = 500  # files whose rows one query looks up
+_LOOKUP = 500  # files whose rows are looked up together
 
 
 def _rows_at(store: Store, paths: list[str]) -> dict[str, Row]:
-    """The index rows at ``paths``, by path (the index's own UNIQUE index on ``body_path`` finds each). The SQL is
-    written here: peewee's building of it for 500 values took as long as SQLite's answer."""
-    query = f"SELECT {', '.join(Row._fields)} FROM memories WHERE body_path IN ({', '.join('?' * len(paths))})"
-    return {row.body_path: row for row in _rows(store.index.db.execute_sql(query, paths))}
+    """The index rows at ``paths``, by path (the index's own UNIQUE index on ``body_path`` finds each)."""
+    query = f"SELECT {', '.join(Row._fields)} FROM memories WHERE body_path IN ({{}})"
+    return {row.body_path: row for row in _rows(store.index.lookup(query, paths))}
 
 
 def _row_now(where: Expression) -> Row | None:
-    """An index row as it is now, for a file or row the snapshot taken at the start has no match for: memoryd
-    may have moved the memory in between (its sweep moves files to ``forgotten/`` and then updates the row)."""
+    """An index row as it is now, for a file whose row its batch's lookup did not find, or a row whose file the
+    walk did not: memoryd may have moved the memory in between (its sweep moves files to ``forgotten/`` and then
+    updates the row)."""
     return next(_rows(Memory.select(*_ROW_COLUMNS).where(where).tuples()), None)
 
 
@@ -630,10 +630,7 @@ def _check_promotions(store: Store, report: Report) -> None:
         *Promotion.select(*columns).sql()
     ).fetchall()
     named = sorted({source for _, _, source, _ in promotions} | {slug_promoted_from(p[0], p[2]) for p in promotions})
-    paths: dict[str, str] = {}
-    for part in chunked(named, _LOOKUP):
-        query = Memory.select(Memory.slug, Memory.body_path).where(Memory.slug.in_(part))
-        paths.update(store.index.db.execute_sql(*query.sql()))
+    paths: dict[str, str] = dict(store.index.lookup("SELECT slug, body_path FROM memories WHERE slug IN ({})", named))
     for pid, status, source, title in promotions:
         slug = slug_promoted_from(pid, source)
         if source not in paths:

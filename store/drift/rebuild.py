@@ -9,7 +9,7 @@ at all is moved aside, never deleted, and a new one is built.
 It streams: files are read and parsed a batch at a time (those of plain scopes by worker processes, the others
 here, where their keys are), and each batch's rows are written in a transaction of their own, so what is held is
 a batch's rows and one set of the slugs written, whatever the root's size (holding every file's row until one
-write took 2.9 GB at 1M), and memoryd's writers, whose busy timeout is SQLite's 5 s, never wait on engram for
+write took 2.4 GB at 1M), and memoryd's writers, whose busy timeout is SQLite's 5 s, never wait on engram for
 longer than a batch. The rows of files gone are removed last, with the rebuild's one audit event. A rebuild cut
 short leaves rows that each match their file; running it again finishes it.
 """
@@ -24,20 +24,18 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from engram.store.drift.examine import Bad, Failed, examined
 from engram.store.drift.scan import FileEntry, appeared_since, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError
 from engram.store.frontmatter import parse
-from engram.store.index import Memory, Promotion, Trigger
+from engram.store.index import Memory, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
 from engram.store.search import fulltext
 from engram.store.service import Change, IndexEntry, Store, chunked, index_entry
 
 BATCH = 5000
 """Files whose rows go in one transaction: half a second of the write lock at most here, a few MB held."""
-_LOOKUP = 500  # values bound in one lookup statement
 
 
 @dataclass
@@ -179,7 +177,9 @@ def _write(state: _Rebuild, batch: Sequence[Read]) -> None:
     promotions hang off it."""
     store = state.store
     at_path = dict(
-        _lookup(store, "SELECT body_path, slug FROM memories WHERE body_path IN ({})", [e.relpath for e, _ in batch])
+        store.index.lookup(
+            "SELECT body_path, slug FROM memories WHERE body_path IN ({})", [e.relpath for e, _ in batch]
+        )
     )
     chosen: dict[str, IndexEntry] = {}
     for entry, item in batch:
@@ -203,13 +203,13 @@ def _write(state: _Rebuild, batch: Sequence[Read]) -> None:
         squatter = at_path.get(item.relpath)
         if squatter is None or squatter == slug:
             continue
-        if _referenced([squatter]):
+        if _referenced(store, [squatter]):
             state.skip(item.relpath, f"{item.relpath}: its old row {squatter} still has promotions")
             del chosen[slug]
             continue
         Memory.delete().where(Memory.slug == squatter).execute()
     elsewhere = [slug for slug, item in chosen.items() if at_path.get(item.relpath) != slug]  # new, or moving
-    moving = _lookup(store, "SELECT slug, body_path FROM memories WHERE slug IN ({})", elsewhere)
+    moving = store.index.lookup("SELECT slug, body_path FROM memories WHERE slug IN ({})", elsewhere)
     state.vacated.update({path: slug for slug, path in moving if path != chosen[slug].relpath})
     store.upsert_index_entries(list(chosen.values()), keep_runtime=True)
     state.written.update(chosen)
@@ -225,7 +225,7 @@ def _remove_gone(state: _Rebuild) -> None:
         for slug, path in store.index.db.execute_sql("SELECT slug, body_path FROM memories")
         if slug not in state.written and slug not in state.kept
     ]
-    referenced = _referenced([slug for slug, _ in gone])
+    referenced = _referenced(store, [slug for slug, _ in gone])
     for slug, path in gone:
         if slug in referenced:
             result.kept_for_promotions.append(slug)
@@ -235,24 +235,17 @@ def _remove_gone(state: _Rebuild) -> None:
             result.removed += 1
 
 
-def _referenced(slugs: list[str]) -> set[str]:
-    """Of ``slugs``, those promotions name as their source session."""
-    found: set[str] = set()
-    for part in chunked(slugs, _LOOKUP):
-        query = Promotion.select(Promotion.source_session_slug).where(Promotion.source_session_slug.in_(part))
-        found.update(p.source_session_slug for p in query.distinct())
-    return found
+def _referenced(store: Store, slugs: list[str]) -> set[str]:
+    """Of ``slugs``, those promotions name as their source session: one pass over the promotions (nothing indexes
+    their sources), whatever the number of slugs."""
+    if not slugs:
+        return set()
+    wanted = set(slugs)
+    query = "SELECT DISTINCT source_session_slug FROM promotions"
+    return {slug for (slug,) in store.index.db.execute_sql(query) if slug in wanted}
 
 
 def _path_of(store: Store, slug: str) -> str:
     """Where the row of a slug this rebuild wrote points now (memoryd may have removed it since)."""
     row = Memory.get_or_none(Memory.slug == slug)
     return row.body_path if row is not None else f"a file of {slug}'s removed since"
-
-
-def _lookup(store: Store, sql: str, values: list[str]) -> list[Any]:
-    """``sql``'s rows for ``values``, bound a few hundred at a time in its ``IN ({})``."""
-    rows: list[Any] = []
-    for part in chunked(values, _LOOKUP):
-        rows += store.index.db.execute_sql(sql.format(", ".join("?" * len(part))), part).fetchall()
-    return rows
