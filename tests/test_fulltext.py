@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import mmap
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,10 @@ from engram.store import promotions
 from engram.store.drift.check import check
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.drift.repair import repair
+from engram.store.errors import StoreError
 from engram.store.index import Memory
 from engram.store.queue import pending_ids
-from engram.store.search import arrays
+from engram.store.search import arrays, generation
 from engram.store.search import fulltext as fulltext_module
 from engram.store.search.fulltext import FullText, cache_path, rows_dir, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
@@ -466,3 +468,185 @@ def test_a_sync_in_small_slices_keeps_what_a_sync_in_one_does(store, monkeypatch
         con.executemany("DELETE FROM memories WHERE slug = ?", [(slug,) for slug in dropped])
     assert sync(store).removed == len(dropped)
     assert rows() == {row for row in whole if row[0] not in dropped}
+
+
+def _fts(store: Store) -> sqlite3.Connection:
+    return sqlite3.connect(cache_path(store), isolation_level=None)
+
+
+def _in_step(con: sqlite3.Connection) -> tuple[int, int]:
+    """FTS5's own check of every indexed term against ``docs`` (raises if they differ); the rows of ``docs`` and
+    how many of them FTS5 holds."""
+    con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
+    return tuple(con.execute("SELECT (SELECT count(*) FROM docs), (SELECT count(*) FROM fts_docsize)").fetchone())
+
+
+def test_a_build_fills_fts5_once_at_its_end_in_step_with_every_row(store, monkeypatch):
+    """A full sync of an empty index writes its rows with FTS5 not following them (each batch following them
+    left FTS5 a segment to merge), then fills FTS5 from them in one transaction."""
+    monkeypatch.setattr(fulltext_module, "BATCH", 10)
+    batches: list[tuple[bool, int]] = []
+    write = fulltext_module._write
+
+    def watched(*args) -> None:
+        write(*args)
+        with _fts(store) as con:
+            (indexed,) = con.execute("SELECT count(*) FROM fts_docsize").fetchone()
+            batches.append((fulltext_module.deferred(con), indexed))
+
+    monkeypatch.setattr(fulltext_module, "_write", watched)
+    assert sync(store).read > 100
+    assert len(batches) > 10 and all(deferred and not indexed for deferred, indexed in batches)
+    with _fts(store) as con:
+        assert not fulltext_module.deferred(con)
+        docs, indexed = _in_step(con)
+        assert docs == indexed > 100
+        piece = next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode()
+        query = "SELECT slug FROM docs, fts WHERE fts.rowid = docs.id AND fts MATCH ?"
+        found = con.execute(query, (arrays.phrase(piece),))
+        slugs = {slug for (slug,) in found}
+    assert slugs and slugs <= searched(store, f"'{piece}")
+    path = store.layout.root / Memory.get(Memory.scope_hash == PLAIN).body_path
+    path.write_text(path.read_text() + "\nfollowed once built\n")
+    assert sync(store).read == 1  # a sync of a built index: FTS5 follows the row as it changes
+    with _fts(store) as con:
+        assert not fulltext_module.deferred(con) and _in_step(con)[0] == _in_step(con)[1]
+        assert con.execute("SELECT count(*) FROM fts WHERE fts MATCH '\"followed once built\"'").fetchone() == (1,)
+
+
+def test_a_build_cut_short_is_no_drift_and_the_next_full_sync_finishes_it(store, monkeypatch):
+    monkeypatch.setattr(fulltext_module, "BATCH", 10)
+    write, calls = fulltext_module._write, []
+
+    def dying(*args) -> None:
+        calls.append(1)
+        if len(calls) == 4:
+            raise sqlite3.OperationalError("disk I/O error")  # as a crash would: the batches before are committed
+        write(*args)
+
+    monkeypatch.setattr(fulltext_module, "_write", dying)
+    with pytest.raises(StoreError):
+        sync(store)
+    monkeypatch.setattr(fulltext_module, "_write", write)
+    with _fts(store) as con:
+        assert fulltext_module.deferred(con)
+        written = [slug for (slug,) in con.execute("SELECT slug FROM docs")]
+    assert len(written) == 30
+    verdict = verify(store)
+    assert verdict.deferred and verdict.damaged is None
+    assert not {"search_index_damaged", "search_index_sensitive"} & set(check(store).to_json()["findings"])
+    assert sync(store, only=written[:3]).read == 0  # the change feed's sync leaves the fill to a full one
+    with sqlite3.connect(store.layout.index_path) as con:  # another process deletes memories the index holds
+        con.executemany("DELETE FROM memories WHERE slug = ?", [(slug,) for slug in written[:5]])
+    result = sync(store)
+    assert result.removed == 5 and result.read > 100
+    with _fts(store) as con:
+        assert not fulltext_module.deferred(con)
+        docs, indexed = _in_step(con)
+        assert docs == indexed == result.read + 30 - 5
+    assert not verify(store).deferred
+
+
+OLD_TRIGGERS = """
+CREATE TRIGGER docs_added AFTER INSERT ON docs BEGIN
+    INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
+END;
+CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
+    INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
+END;
+CREATE TRIGGER docs_changed AFTER UPDATE OF head, body ON docs BEGIN
+    INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
+    INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
+END;
+"""
+
+
+def as_schema_4(store: Store) -> None:
+    """The index as the engram before this schema left it: triggers that always follow ``docs``."""
+    with _fts(store) as con:
+        for trigger in ("docs_added", "docs_removed", "docs_changed"):
+            con.execute(f"DROP TRIGGER {trigger}")
+        con.executescript(OLD_TRIGGERS + "UPDATE meta SET value = '4' WHERE key = 'schema';")
+
+
+def test_an_index_of_the_schema_before_is_upgraded_in_place(store):
+    sync(store)
+    as_schema_4(store)
+    inode = cache_path(store).stat().st_ino
+    result = sync(store)
+    assert not result.discarded and not result.read
+    assert cache_path(store).stat().st_ino == inode
+    with _fts(store) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (fulltext_module.SCHEMA,)
+        triggers = [sql for (sql,) in con.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'")]
+        assert sum("WHEN NOT EXISTS" in sql for sql in triggers) == 3
+
+
+def test_an_index_another_process_is_writing_is_opened_and_never_discarded(store, monkeypatch):
+    """Opening the index only reads it (it waited for the writer's lock before, and a wait past the timeout was
+    taken for damage: the index was discarded under the writer); one that must be upgraded first is left as it is
+    until the writer is done."""
+    monkeypatch.setattr(fulltext_module, "BUSY_TIMEOUT", 0.05)
+    sync(store)
+    inode = cache_path(store).stat().st_ino
+    with _fts(store) as writer:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO meta (key, value) VALUES ('held', 'by a sync')")
+        index = FullText.open(store)
+        assert index is not None and len(index.matching(body_pieces(store, PLAIN)[0].decode())) > 0
+        index.close()
+        writer.execute("ROLLBACK")
+    as_schema_4(store)
+    with _fts(store) as writer:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO meta (key, value) VALUES ('held', 'by a sync')")
+        assert FullText.open(store) is None
+        with pytest.raises(StoreError, match="cannot be brought up to date now"):
+            sync(store)
+        writer.execute("ROLLBACK")
+    assert cache_path(store).stat().st_ino == inode
+    assert not sync(store).discarded
+
+
+def test_fts5_is_filled_and_merged_beside_the_segments_build_and_before_their_manifest(store, monkeypatch):
+    """The fill (SQLite's work) and the segments (numpy's) overlap; the manifest commits once the fill is in."""
+    building = threading.Event()
+    settle, commit = fulltext_module._settle, generation.fold
+    order: list[str] = []
+
+    def slow_settle(*args) -> None:
+        assert building.wait(timeout=60), "the fill waited for the segments: they ran one after the other"
+        settle(*args)
+        order.append("filled")
+
+    def watched_fold(con, directory, sensitive, settled) -> bool:
+        building.set()
+
+        def then() -> None:
+            settled()
+            order.append("settled")
+
+        return commit(con, directory, sensitive, then)
+
+    monkeypatch.setattr(fulltext_module, "_settle", slow_settle)
+    monkeypatch.setattr(fulltext_module.generation, "fold", watched_fold)
+    monkeypatch.setattr(generation, "FOLD_FROM", 10)
+    sync(store)
+    assert order == ["filled", "settled"]
+    with _fts(store) as con:
+        assert not fulltext_module.deferred(con) and generation.manifest(con) is not None
+
+
+def test_a_fill_that_fails_fails_the_sync_and_commits_no_segments(store, monkeypatch):
+    def failing(*args) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(fulltext_module, "_settle", failing)
+    with pytest.raises(StoreError):
+        sync(store)
+    with _fts(store) as con:
+        assert fulltext_module.deferred(con) and generation.manifest(con) is None
+    monkeypatch.undo()
+    sync(store)
+    with _fts(store) as con:
+        assert not fulltext_module.deferred(con) and generation.manifest(con) is not None

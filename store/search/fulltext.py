@@ -44,16 +44,23 @@ from engram.store.search.segments import verify as verify_segments
 from engram.store.service import Store
 from engram.store.write.atomic import flush_written, fsync_dir, read_regular, scrub, scrub_except, write_atomic
 
-SCHEMA = "4"  # how rows are built: a file of another schema is discarded and built again (3 is upgraded)
+SCHEMA = "5"  # how rows are built: a file of another schema is discarded and built again (3 and 4 are upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
 SLICE = 20_000  # memories a full sync compares at a time (a million at once held 1.1 GB)
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
 SUFFIXES = ("", "-wal", "-shm", "-journal")
+BUSY_TIMEOUT = 5.0  # seconds a connection waits for another's write lock before it gives up (see ``busy``)
 
 
 TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
 
-_TABLES = """
+# FTS5 follows ``docs`` through triggers, except while a build defers it (see _defer_if_empty): the row named here
+# is in ``meta`` from before the build's first row until the one transaction that fills FTS5 from ``docs``.
+DEFERRED = "fts_deferred"
+_FOLLOWING = f"WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = '{DEFERRED}')"
+_FOLLOWERS = ("docs_added", "docs_removed", "docs_changed")
+
+_TABLES = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -73,13 +80,13 @@ CREATE TABLE IF NOT EXISTS dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEG
 CREATE TRIGGER IF NOT EXISTS docs_dead AFTER DELETE ON docs BEGIN
     INSERT INTO dead (id) VALUES (old.id);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs BEGIN
+CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs {_FOLLOWING} BEGIN
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs BEGIN
+CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs {_FOLLOWING} BEGIN
     INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_changed AFTER UPDATE OF head, body ON docs BEGIN
+CREATE TRIGGER IF NOT EXISTS docs_changed AFTER UPDATE OF head, body ON docs {_FOLLOWING} BEGIN
     INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
@@ -117,28 +124,69 @@ def rows_dir(path: Path) -> Path:
 
 def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     """A connection in WAL mode (the console reads while a sync writes). Raises ``sqlite3.Error`` or
-    ``OSError`` for a file that is not this index: the caller discards it."""
+    ``OSError`` for a file that is not this index (the caller discards it), :func:`busy` when another process
+    holds it for writing past the timeout while it must be made or upgraded (the caller tries later). A file of
+    this schema is only read here: opening never waits for a sync's transaction."""
     if create:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     elif not path.exists():
         raise FileNotFoundError(path)
-    con = sqlite3.connect(path, timeout=5, check_same_thread=False, isolation_level=None)
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False, isolation_level=None)
     try:
         con.execute(TEMP_IN_MEMORY)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA secure_delete=ON")
-        if create:
+        schema = _schema(con)
+        if create and schema in (None, *_UPGRADED):
             os.chmod(path, 0o600)
-            con.executescript(_TABLES)
-            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
-            con.execute("UPDATE meta SET value = ? WHERE key = 'schema' AND value = '3'", (SCHEMA,))  # + dead
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None or row[0] != SCHEMA:
-            raise sqlite3.DatabaseError(f"schema {row[0] if row else 'missing'}, not {SCHEMA}")
+            _create(con)
+            schema = _schema(con)
+        if schema != SCHEMA:
+            raise sqlite3.DatabaseError(f"schema {schema or 'missing'}, not {SCHEMA}")
     except BaseException:
         con.close()
         raise
     return con
+
+
+_UPGRADED = ("3", "4")  # schemas made this one in place: 3 has no ``dead`` table, 4 triggers that always follow
+
+
+def _schema(con: sqlite3.Connection) -> str | None:
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+        return None
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def _create(con: sqlite3.Connection) -> None:
+    """Make the tables, or bring a file of an older schema to this one (its following triggers dropped and made
+    again), in one transaction: no writer ever sees the triggers gone."""
+    with _immediate(con):
+        schema = _schema(con)
+        if schema not in (None, *_UPGRADED):
+            return  # made meanwhile by another process (or of another schema: the caller says so)
+        if schema is not None:
+            for trigger in _FOLLOWERS:
+                con.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for statement in _statements(_TABLES):
+            con.execute(statement)
+        con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of ``script`` one at a time (``executescript`` would commit the transaction first)."""
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            yield statement
+            statement = ""
+
+
+def busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says another connection holds the file (a lock, not damage: nothing to discard)."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def discard(store: Store) -> None:
@@ -206,8 +254,8 @@ class FullText:
             return cls(path, _connect(path, create=create))
         except FileNotFoundError:
             return None
-        except (sqlite3.Error, OSError):
-            if not create:
+        except (sqlite3.Error, OSError) as exc:
+            if not create or (isinstance(exc, sqlite3.Error) and busy(exc)):
                 return None
         try:
             discard(store)
@@ -390,21 +438,82 @@ def sync(
     try:
         con = _open_for_sync(store, path, result)
         with closing(con):
-            _sync(store, con, None if result.discarded else only, progress, result)
-            _merge_if_many(con, result)
-            generation.fold(con, segments_dir(path), store.sensitive_scopes)
+            full = result.discarded or only is None
+            if full:
+                _defer_if_empty(con)
+            _sync(store, con, None if full else only, progress, result)
+            # FTS5's fill and merge (SQLite's work) run beside the segments' build (numpy's), each mostly outside
+            # the interpreter: on two cores, a rebuild at 100k took 10 s less
+            with _beside(_settle, path, full, result) as settled:
+                generation.fold(con, segments_dir(path), store.sensitive_scopes, settled)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"{path}: the search index cannot be brought up to date now ({exc})") from None
     return result
 
 
-def _merge_if_many(con: sqlite3.Connection, result: SyncResult) -> None:
-    """Merge the trigram index into one b-tree (FTS5's ``optimize``) after a sync that wrote many rows: their
-    batches leave dozens of segments, and a phrase query reads each one (a long phrase over 100k bodies: 26 ms
+def _defer_if_empty(con: sqlite3.Connection) -> None:
+    """A full sync of an empty index (its first build, a rebuild) writes ``docs`` without FTS5 following them, and
+    :func:`_settle` fills FTS5 from ``docs`` at the end, in one transaction (FTS5's ``rebuild``): at 100k memories
+    9 s where following each row took 28 s, as every batch's transaction left FTS5 a segment to merge. Until then
+    FTS5 answers for none of them (nor do the segments, built after). The mark that defers it is committed before
+    the first row, so a build cut short leaves it: the next full sync finishes the job (and ``check`` does not
+    count the rows FTS5 lacks meanwhile as damage). Rows another process writes or deletes meanwhile are
+    deferred alike, and taken in by the same fill."""
+    if not con.execute("SELECT 1 FROM docs LIMIT 1").fetchone():
+        con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, '1')", (DEFERRED,))
+
+
+def _settle(path: Path, full: bool, result: SyncResult) -> None:
+    """What a sync leaves FTS5 to do once its rows are in, on a connection of its own: a full sync fills what was
+    deferred (see :func:`_defer_if_empty`), then many rows written are merged (see :func:`_merge_if_many`)."""
+    with closing(_connect(path, create=False)) as con:
+        filled = full and deferred(con)
+        if filled:
+            with _immediate(con):
+                con.execute("INSERT INTO fts (fts) VALUES ('rebuild')")
+                con.execute("DELETE FROM meta WHERE key = ?", (DEFERRED,))
+        _merge_if_many(con, result, filled)
+
+
+@contextlib.contextmanager
+def _beside(work: Callable[..., None], *args: object) -> Iterator[Callable[[], None]]:
+    """``work(*args)`` on a thread of its own while the block runs; the block is handed a call that waits for it
+    (and raises what it raised). Left only once the work is done, however the block ends."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work(*args)
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="engram-search-settle", daemon=True)
+    thread.start()
+
+    def settled() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    try:
+        yield settled
+    finally:
+        thread.join()
+    settled()
+
+
+def deferred(con: sqlite3.Connection) -> bool:
+    """Whether FTS5 waits for a build's fill (see :func:`_defer_if_empty`)."""
+    return con.execute("SELECT 1 FROM meta WHERE key = ?", (DEFERRED,)).fetchone() is not None
+
+
+def _merge_if_many(con: sqlite3.Connection, result: SyncResult, filled: bool) -> None:
+    """Merge the trigram index into one b-tree (FTS5's ``optimize``) after a sync that wrote many rows, or filled
+    it: batches leave dozens of segments, and a phrase query reads each one (a long phrase over 100k bodies: 26 ms
     before, 9 ms after; the merge itself takes seconds there). A few rows at a time are left to FTS5's own
     merging."""
     written = result.read + result.touched + result.removed
-    if written >= OPTIMIZE_FROM or (written and written * 10 >= _count(con)):
+    if filled or written >= OPTIMIZE_FROM or (written and written * 10 >= _count(con)):
         con.execute("INSERT INTO fts (fts) VALUES ('optimize')")
 
 
@@ -420,8 +529,10 @@ def _open_for_sync(store: Store, path: Path, result: SyncResult) -> sqlite3.Conn
         if not _holds_sensitive(con, store.sensitive_scopes()):
             return con
         con.close()
-    except sqlite3.DatabaseError:
-        pass
+    except sqlite3.DatabaseError as exc:
+        if busy(exc):
+            raise  # held by another sync: not damage
+
     discard(store)
     result.discarded = True
     return _connect(path, create=True)
@@ -634,6 +745,7 @@ class Verdict:
     exists: bool = False
     memories: int = 0
     stale: int = 0  # rows whose file moved since (the next sync takes them in: not drift)
+    deferred: bool = False  # FTS5 waits for a build's fill (the next full sync does it: not drift)
     damaged: str | None = None  # why SQLite or FTS5 refuses it
     sensitive: int = 0  # rows of a sensitive scope or an encrypted file: must never be there
 
@@ -656,7 +768,7 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
     if not verdict.exists:
         return verdict
     try:
-        con = sqlite3.connect(path, timeout=5)
+        con = sqlite3.connect(path, timeout=BUSY_TIMEOUT)
     except sqlite3.Error as exc:
         verdict.damaged = str(exc)
         return verdict
@@ -670,7 +782,9 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
             if schema is None or schema[0] != SCHEMA:
                 verdict.damaged = f"schema {schema[0] if schema else 'missing'}, not {SCHEMA}"
                 return verdict
-            con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
+            verdict.deferred = deferred(con)
+            if not verdict.deferred:  # FTS5 lacks the rows of a build under way (or cut short): not damage
+                con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
             kept = _kept_scopes(con)
             verdict.sensitive += 1 if kept is None else len(kept & sensitive)  # a snapshot's scope counts as one
             try:

@@ -1,10 +1,11 @@
 """Which segments the persistent index has, and how memories get into them.
 
 The manifest (a row of the index's ``meta`` table) names the segment files, their arrays' digests, the scopes
-whose text they hold and the highest id they cover. FTS5 keeps indexing every memory, so segments only ever
-answer faster, never differently: a memory above ``covered`` is answered by FTS5, a memory whose row was deleted
-(its file changed, so its text came back under a new id; or it went) is in the ``dead`` table and its segment
-copy is ignored, and an index whose segments cannot be opened answers from FTS5 alone.
+whose text they hold and the highest id they cover. FTS5 indexes every memory (once a build's deferred fill is
+in), so segments only ever answer faster, never differently: a memory above ``covered`` is answered by FTS5, a
+memory whose row was deleted (its file changed, so its text came back under a new id; or it went) is in the
+``dead`` table and its segment copy is ignored, and an index whose segments cannot be opened answers from FTS5
+alone.
 
 A sync folds the memories above ``covered`` into new segments once there are enough of them, and builds every
 segment again once many of their memories are dead. Files are written and fsynced before the manifest naming
@@ -83,11 +84,17 @@ def manifest(con: sqlite3.Connection) -> Manifest | None:
         raise DamagedManifest(f"segment manifest: {exc}") from None
 
 
-def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[str]]) -> bool:
+def fold(
+    con: sqlite3.Connection,
+    directory: Path,
+    sensitive: Callable[[], set[str]],
+    settled: Callable[[], None] = lambda: None,
+) -> bool:
     """Fold the memories the segments do not cover into new ones when there are enough of them, or build every
     segment again when none exist or many of theirs are dead; True if it wrote any. The scopes marked sensitive
     are asked again before the manifest commits (``sensitive``): if the text read holds one, the new files are
-    scrubbed and nothing is kept."""
+    scrubbed and nothing is kept. ``settled`` is called once the files are written, before the manifest's
+    transaction is begun: a caller writing the index beside the fold waits there for its own writes to end."""
     try:
         known = manifest(con)
     except DamagedManifest:
@@ -110,6 +117,7 @@ def fold(con: sqlite3.Connection, directory: Path, sensitive: Callable[[], set[s
         written = _write_segments(con, directory, start)
     finally:
         con.execute("COMMIT")
+    settled()
     if not written.parts:
         return False
     fsync_dir(directory)
