@@ -650,3 +650,15 @@ def test_a_fill_that_fails_fails_the_sync_and_commits_no_segments(store, monkeyp
     sync(store)
     with _fts(store) as con:
         assert not fulltext_module.deferred(con) and generation.manifest(con) is not None
+
+
+def test_a_build_leaves_no_log_the_size_of_its_transactions_while_a_console_reads(store):
+    """SQLite keeps a WAL as long as its longest transaction until the last connection closes; the console holds
+    one open all session."""
+    reader = FullText.open(store)
+    assert reader is not None
+    assert sync(store).read > 100
+    assert len(reader.matching(next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode())) > 0
+    log = cache_path(store).with_name(cache_path(store).name + "-wal")
+    assert not log.exists() or log.stat().st_size == 0
+    reader.close()
