@@ -68,3 +68,45 @@ def test_without_the_call_the_files_are_read_all_the_same(files, monkeypatch):
     layout, entries = files
     monkeypatch.delattr(os, "posix_fadvise")
     assert sum(1 for _ in read_ahead(layout, entries)) == len(entries)
+
+
+def _hinted_paths(monkeypatch) -> list[tuple[str, int, int]]:
+    """Every ``POSIX_FADV_WILLNEED`` asked from now on: the file (by its path), offset and length."""
+    asked: list[tuple[str, int, int]] = []
+    real = os.posix_fadvise
+
+    def hint(fd: int, offset: int, length: int, advice: int) -> None:
+        if advice == os.POSIX_FADV_WILLNEED:
+            asked.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length))
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", hint)
+    return asked
+
+
+def test_check_and_rebuild_ask_the_kernel_for_all_of_index_db_ahead_of_their_lookups(store, monkeypatch):
+    """They look rows up a batch of files at a time: on a cold cache each lookup was a random read of index.db."""
+    from engram.store import index as index_module
+    from engram.store.drift.check import check
+    from engram.store.drift.rebuild import rebuild_index
+
+    monkeypatch.setattr(index_module, "READ_AHEAD_SLICE", 4096)
+    size = store.layout.index_path.stat().st_size
+    for run in (check, rebuild_index):
+        asked = _hinted_paths(monkeypatch)
+        run(store)
+        slices = sorted((offset, length) for path, offset, length in asked if path == str(store.layout.index_path))
+        assert [offset for offset, _ in slices][: size // 4096] == list(range(0, size, 4096))[: size // 4096], run
+        monkeypatch.undo()
+        monkeypatch.setattr(index_module, "READ_AHEAD_SLICE", 4096)
+
+
+def test_a_search_index_build_asks_the_kernel_for_its_files_ahead_of_reading_them(store, monkeypatch):
+    from engram.store.index import Memory
+    from engram.store.search.fulltext import sync
+
+    asked = _hinted_paths(monkeypatch)
+    assert sync(store).read > 100
+    hinted = {path for path, _, _ in asked}
+    plain = {str(store.layout.root / m.body_path) for m in Memory.select() if m.body_path.endswith(".md")}
+    assert len(plain & hinted) > 100

@@ -171,7 +171,8 @@ def check(store: Store, progress: Callable[[int, int], None] | None = None) -> R
     """Compare every file with the index; ``progress(done, total)`` is called as files are read."""
     with ThreadPoolExecutor(1) as beside:  # engram's search index is checked by SQLite while the files are read
         search = beside.submit(fulltext.verifier(store))
-        report = _check(store, progress)
+        with store.index.read_ahead():  # its rows are looked up a few files at a time
+            report = _check(store, progress)
         _check_search_index(search.result(), report)
     return report
 

@@ -105,9 +105,10 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
     result = RebuildResult()
     files = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
     state = _Rebuild(store, result)
-    for batch in chunked(_read(store, files, state, progress), BATCH):
-        with store.index.transaction():
-            _write(state, batch)
+    with store.index.read_ahead():  # rows are looked up a batch of files at a time
+        for batch in chunked(_read(store, files, state, progress), BATCH):
+            with store.index.transaction():
+                _write(state, batch)
     store.apply(
         Change(
             "index_rebuilt",
