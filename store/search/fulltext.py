@@ -27,6 +27,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -445,8 +446,10 @@ def sync(
             _sync(store, con, None if full else only, progress, result)
             # FTS5's fill and merge (SQLite's work) run beside the segments' build (numpy's), each mostly outside
             # the interpreter: on two cores they overlap
-            with _beside(_settle, path, full, result) as settled:
-                folded = generation.fold(con, segments_dir(path), store.sensitive_scopes, settled)
+            with ThreadPoolExecutor(1) as beside:
+                settling = beside.submit(_settle, path, full, result)
+                folded = generation.fold(con, segments_dir(path), store.sensitive_scopes, settling.result)
+            settling.result()  # raises what the settling raised, had the fold not waited for it
             if folded or result.changed:
                 _shrink_log(con)
     except (sqlite3.Error, OSError) as exc:
@@ -484,33 +487,6 @@ def _settle(path: Path, full: bool, result: SyncResult) -> None:
                 con.execute("INSERT INTO fts (fts) VALUES ('rebuild')")
                 con.execute("DELETE FROM meta WHERE key = ?", (DEFERRED,))
         _merge_if_many(con, result, filled)
-
-
-@contextlib.contextmanager
-def _beside(work: Callable[..., None], *args: object) -> Iterator[Callable[[], None]]:
-    """``work(*args)`` on a thread of its own while the block runs; the block is handed a call that waits for it
-    (and raises what it raised). Left only once the work is done, however the block ends."""
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work(*args)
-        except BaseException as exc:
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name="engram-search-settle", daemon=True)
-    thread.start()
-
-    def settled() -> None:
-        thread.join()
-        if failed:
-            raise failed[0]
-
-    try:
-        yield settled
-    finally:
-        thread.join()
-    settled()
 
 
 def deferred(con: sqlite3.Connection) -> bool:
