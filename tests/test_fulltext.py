@@ -209,6 +209,32 @@ def test_an_unwritable_cache_falls_back_to_reading_bodies_in_memory(store, monke
     assert index.search("'config/ssr_cache.yaml").total > 0
 
 
+def _bodies_holding(store: Store, word: str) -> set[str]:
+    """Slugs of the memories whose body holds ``word``, read from their files (the keys are unlocked)."""
+    return {m.slug for m in Memory.select() if word in store.read_doc(m.body_path).body}
+
+
+def test_a_two_character_cjk_word_is_found_in_bodies_wherever_the_index_keeps_them(store):
+    """Two letters inside a body are noise; two CJK characters are a word (截断, 跑步), which a trigram index
+    cannot answer: the segments find it, the memories above the segments are looked at, and an unlocked
+    sensitive scope's bodies held in memory are too."""
+    sync(store)  # a first build: every memory in the segments
+    sensitive = {m.slug for m in Memory.select().where(Memory.scope_hash.in_(SENSITIVE))}
+    in_segments = _bodies_holding(store, "截断") - sensitive
+    assert len(in_segments) > 10 and searched(store, "截断") == in_segments  # in no head
+
+    pid = next(p for p in pending_ids(store) if promotions.target_scopes(store, [p]) == {PLAIN})
+    slug = promotions.approve(store, pid, promotions.Edits(body="鲲鹏 rollout, qx noted")).slug
+    sync(store, only={slug})
+    assert FullText.open(store).segments.covered < Memory.select().count()  # the new one is above them
+    assert slug in searched(store, "鲲鹏") and slug not in searched(store, "qx")  # two letters: heads only
+
+    index = SearchIndex.load(store, FullText.open(store))
+    index.enrich(store)
+    running = _bodies_holding(store, "跑步") & sensitive
+    assert running and {h.slug for h in index.search("跑步", limit=10_000).hits} & sensitive == running
+
+
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
     """The fixture's index twice: bodies from the persistent index (prepared as the console prepares it), and
@@ -237,7 +263,7 @@ def _words(index: SearchIndex) -> st.SearchStrategy[str]:
         lambda h, i, n: texts[h][i : i + n].strip() or "x",
         st.integers(0, len(texts) - 1),
         st.integers(0, 200),
-        st.integers(1, 12),  # one and two characters: heads only, from the segments of heads
+        st.integers(1, 12),  # one and two characters: heads only (from the segments of heads), but two CJK ones
     )
     affixes = st.tuples(st.sampled_from(["", "!", "'", "^"]), piece, st.sampled_from(["", "", "$"]))
     term = affixes.map(lambda t: "".join(t).replace(" ", "\\ "))

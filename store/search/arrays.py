@@ -8,6 +8,7 @@ numpy parses it and scatters the rows into a bitset."""
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import cached_property
@@ -21,6 +22,14 @@ from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments
 SCANS_REMEMBERED = 4  # needles whose starts a scan keeps for the next key
 SCAN_REMEMBERED_MOST = 2_000_000  # ... each of at most this many starts (8 MB)
 SEGMENTED_FROM = 8 << 20  # bytes of heads from which those held in memory get segments: below, a scan is as quick
+
+
+def body_term(text: str) -> bool:
+    """Is a text term looked for in bodies too, or only in titles, triggers and slugs? Three characters or more,
+    as a trigram index holds; and two of a wide script (Chinese, Japanese, Korean), where two characters are a
+    word (灰度, 部署, 배포) rather than the noise two letters are inside a body. Wide characters carry no case, so
+    where no trigram answers them a plain substring test finds exactly what the index would."""
+    return len(text) >= 3 or (len(text) == 2 and all(unicodedata.east_asian_width(ch) == "W" for ch in text))
 
 
 def phrase(term: str) -> str:
@@ -71,9 +80,14 @@ class MemoryTrigrams:
         self.con.commit()
 
     def rows(self, term: str) -> np.ndarray:
-        """Positions whose tags or body contain ``term`` (three characters or more)."""
-        query = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?"
-        (found,) = self.con.execute(query, (phrase(term),)).fetchone()
+        """Positions whose tags or body contain ``term`` (a :func:`body_term`). A trigram index answers no phrase
+        under three characters: a shorter term is looked for in every body (those of the memories the persistent
+        index does not hold, a few thousand as a rule; the term's hits are cached by the caller)."""
+        if len(term) >= 3:
+            query, arg = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", phrase(term)
+        else:
+            query, arg = "SELECT group_concat(rowid) FROM docs WHERE instr(body, ?)", term
+        (found,) = self.con.execute(query, (arg,)).fetchone()
         return parse_rows(found)
 
 

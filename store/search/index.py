@@ -4,10 +4,11 @@ disk, up to date at open); for the rest, a scan of their heads and, once read, a
 this process's memory (bodies of sensitive scopes while they are unlocked, which never reach a file).
 
 Every term of a query becomes a bitset (a Python int, one bit per memory, bit 0 the newest): field values have
-theirs precomputed, text terms of three or more characters come from the trigram indexes, shorter ones and
-``^prefix``, ``suffix$``, ``^word$`` from a scan of titles, triggers and slugs (a one- or two-letter match inside
-a body is noise). Terms are cached, so a query typed one key at a time recomputes only the term being typed;
-AND, OR and NOT are single int operations (docs/performance.md has figures).
+theirs precomputed, text terms of three or more characters (or two CJK characters, a word: ``arrays.body_term``)
+come from the trigram indexes, shorter ones and ``^prefix``, ``suffix$``, ``^word$`` from a scan of titles,
+triggers and slugs (a one- or two-letter match inside a body is noise). Terms are cached, so a query typed one
+key at a time recomputes only the term being typed; AND, OR and NOT are single int operations
+(docs/performance.md has figures).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from engram.store import heap
 from engram.store.errors import StoreError
 from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY, Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.arrays import Heads, MemoryTrigrams, bits, indexes, scan
+from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
 from engram.store.search.rows import FIELDS, Builder, Hit, Rows
 from engram.store.service import Store
@@ -361,7 +362,7 @@ class SearchIndex:
 
     @staticmethod
     def _uses_fts(term: Term) -> bool:
-        return term.kind in ("substring", "exact") and len(term.text) >= 3
+        return term.kind in ("substring", "exact") and body_term(term.text)
 
     def _rank(self, query: Query, found: int, limit: int, scored_as: dict[int, float]) -> list[int]:
         """The best ``limit`` of ``found``: memories whose title, triggers or slug answer every part of the query
