@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import mmap
 import sqlite3
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -170,10 +169,20 @@ def test_an_index_behind_its_files_still_answers_and_is_no_drift(store):
     assert not [f for f in report.findings if f.kind.startswith("search_")]
 
 
-def test_a_damaged_index_is_found_by_check_and_built_again_by_repair(store):
+DAMAGE = {
+    "fts5's blocks": "UPDATE fts_data SET block = zeroblob(length(block)) WHERE id > 10",
+    "fts5 moved off the segments": "UPDATE meta SET value = value - 1 WHERE key = 'fts_from'",
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_index_is_found_by_check_and_built_again_by_repair(store, damage):
     sync(store)
+    pid = next(p for p in pending_ids(store) if promotions.target_scopes(store, [p]) == {PLAIN})
+    slug = promotions.approve(store, pid, promotions.Edits(body="the zebrafish-quokka runbook")).slug
+    sync(store, only={slug})  # a memory above the segments: FTS5 indexes it
     with sqlite3.connect(cache_path(store)) as con:
-        con.execute("UPDATE fts_data SET block = zeroblob(length(block)) WHERE id > 10")
+        con.execute(DAMAGE[damage])
     report = check(store)
     assert report.drift and report.of("search_index_damaged")
     result = repair(store)
@@ -464,10 +473,15 @@ def test_a_sync_that_wrote_many_rows_leaves_the_index_merged(store, monkeypatch)
     import engram.store.search.fulltext as fulltext
 
     monkeypatch.setattr(fulltext, "BATCH", 10)
-    assert sync(store).read > 100
+    sync(store)  # the segments hold every memory; FTS5 the ones written since
+    monkeypatch.setattr(generation, "FOLD_FROM", 1 << 30)  # no fold: FTS5 keeps the rows written below
+    monkeypatch.setattr(generation, "DEAD_SHARE", 0)  # ... nor a build of the segments again
+    for memory in Memory.select().where(Memory.scope_hash == PLAIN):
+        path = store.layout.root / memory.body_path
+        path.write_text(path.read_text() + "\nrewritten\n")
+    assert sync(store).read > 50
     with sqlite3.connect(cache_path(store)) as con:
         assert con.execute("SELECT count(DISTINCT segid) FROM fts_idx").fetchone()[0] == 1
-    path = store.layout.root / Memory.get(Memory.scope_hash == PLAIN).body_path
     path.write_text(path.read_text() + "\nonce more\n")
     assert sync(store).read == 1  # one row of 160 (a delete and an insert): left to FTS5's merging
     with sqlite3.connect(cache_path(store)) as con:
@@ -501,15 +515,16 @@ def _fts(store: Store) -> sqlite3.Connection:
 
 
 def _in_step(con: sqlite3.Connection) -> tuple[int, int]:
-    """FTS5's own check of every indexed term against ``docs`` (raises if they differ); the rows of ``docs`` and
-    how many of them FTS5 holds."""
+    """FTS5's own check of every indexed term against the rows it follows, those above the segments (raises if
+    they differ); how many rows those are, and how many FTS5 holds."""
     con.execute("INSERT INTO fts (fts, rank) VALUES ('integrity-check', 1)")
-    return tuple(con.execute("SELECT (SELECT count(*) FROM docs), (SELECT count(*) FROM fts_docsize)").fetchone())
+    return tuple(con.execute("SELECT (SELECT count(*) FROM tail), (SELECT count(*) FROM fts_docsize)").fetchone())
 
 
-def test_a_build_fills_fts5_once_at_its_end_in_step_with_every_row(store, monkeypatch):
+def test_a_build_indexes_its_rows_in_segments_and_fts5_only_those_written_after(store, monkeypatch):
     """A full sync of an empty index writes its rows with FTS5 not following them (each batch following them
-    left FTS5 a segment to merge), then fills FTS5 from them in one transaction."""
+    left FTS5 a segment to merge); the segments then hold every one, and FTS5 none: it follows only the rows
+    written after them, which the next fold takes from it."""
     monkeypatch.setattr(fulltext_module, "BATCH", 10)
     batches: list[tuple[bool, int]] = []
     write = fulltext_module._write
@@ -525,19 +540,26 @@ def test_a_build_fills_fts5_once_at_its_end_in_step_with_every_row(store, monkey
     assert len(batches) > 10 and all(deferred and not indexed for deferred, indexed in batches)
     with _fts(store) as con:
         assert not fulltext_module.deferred(con)
-        docs, indexed = _in_step(con)
-        assert docs == indexed > 100
-        piece = next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode()
-        query = "SELECT slug FROM docs, fts WHERE fts.rowid = docs.id AND fts MATCH ?"
-        found = con.execute(query, (arrays.phrase(piece),))
-        slugs = {slug for (slug,) in found}
-    assert slugs and slugs <= searched(store, f"'{piece}")
+        assert _in_step(con) == (0, 0)
+        assert generation.manifest(con).covered == con.execute("SELECT max(id) FROM docs").fetchone()[0]
+    piece = next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode()
+    assert searched(store, f"'{piece}")  # from the segments
+
+    monkeypatch.setattr(fulltext_module, "_write", write)
     path = store.layout.root / Memory.get(Memory.scope_hash == PLAIN).body_path
     path.write_text(path.read_text() + "\nfollowed once built\n")
     assert sync(store).read == 1  # a sync of a built index: FTS5 follows the row as it changes
     with _fts(store) as con:
-        assert not fulltext_module.deferred(con) and _in_step(con)[0] == _in_step(con)[1]
+        assert _in_step(con) == (1, 1)
         assert con.execute("SELECT count(*) FROM fts WHERE fts MATCH '\"followed once built\"'").fetchone() == (1,)
+    assert len(searched(store, "'followed once built")) == 1
+    monkeypatch.setattr(generation, "FOLD_FROM", 1)
+    monkeypatch.setattr(generation, "FOLD_SHARE", 1 << 30)
+    path.write_text(path.read_text() + "and folded\n")
+    sync(store)  # folded in: the segments hold it, FTS5 lets go of it
+    with _fts(store) as con:
+        assert _in_step(con) == (0, 0) and verify(store).damaged is None
+    assert len(searched(store, "'followed once built")) == 1
 
 
 def test_a_build_cut_short_is_no_drift_and_the_next_full_sync_finishes_it(store, monkeypatch):
@@ -567,37 +589,49 @@ def test_a_build_cut_short_is_no_drift_and_the_next_full_sync_finishes_it(store,
     result = sync(store)
     assert result.removed == 5 and result.read > 100
     with _fts(store) as con:
-        assert not fulltext_module.deferred(con)
-        docs, indexed = _in_step(con)
-        assert docs == indexed == result.read + 30 - 5
-    assert not verify(store).deferred
+        assert not fulltext_module.deferred(con) and _in_step(con) == (0, 0)
+        assert con.execute("SELECT count(*) FROM docs").fetchone() == (result.read + 30 - 5,)
+    assert not verify(store).deferred and verify(store).damaged is None
+    assert not {slug for (slug,) in _fts(store).execute("SELECT slug FROM docs")} & set(written[:5])
 
 
-OLD_TRIGGERS = """
-CREATE TRIGGER docs_added AFTER INSERT ON docs BEGIN
+FTS_OVER_EVERY_ROW = """
+DROP TABLE fts;
+DROP VIEW tail;
+DELETE FROM meta WHERE key = 'fts_from';
+CREATE VIRTUAL TABLE fts USING fts5(head, body, content='docs', content_rowid='id', tokenize='trigram');
+INSERT INTO fts (fts) VALUES ('rebuild');
+CREATE TRIGGER docs_added AFTER INSERT ON docs {when} BEGIN
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
-CREATE TRIGGER docs_removed AFTER DELETE ON docs BEGIN
+CREATE TRIGGER docs_removed AFTER DELETE ON docs {when} BEGIN
     INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
 END;
-CREATE TRIGGER docs_changed AFTER UPDATE OF head, body ON docs BEGIN
+CREATE TRIGGER docs_changed AFTER UPDATE OF head, body ON docs {when} BEGIN
     INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
+UPDATE meta SET value = '{schema}' WHERE key = 'schema';
 """
 
 
-def as_schema_4(store: Store) -> None:
-    """The index as the engram before this schema left it: triggers that always follow ``docs``."""
+def as_schema(store: Store, schema: str) -> None:
+    """The index as an older engram left it: FTS5 over every row, following ``docs`` always (schema 4) or except
+    while a build defers it (5)."""
+    when = "WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_deferred')" if schema == "5" else ""
     with _fts(store) as con:
         for trigger in ("docs_added", "docs_removed", "docs_changed"):
             con.execute(f"DROP TRIGGER {trigger}")
-        con.executescript(OLD_TRIGGERS + "UPDATE meta SET value = '4' WHERE key = 'schema';")
+        con.executescript(FTS_OVER_EVERY_ROW.format(when=when, schema=schema))
+        assert con.execute("SELECT count(*) FROM fts_docsize").fetchone()[0] > 100
 
 
-def test_an_index_of_the_schema_before_is_upgraded_in_place(store):
+@pytest.mark.parametrize("schema", ["4", "5"])
+def test_an_index_of_a_schema_before_is_upgraded_in_place(store, schema):
     sync(store)
-    as_schema_4(store)
+    piece = next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode()
+    found = searched(store, f"'{piece}")
+    as_schema(store, schema)
     inode = cache_path(store).stat().st_ino
     result = sync(store)
     assert not result.discarded and not result.read
@@ -605,7 +639,9 @@ def test_an_index_of_the_schema_before_is_upgraded_in_place(store):
     with _fts(store) as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (fulltext_module.SCHEMA,)
         triggers = [sql for (sql,) in con.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'")]
-        assert sum("WHEN NOT EXISTS" in sql for sql in triggers) == 3
+        assert sum("WHEN NOT EXISTS" in sql and "fts_from" in sql for sql in triggers) == 3
+        assert _in_step(con) == (0, 0)  # FTS5 over every row dropped: the segments hold them all
+    assert verify(store).damaged is None and searched(store, f"'{piece}") == found
 
 
 def test_an_index_another_process_is_writing_is_opened_and_never_discarded(store, monkeypatch):
@@ -622,7 +658,7 @@ def test_an_index_another_process_is_writing_is_opened_and_never_discarded(store
         assert index is not None and len(index.matching(body_pieces(store, PLAIN)[0].decode())) > 0
         index.close()
         writer.execute("ROLLBACK")
-    as_schema_4(store)
+    as_schema(store, "4")
     with _fts(store) as writer:
         writer.execute("BEGIN IMMEDIATE")
         writer.execute("INSERT INTO meta (key, value) VALUES ('held', 'by a sync')")
@@ -634,48 +670,65 @@ def test_an_index_another_process_is_writing_is_opened_and_never_discarded(store
     assert not sync(store).discarded
 
 
-def test_fts5_is_filled_and_merged_beside_the_segments_build_and_before_their_manifest(store, monkeypatch):
-    """The fill (SQLite's work) and the segments (numpy's) overlap; the manifest commits once the fill is in."""
-    building = threading.Event()
-    settle, commit = fulltext_module._settle, generation.fold
-    order: list[str] = []
-
-    def slow_settle(*args) -> None:
-        assert building.wait(timeout=60), "the fill waited for the segments: they ran one after the other"
-        settle(*args)
-        order.append("filled")
-
-    def watched_fold(con, directory, sensitive, settled) -> bool:
-        building.set()
-
-        def then() -> None:
-            settled()
-            order.append("settled")
-
-        return commit(con, directory, sensitive, then)
-
-    monkeypatch.setattr(fulltext_module, "_settle", slow_settle)
-    monkeypatch.setattr(fulltext_module.generation, "fold", watched_fold)
-    monkeypatch.setattr(generation, "FOLD_FROM", 10)
-    sync(store)
-    assert order == ["filled", "settled"]
-    with _fts(store) as con:
-        assert not fulltext_module.deferred(con) and generation.manifest(con) is not None
-
-
-def test_a_fill_that_fails_fails_the_sync_and_commits_no_segments(store, monkeypatch):
-    def failing(*args) -> None:
+def test_a_fold_that_fails_commits_neither_its_segments_nor_fts5s_move(store, monkeypatch):
+    def failing(con, covered) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(fulltext_module, "_settle", failing)
+    monkeypatch.setattr(fulltext_module, "_follow_segments", failing)
     with pytest.raises(StoreError):
         sync(store)
     with _fts(store) as con:
         assert fulltext_module.deferred(con) and generation.manifest(con) is None
+        assert fulltext_module._fts_from(con) == 0
+    assert verify(store).damaged is None
     monkeypatch.undo()
     sync(store)
     with _fts(store) as con:
         assert not fulltext_module.deferred(con) and generation.manifest(con) is not None
+        assert _in_step(con) == (0, 0)
+
+
+def test_segments_that_cannot_be_opened_are_answered_for_by_a_scan_until_the_next_sync_builds_them(store):
+    """FTS5 holds only the memories above the segments: with a segment's file gone, the rows it covered are
+    looked at one by one (never a memory missed), and the next sync builds the segments again."""
+    sync(store)
+    pieces = [p.decode() for p in body_pieces(store, PLAIN) if p.isascii()][:5]
+    want = {piece: searched(store, f"'{piece}") for piece in pieces}
+    assert all(want.values())
+    victim = next(segments_dir(cache_path(store)).glob("*.text.npy"))
+    victim.unlink()
+    assert {piece: searched(store, f"'{piece}") for piece in pieces} == want
+    sync(store)
+    with _fts(store) as con:
+        names = generation.manifest(con).parts
+    assert victim.name.split(".")[0] not in names and verify(store).damaged is None
+    assert {piece: searched(store, f"'{piece}") for piece in pieces} == want
+
+
+def test_a_query_that_meets_a_fold_asks_again(store, monkeypatch):
+    """A fold moves memories from FTS5 to the segments in one transaction: a query that learnt where FTS5 starts
+    before it and asked FTS5 after it would miss them (and the search would cache the miss for the term)."""
+    sync(store)
+    pid = next(p for p in pending_ids(store) if promotions.target_scopes(store, [p]) == {PLAIN})
+    slug = promotions.approve(store, pid, promotions.Edits(body="the zebrafish-quokka runbook")).slug
+    sync(store, only={slug})
+    reader = FullText.open(store)
+    assert reader is not None and len(reader.matching("zebrafish")) == 1  # from FTS5
+    monkeypatch.setattr(generation, "FOLD_FROM", 1)
+    monkeypatch.setattr(generation, "FOLD_SHARE", 1 << 30)
+    fts_from, folds = fulltext_module._fts_from, []
+
+    def then_a_fold(con):
+        start = fts_from(con)
+        if not folds:
+            folds.append(sync(store))  # another connection folds the memory in before FTS5 is asked
+        return start
+
+    monkeypatch.setattr(fulltext_module, "_fts_from", then_a_fold)
+    assert len(reader.matching("zebrafish")) == 1 and folds
+    with _fts(store) as con:
+        assert _in_step(con) == (0, 0)  # the memory was in the segments by then
+    reader.close()
 
 
 def test_a_build_leaves_no_log_the_size_of_its_transactions_while_a_console_reads(store):

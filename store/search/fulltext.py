@@ -27,7 +27,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,7 @@ from engram.store.search.segments import verify as verify_segments
 from engram.store.service import Store
 from engram.store.write.atomic import flush_written, fsync_dir, scrub, scrub_except, write_atomic
 
-SCHEMA = "5"  # how rows are built: a file of another schema is discarded and built again (3 and 4 are upgraded)
+SCHEMA = "6"  # how rows are built: a file of another schema is discarded and built again (3 to 5 are upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
 SLICE = 20_000  # memories a full sync compares at a time (a million at once held 1.1 GB)
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
@@ -56,9 +55,15 @@ BUSY_TIMEOUT = 5.0  # seconds a connection waits for another's write lock before
 
 TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the text has them space-separated)
 
-# FTS5 follows ``docs`` through triggers, except while a build defers it (see _defer_if_empty): the row named here
-# is in ``meta`` from before the build's first row until the one transaction that fills FTS5 from ``docs``.
+# FTS5 indexes only the memories above the segments (the ``tail`` view: ids above ``meta``'s FTS_FROM, which the
+# transaction that commits the segments' manifest moves to what they cover): the segments answer for the others,
+# and FTS5 over all of them had cost a build more than the segments (at a million memories, minutes of merging
+# and gigabytes written) to answer the few memories a sync adds between two folds. It follows ``docs`` through
+# triggers, except while a build defers it (see _defer_if_empty): the row named DEFERRED is in ``meta`` from
+# before the build's first row until the transaction that fills FTS5 from the tail.
 DEFERRED = "fts_deferred"
+FTS_FROM = "fts_from"
+_ABOVE = f"coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{FTS_FROM}'), 0)"
 _FOLLOWING = f"WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = '{DEFERRED}')"
 _FOLLOWERS = ("docs_added", "docs_removed", "docs_changed")
 
@@ -77,18 +82,19 @@ CREATE TABLE IF NOT EXISTS docs (
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS snapshot (name TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(head, body, content='docs', content_rowid='id', tokenize='trigram');
+CREATE VIEW IF NOT EXISTS tail AS SELECT id, head, body FROM docs WHERE id > {_ABOVE};
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(head, body, content='tail', content_rowid='id', tokenize='trigram');
 CREATE TABLE IF NOT EXISTS dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL);
 CREATE TRIGGER IF NOT EXISTS docs_dead AFTER DELETE ON docs BEGIN
     INSERT INTO dead (id) VALUES (old.id);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs {_FOLLOWING} BEGIN
+CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs {_FOLLOWING} AND new.id > {_ABOVE} BEGIN
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs {_FOLLOWING} BEGIN
+CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs {_FOLLOWING} AND old.id > {_ABOVE} BEGIN
     INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
 END;
-CREATE TRIGGER IF NOT EXISTS docs_changed AFTER UPDATE OF head, body ON docs {_FOLLOWING} BEGIN
+CREATE TRIGGER IF NOT EXISTS docs_changed AFTER UPDATE OF head, body ON docs {_FOLLOWING} AND old.id > {_ABOVE} BEGIN
     INSERT INTO fts (fts, rowid, head, body) VALUES ('delete', old.id, old.head, old.body);
     INSERT INTO fts (rowid, head, body) VALUES (new.id, new.head, new.body);
 END;
@@ -151,7 +157,8 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     return con
 
 
-_UPGRADED = ("3", "4")  # schemas made this one in place: 3 has no ``dead`` table, 4 triggers that always follow
+# schemas made this one in place: 3 has no ``dead`` table, 4 triggers that always follow, 5 FTS5 over every row
+_UPGRADED = ("3", "4", "5")
 
 
 def _schema(con: sqlite3.Connection) -> str | None:
@@ -162,8 +169,9 @@ def _schema(con: sqlite3.Connection) -> str | None:
 
 
 def _create(con: sqlite3.Connection) -> None:
-    """Make the tables, or bring a file of an older schema to this one (its following triggers dropped and made
-    again), in one transaction: no writer ever sees the triggers gone."""
+    """Make the tables, or bring a file of an older schema to this one, in one transaction: no writer ever sees
+    the triggers gone. An older FTS5 table indexed every row: it is dropped, and the new one filled from the rows
+    above the segments (all of them when there are none)."""
     with _immediate(con):
         schema = _schema(con)
         if schema not in (None, *_UPGRADED):
@@ -171,9 +179,24 @@ def _create(con: sqlite3.Connection) -> None:
         if schema is not None:
             for trigger in _FOLLOWERS:
                 con.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            con.execute("DROP TABLE IF EXISTS fts")
         for statement in _statements(_TABLES):
             con.execute(statement)
+        if schema is not None:
+            try:
+                known = generation.manifest(con)
+            except generation.DamagedManifest:
+                known = None  # built again by the next sync's fold; FTS5 holds every row meanwhile
+            _follow_segments(con, known.covered if known is not None else 0)
         con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA,))
+
+
+def _follow_segments(con: sqlite3.Connection, covered: int) -> None:
+    """In the transaction that makes the segments cover the ids up to ``covered``: FTS5 now indexes the rows above
+    them only, filled again from them (a fold leaves few or none; a build's deferred fill is this too)."""
+    con.execute(f"INSERT OR REPLACE INTO meta (key, value) VALUES ('{FTS_FROM}', ?)", (str(covered),))
+    con.execute("INSERT INTO fts (fts) VALUES ('rebuild')")
+    con.execute("DELETE FROM meta WHERE key = ?", (DEFERRED,))
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -352,26 +375,37 @@ class FullText:
                 self._reading.release()
 
     def matching(self, term: str) -> np.ndarray:
-        """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they
-        cover (bytes: a term of any length), FTS5 for those above them, or for a term under three characters (a
-        two-character CJK word) a look at each of those, which are at most a fiftieth of the memories or a few
-        thousand (see ``generation.FOLD_FROM``). A damaged or discarded file answers nothing rather than failing
-        a keystroke; the next look reopens it."""
-        if len(term) >= 3:
-            query = "SELECT group_concat(rowid) FROM fts WHERE fts MATCH :phrase AND rowid > :covered"
-        else:
-            query = (
-                "SELECT group_concat(id) FROM docs WHERE id > :covered AND (instr(head, :term) OR instr(body, :term))"
-            )
+        """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they cover
+        (they match bytes: a term of any length), FTS5 for those above. The segments and FTS5 are asked again if a
+        sync committed meanwhile (a fold moves what each answers for). A damaged or discarded file answers nothing
+        rather than failing a keystroke; the next look reopens it."""
         try:
             with self._reading:
-                self.segments.refresh()
-                found = self.segments.matching(term)
-                asked = {"phrase": phrase(term), "term": term, "covered": self.segments.covered}
-                (rest,) = self.con.execute(query, asked).fetchone()
+                for _ in range(3):
+                    (version,) = self.con.execute("PRAGMA data_version").fetchone()
+                    self.segments.refresh()
+                    found = [self.segments.matching(term), *self._above(term, self.segments.covered)]
+                    if self.con.execute("PRAGMA data_version").fetchone() == (version,):
+                        break
         except sqlite3.Error:
             return np.empty(0, dtype=np.int64)
-        return np.concatenate((found, parse_rows(str(rest)))) if rest else found
+        return np.concatenate(found)
+
+    def _above(self, term: str, covered: int) -> Iterator[np.ndarray]:
+        """The ids above the segments' ``covered`` holding ``term``: from FTS5, and by a look at each row where FTS5
+        cannot answer: the rows between the segments and FTS5 (segments that could not be opened: slow, but never
+        wrong, until the next sync builds them again), and, for a term under three characters (a two-character
+        CJK word, which no trigram holds), every row above the segments (a fiftieth of the memories or a few
+        thousand at most: ``generation.FOLD_FROM``)."""
+        start = _fts_from(self.con)
+        scan = "SELECT group_concat(id) FROM docs WHERE id > ? AND id <= ? AND (instr(head, ?) OR instr(body, ?))"
+        if len(term) >= 3:
+            query = "SELECT group_concat(rowid) FROM fts WHERE fts MATCH ? AND rowid > ?"
+            yield parse_rows(self.con.execute(query, (phrase(term), max(covered, start))).fetchone()[0])
+            if covered < start:
+                yield parse_rows(self.con.execute(scan, (covered, start, term, term)).fetchone()[0])
+        else:
+            yield parse_rows(self.con.execute(scan, (covered, 1 << 62, term, term)).fetchone()[0])
 
     def heads_matching(self, needle: str) -> tuple[np.ndarray, int, np.ndarray] | None:
         """Ids of the memories up to the segments' highest id whose head holds ``needle`` (any length), with that
@@ -452,12 +486,13 @@ def sync(
             if full:
                 _defer_if_empty(con)
             _sync(store, con, None if full else only, progress, result)
-            # FTS5's fill and merge (SQLite's work) run beside the segments' build (numpy's), each mostly outside
-            # the interpreter: on two cores they overlap
-            with ThreadPoolExecutor(1) as beside:
-                settling = beside.submit(_settle, path, full, result)
-                folded = generation.fold(con, segments_dir(path), store.sensitive_scopes, settling.result)
-            settling.result()  # raises what the settling raised, had the fold not waited for it
+            folded = False
+            if full or not deferred(con):  # a build under way or cut short is finished, and folded, by a full sync
+                folded = generation.fold(con, segments_dir(path), store.sensitive_scopes, _follow_segments)
+                if not folded and deferred(con):  # nothing to fold: the rows deferred go to FTS5
+                    with _immediate(con):
+                        _follow_segments(con, _fts_from(con))
+            _merge_if_many(con, result)
             if folded or result.changed:
                 _shrink_log(con)
     except (sqlite3.Error, OSError) as exc:
@@ -474,27 +509,15 @@ def _shrink_log(con: sqlite3.Connection) -> None:
 
 
 def _defer_if_empty(con: sqlite3.Connection) -> None:
-    """A full sync of an empty index (its first build, a rebuild) writes ``docs`` without FTS5 following them, and
-    :func:`_settle` fills FTS5 from ``docs`` at the end, in one transaction (FTS5's ``rebuild``): the 100k demo
-    root's plain rows took 9.7 s so, and 28.8 s following each row, as every batch's transaction left FTS5 a
-    segment to merge. Until then FTS5 answers for none of them (nor do the segments, built after). The mark that
-    defers it is committed before the first row, so a build cut short leaves it: the next full sync finishes the
-    job (and ``check`` does not count the rows FTS5 lacks meanwhile as damage). Rows another process writes or
-    deletes meanwhile are deferred alike, and taken in by the same fill."""
+    """A full sync of an empty index (its first build, a rebuild) writes ``docs`` without FTS5 following them:
+    the fold that follows makes segments of them all, and FTS5 is filled in its transaction from the rows above
+    those, few or none (:func:`_follow_segments`). Following each row had cost the 100k demo root's build 28.8 s
+    of FTS5's work (every batch's transaction left FTS5 a segment to merge), filling FTS5 from every row at the
+    end 9.7 s. The mark that defers it is committed before the first row, so a build cut short leaves it: the
+    next full sync finishes the job (and ``check`` does not count the rows FTS5 lacks meanwhile as damage). Rows
+    another process writes or deletes meanwhile are deferred alike."""
     if not con.execute("SELECT 1 FROM docs LIMIT 1").fetchone():
         con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, '1')", (DEFERRED,))
-
-
-def _settle(path: Path, full: bool, result: SyncResult) -> None:
-    """What a sync leaves FTS5 to do once its rows are in, on a connection of its own: a full sync fills what was
-    deferred (see :func:`_defer_if_empty`), then many rows written are merged (see :func:`_merge_if_many`)."""
-    with closing(_connect(path, create=False)) as con:
-        filled = full and deferred(con)
-        if filled:
-            with _immediate(con):
-                con.execute("INSERT INTO fts (fts) VALUES ('rebuild')")
-                con.execute("DELETE FROM meta WHERE key = ?", (DEFERRED,))
-        _merge_if_many(con, result, filled)
 
 
 def deferred(con: sqlite3.Connection) -> bool:
@@ -502,13 +525,17 @@ def deferred(con: sqlite3.Connection) -> bool:
     return con.execute("SELECT 1 FROM meta WHERE key = ?", (DEFERRED,)).fetchone() is not None
 
 
-def _merge_if_many(con: sqlite3.Connection, result: SyncResult, filled: bool) -> None:
-    """Merge the trigram index into one b-tree (FTS5's ``optimize``) after a sync that wrote many rows, or filled
-    it: batches leave dozens of segments, and a phrase query reads each one (a long phrase over 100k bodies: 26 ms
-    before, 9 ms after; the merge itself takes seconds there). A few rows at a time are left to FTS5's own
-    merging."""
+def _fts_from(con: sqlite3.Connection) -> int:
+    """The id above which FTS5 indexes the rows (the segments cover those up to it)."""
+    return int(con.execute(f"SELECT {_ABOVE}").fetchone()[0])
+
+
+def _merge_if_many(con: sqlite3.Connection, result: SyncResult) -> None:
+    """Merge the trigram index into one b-tree (FTS5's ``optimize``) after a sync that wrote many rows: batches
+    leave dozens of segments, and a phrase query reads each one (a long phrase over 100k bodies: 26 ms before,
+    9 ms after). A few rows at a time are left to FTS5's own merging, and so is a fold's fill (one transaction)."""
     written = result.read + result.touched + result.removed
-    if filled or written >= OPTIMIZE_FROM or (written and written * 10 >= _count(con)):
+    if written >= OPTIMIZE_FROM or (written and written * 10 >= _count(con)):
         con.execute("INSERT INTO fts (fts) VALUES ('optimize')")
 
 
@@ -796,6 +823,10 @@ def _verify(path: Path, sensitive: set[str], root: str) -> Verdict:
                 segments = generation.manifest(con)
             except generation.DamagedManifest as exc:
                 verdict.damaged = str(exc)
+                return verdict
+            covered = segments.covered if segments is not None else 0
+            if not verdict.deferred and _fts_from(con) != covered:  # memories neither answers for, or both
+                verdict.damaged = f"FTS5 indexes the memories above id {_fts_from(con)}, the segments up to {covered}"
                 return verdict
             verdict.damaged = _verify_rows(con, rows_dir(path))
             if verdict.damaged:

@@ -1,11 +1,11 @@
 """Which segments the persistent index has, and how memories get into them.
 
 The manifest (a row of the index's ``meta`` table) names the segment files, their arrays' digests, the scopes
-whose text they hold and the highest id they cover. FTS5 indexes every memory (once a build's deferred fill is
-in), so segments only ever answer faster, never differently: a memory above ``covered`` is answered by FTS5, a
-memory whose row was deleted (its file changed, so its text came back under a new id; or it went) is in the
-``dead`` table and its segment copy is ignored, and an index whose segments cannot be opened answers from FTS5
-alone.
+whose text they hold and the highest id they cover. A memory above ``covered`` is answered by FTS5, which holds
+only those (the transaction that commits a manifest moves FTS5 on with it); a memory whose row was deleted (its
+file changed, so its text came back under a new id; or it went) is in the ``dead`` table and its segment copy is
+ignored. An index whose segments cannot be opened answers the memories they covered by a scan of its rows (slow,
+but never wrong) until the next sync builds them again.
 
 A sync folds the memories above ``covered`` into new segments once there are enough of them, and builds every
 segment again once many of their memories are dead. Files are written and fsynced before the manifest naming
@@ -88,13 +88,13 @@ def fold(
     con: sqlite3.Connection,
     directory: Path,
     sensitive: Callable[[], set[str]],
-    settled: Callable[[], None] = lambda: None,
+    covering: Callable[[sqlite3.Connection, int], None],
 ) -> bool:
     """Fold the memories the segments do not cover into new ones when there are enough of them, or build every
-    segment again when none exist or many of theirs are dead; True if it wrote any. The scopes marked sensitive
-    are asked again before the manifest commits (``sensitive``): if the text read holds one, the new files are
-    scrubbed and nothing is kept. ``settled`` is called once the files are written, before the manifest's
-    transaction is begun: a caller writing the index beside the fold waits there for its own writes to end."""
+    segment again when none exist, cannot be opened, or many of theirs are dead; True if it wrote any. The scopes
+    marked sensitive are asked again before the manifest commits (``sensitive``): if the text read holds one, the
+    new files are scrubbed and nothing is kept. ``covering(con, covered)`` is called in the manifest's transaction
+    with the highest id the segments now cover (FTS5 lets go of the rows up to it there)."""
     try:
         known = manifest(con)
     except DamagedManifest:
@@ -103,6 +103,7 @@ def fold(
     fresh = (
         known is None
         or known.format != FORMAT  # an older layout: every segment is built again
+        or not _openable(directory, known)  # files gone or cut short: FTS5 no longer holds their memories
         or len(known.heads) != len(known.parts)  # written before heads had segments of their own
         or _dead(con, known.covered) * DEAD_SHARE > total
         or len(known.parts) > total // SEGMENT_DOCS + 8  # many small folds: one pass over each costs a keystroke
@@ -117,7 +118,6 @@ def fold(
         written = _write_segments(con, directory, start)
     finally:
         con.execute("COMMIT")
-    settled()
     if not written.parts:
         return False
     fsync_dir(directory)
@@ -132,6 +132,7 @@ def fold(
         con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('segments', ?)", (new.dumps(),))
         if fresh:
             con.execute("DELETE FROM dead WHERE seq <= ?", (seen,))  # ids the new segments never read
+        covering(con, new.covered)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -156,6 +157,16 @@ def _write_segments(con: sqlite3.Connection, directory: Path, start: int) -> Man
         scopes.update(chunk_scopes)
         covered = int(ids[-1])
     return Manifest(covered, parts, heads, frozenset(scopes))
+
+
+def _openable(directory: Path, known: Manifest) -> bool:
+    """Whether the segments ``known`` names open (each array within its file); their digests are ``check``'s."""
+    try:
+        for names in (known.parts, known.heads):
+            Segments.open(directory, list(names))
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _dead(con: sqlite3.Connection, covered: int) -> int:
@@ -187,8 +198,8 @@ class Reader:
         self._any_dead = False
 
     def refresh(self) -> bool:
-        """Follow the manifest and the dead ids; on any failure, answer from FTS5 alone (``covered`` 0). True
-        when what the segments answer for may have changed."""
+        """Follow the manifest and the dead ids; on any failure, answer for nothing (``covered`` 0: the caller
+        looks at the rows up to where FTS5 starts). True when what the segments answer for may have changed."""
         (version,) = self.con.execute("PRAGMA data_version").fetchone()
         if version == self._version:
             return False
