@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram.store.query import QuerySyntaxError, matches, parse
+from engram.store.search.arrays import MemoryTrigrams
 from engram.store.search.index import SearchIndex
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -114,3 +115,15 @@ def test_the_index_answers_as_the_query_language_says(loaded, data):
     got = index.search(text, limit=len(index.rows))
     assert got.total == len(want), text
     assert {hit.slug for hit in got.hits} == want, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bodies=st.lists(st.text(alphabet="灰度部署发布 x\n", max_size=12), max_size=12),
+    term=st.text(alphabet="灰度部署发布", min_size=2, max_size=2),
+)
+def test_two_cjk_characters_are_found_in_bodies_held_in_memory_wherever_they_are(bodies, term):
+    """No trigram is two characters long: the in-memory index finds them as the trigrams they begin, which holds
+    at the end of a body too, and in a body that is nothing else."""
+    index = MemoryTrigrams(dict(enumerate(bodies)))
+    assert set(index.rows(term).tolist()) == {n for n, body in enumerate(bodies) if term in body}

@@ -76,17 +76,25 @@ class MemoryTrigrams:
         self.con = sqlite3.connect(":memory:", check_same_thread=False)
         self.con.execute(TEMP_IN_MEMORY)  # its statement journals and sorts hold bodies too
         self.con.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='trigram')")
-        self.con.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", bodies.items())
+        self.con.execute("CREATE VIRTUAL TABLE temp.trigrams USING fts5vocab(main, docs, 'row')")
+        # each ends in a newline, so that every two characters of it begin a trigram (see rows)
+        self.con.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", ((n, f"{b}\n") for n, b in bodies.items()))
         self.con.commit()
 
     def rows(self, term: str) -> np.ndarray:
-        """Positions whose tags or body contain ``term`` (a :func:`body_term`). A trigram index answers no phrase
-        under three characters: a shorter term is looked for in every body (those of the memories the persistent
-        index does not hold, a few thousand as a rule; the term's hits are cached by the caller)."""
+        """Positions whose tags or body contain ``term`` (a :func:`body_term`). A trigram index holds no phrase of
+        two characters, but every occurrence of one begins a trigram (a body ends in a newline): the two are
+        found as any of the index's trigrams that begin with them, which its list of terms gives in order (a
+        look at each body took 45 ms for the 24,000 sensitive bodies of the 100k demo root, this 1-5 ms)."""
         if len(term) >= 3:
             query, arg = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", phrase(term)
         else:
-            query, arg = "SELECT group_concat(rowid) FROM docs WHERE instr(body, ?)", term
+            after = self.con.execute(
+                "SELECT term FROM trigrams WHERE term >= ? AND term < ?", (term, f"{term}\U0010ffff")
+            )
+            if not (trigrams := [trigram for (trigram,) in after]):
+                return np.empty(0, dtype=np.int64)
+            query, arg = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", " OR ".join(map(phrase, trigrams))
         (found,) = self.con.execute(query, (arg,)).fetchone()
         return parse_rows(found)
 
