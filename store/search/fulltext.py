@@ -395,8 +395,8 @@ class FullText:
         """The ids above the segments' ``covered`` holding ``term``: from FTS5, and by a look at each row where FTS5
         cannot answer: the rows between the segments and FTS5 (segments that could not be opened: slow, but never
         wrong, until the next sync builds them again), and, for a term under three characters (a two-character
-        CJK word, which no trigram holds), every row above the segments (a fiftieth of the memories or a few
-        thousand at most: ``generation.FOLD_FROM``)."""
+        CJK word, which no trigram holds), every row above the segments (fewer than ``generation.FOLD_FROM`` or a
+        ``FOLD_SHARE``-th of the memories, whichever is more)."""
         start = _fts_from(self.con)
         scan = "SELECT group_concat(id) FROM docs WHERE id > ? AND id <= ? AND (instr(head, ?) OR instr(body, ?))"
         if len(term) >= 3:
