@@ -209,7 +209,7 @@ class Reader:
         except DamagedManifest:
             known = None
         if known is not None and known.format != FORMAT:
-            known = None  # built again by the next sync's fold; FTS5 answers meanwhile
+            known = None  # built again by the next sync's fold; a look at each row answers meanwhile
         if known is not None and known.files != self._files:
             try:
                 self.segments = Segments.open(self.directory, list(known.parts))
@@ -255,7 +255,7 @@ class Reader:
 
     def _asked(self, segments: Segments | None, needle: str) -> np.ndarray | None:
         """A segments' answer; one whose arrays point outside themselves (a file changed since its digest was
-        taken) is dropped with all the others until the manifest changes: FTS5 and the scan answer meanwhile."""
+        taken) is dropped with all the others until the manifest changes: a look at each row answers meanwhile."""
         if segments is None:
             return None
         try:

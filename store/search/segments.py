@@ -108,7 +108,7 @@ class Segment:
     @classmethod
     def open(cls, stem: Path) -> Segment:
         """The arrays of ``stem`` memory-mapped. Raises ``OSError`` or ``ValueError`` for missing or malformed
-        files (the caller answers from FTS5 alone)."""
+        files (the caller looks at each row instead)."""
         paths = {name: stem.with_name(f"{stem.name}.{name}.npy") for name in ARRAYS}
         maps = {name: _mapped(path) for name, path in paths.items()}
         segment = cls(
