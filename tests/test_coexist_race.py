@@ -24,13 +24,20 @@ ROUNDS, PER_ROUND = 6, 24
 TESTS = Path(__file__).parent
 
 # memoryd's side: its approve_promotion and reject_promotion (no status check) on the same promotions in the
-# same order, each followed by a gate line; it prints what it decided
+# same order, each followed by a gate line; it prints what it decided. It starts once engram has decided one of
+# them: on a loaded machine engram's start (its imports) outlasted memoryd's whole round, so they never met.
 WRITER = """
-import json, random, sys, time
+import json, random, sqlite3, sys, time
 from pathlib import Path
 from memoryd_emulation import memoryd_append, memoryd_approve, memoryd_reject
 root, rng, decided = Path(sys.argv[1]), random.Random(int(sys.argv[2])), {}
-for pid in [int(x) for x in sys.argv[3:]]:
+ids = [int(x) for x in sys.argv[3:]]
+con, waited = sqlite3.connect(root / "index.db", timeout=5), time.monotonic()
+asked = f"SELECT 1 FROM promotions WHERE status != 'pending' AND id IN ({', '.join(map(str, ids))})"
+while not con.execute(asked).fetchone() and time.monotonic() - waited < 60:
+    time.sleep(0.005)
+con.close()
+for pid in ids:
     time.sleep(rng.random() / 25)
     if rng.random() < 0.3:
         continue  # some are engram's alone
