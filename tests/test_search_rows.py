@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from engram.store.search import arrays
@@ -133,6 +133,7 @@ def test_the_scan_of_heads_finds_what_a_substring_test_finds(heads, needle):
     st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=4),
     st.booleans(),
 )
+@example(heads=[""], needle="\ud800", many=True)  # a lone surrogate (a paste) made the segments raise
 def test_heads_in_memory_are_segmented_only_past_the_threshold_and_answer_alike(heads, needle, many):
     """Heads held in memory (sensitive scopes) get segments from SEGMENTED_FROM bytes on (four bytes per byte of
     heads); below it they are scanned. Either way a needle finds the heads holding it."""

@@ -411,7 +411,7 @@ class SearchIndex:
         they cover, and the heads of the others are scanned. One byte is scanned in every head (a range of its
         segments would be a tenth of every offset), as is everything without such segments."""
         answer = None
-        if self.fulltext is not None and len(needle.encode()) > 1:
+        if self.fulltext is not None and len(needle.encode("utf-8", "surrogatepass")) > 1:
             answer = self.fulltext.heads_matching(needle)
         if answer is None:
             return self.words.rows(needle)

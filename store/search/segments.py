@@ -419,7 +419,7 @@ class Segments:
         ORDER typed a key at a time is found among the occurrences of the one before it, and a key that left
         them all in place has their ids. (Segments are searched one after another: a lookup is mostly the
         interpreter's work, which threads would only take turns at.)"""
-        key = needle.encode()
+        key = needle.encode("utf-8", "surrogatepass")  # a lone surrogate: bytes valid UTF-8 never holds, no match
         with self._lock:
             before = next((key[:n] for n in range(len(key), ORDER - 1, -1) if key[:n] in self._found), None)
             ids: np.ndarray | None = None
