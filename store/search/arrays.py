@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from engram.store.index import TEMP_IN_MEMORY
-from engram.store.search.rows import Column, Spliced, Strings
+from engram.store.search.rows import Column, Spliced, Strings, needle_bytes
 from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments
 
 SCANS_REMEMBERED = 4  # needles whose starts a scan keeps for the next key
@@ -124,7 +124,7 @@ class Words:
         """Where ``needle`` starts in the buffer. A needle one key longer than one looked up lately is checked
         only where that one starts; any other is looked up from its rarest byte (a leading space alone would match
         a million places), then its other bytes only where that one was found."""
-        key = needle.encode("utf-8", "surrogatepass")  # a surrogate: bytes valid UTF-8 never holds, no match
+        key = needle_bytes(needle)
         pattern = np.frombuffer(key, dtype=np.uint8)
         if not len(pattern) or len(pattern) > len(self.units):
             return np.empty(0, dtype=np.int64)
@@ -206,6 +206,6 @@ class Heads:
     def rows(self, needle: str) -> np.ndarray:
         """Positions of the heads holding ``needle`` (ascending, or with repeats from a scan). Until
         :meth:`prepare` built the segments (a one-off search from the command line never does), a scan."""
-        if self._segments is None or len(needle.encode("utf-8", "surrogatepass")) < 2:
+        if self._segments is None or len(needle_bytes(needle)) < 2:
             return self.words.rows(needle)
         return self._segments.matching(needle)

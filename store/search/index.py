@@ -31,7 +31,7 @@ from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY, Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
-from engram.store.search.rows import FIELDS, Builder, Hit, Rows
+from engram.store.search.rows import FIELDS, Builder, Hit, Rows, needle_bytes
 from engram.store.service import Store
 
 RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, head matches first, newest first
@@ -411,7 +411,7 @@ class SearchIndex:
         they cover, and the heads of the others are scanned. One byte is scanned in every head (a range of its
         segments would be a tenth of every offset), as is everything without such segments."""
         answer = None
-        if self.fulltext is not None and len(needle.encode("utf-8", "surrogatepass")) > 1:
+        if self.fulltext is not None and len(needle_bytes(needle)) > 1:
             answer = self.fulltext.heads_matching(needle)
         if answer is None:
             return self.words.rows(needle)

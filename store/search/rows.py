@@ -23,6 +23,13 @@ from typing import Union
 
 import numpy as np
 
+
+def needle_bytes(needle: str) -> bytes:
+    """A search term as the bytes it is looked for as. A lone surrogate (a paste can put one in the box) becomes
+    bytes valid UTF-8 never holds: it matches nothing rather than raising."""
+    return needle.encode("utf-8", "surrogatepass")
+
+
 FIELDS = ("type", "scope", "state", "source")  # the fields a query filters on (``type:fact``), in listing order
 _STRINGS = ("slugs", "titles", "created", "heads")
 TAKEN = 32_768  # strings gathered at a time by Strings.take (about 3 MB of heads, 50 MB of index)
@@ -87,7 +94,7 @@ class Strings:
         """Those of ``rows`` whose string, less its last character (the NUL ending each head), contains
         ``needle`` (a search of the buffer between their ends: no string is made). A lone surrogate in ``needle``
         (pasted text) encodes to bytes valid UTF-8 never holds, so it is found nowhere, as in the strings."""
-        find, pattern = self.data.find, needle.encode("utf-8", "surrogatepass")
+        find, pattern = self.data.find, needle_bytes(needle)
         return [n for n, (a, b) in zip(rows, self._bounds(rows), strict=True) if find(pattern, a, b - 1) >= 0]
 
     def _bounds(self, rows: Sequence[int]) -> list[tuple[int, int]]:

@@ -39,6 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engram.store.search.rows import needle_bytes
+
 SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text, built in ~4 s
 ARRAYS = ("ids", "ends", "text", "positions", "docs", "marks")
 FORMAT = 3  # the manifest's word for these arrays: segments of another format are built again
@@ -419,7 +421,7 @@ class Segments:
         ORDER typed a key at a time is found among the occurrences of the one before it, and a key that left
         them all in place has their ids. (Segments are searched one after another: a lookup is mostly the
         interpreter's work, which threads would only take turns at.)"""
-        key = needle.encode("utf-8", "surrogatepass")  # a lone surrogate: bytes valid UTF-8 never holds, no match
+        key = needle_bytes(needle)
         with self._lock:
             before = next((key[:n] for n in range(len(key), ORDER - 1, -1) if key[:n] in self._found), None)
             ids: np.ndarray | None = None
