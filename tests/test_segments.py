@@ -58,6 +58,28 @@ def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks
             assert Segments(read).matching(term).tolist() == want, term
 
 
+@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=20), st.randoms())
+def test_occurrences_flag_the_rows_of_the_memories_that_hold_the_term(chunks, word, random):
+    """What the search asks of segments: each memory holding the term flags its row, through a table per segment
+    from memory to row (a memory of no row flags the extra byte past the rows): exactly the memories whose ids
+    the segments name, typed a key at a time or at once."""
+    parts, next_id = [], 1
+    for chunk in chunks:
+        heads = [body[: len(body) // 2] for body in chunk]
+        parts.append(Segment.build(range(next_id, next_id + len(chunk)), map(text_of, heads, chunk)))
+        next_id += len(chunk)
+    rows = list(range(next_id))
+    random.shuffle(rows)  # id -> row: the search lists memories newest first, not by id
+    none = next_id
+    tables = [np.array([rows[i] if i % 3 else none for i in part.ids.tolist()], dtype=np.int32) for part in parts]
+    typing = Segments(parts)
+    for n in range(1, len(word) + 1):
+        flags = np.zeros(none + 1, dtype=np.uint8)
+        typing.flag(word[:n], tables, flags)
+        want = {rows[i] for i in Segments(parts).matching(word[:n]).tolist() if i % 3}
+        assert set(np.flatnonzero(flags[:-1]).tolist()) == want, word[:n]
+
+
 def test_an_empty_segment_answers_nothing():
     segment = Segment.build([], [])
     assert Segments([segment]).matching("abc").tolist() == []

@@ -47,6 +47,11 @@ def bits(rows: Iterable[int] | np.ndarray, size: int) -> int:
     """The bitset with bit ``r`` set for each of ``rows`` (numpy scatters and packs them: no Python loop)."""
     flags = np.zeros(size, dtype=np.uint8)
     flags[np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64)] = 1
+    return packed(flags)
+
+
+def packed(flags: np.ndarray) -> int:
+    """The bitset with bit ``r`` set where ``flags[r]`` is."""
     return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
 
 

@@ -375,21 +375,38 @@ class FullText:
                 self._reading.release()
 
     def matching(self, term: str) -> np.ndarray:
-        """Ids of the memories whose head, tags or body contain ``term``: the segments for the memories they cover
-        (they match bytes: a term of any length), FTS5 for those above. The segments and FTS5 are asked again if a
-        sync committed meanwhile (a fold moves what each answers for). A damaged or discarded file answers nothing
-        rather than failing a keystroke; the next look reopens it."""
+        """Ids (ascending) of the memories whose head, tags or body contain ``term``: :meth:`flag` with each id
+        its own row."""
+        try:
+            with self._reading:
+                highest = self.con.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
+        except sqlite3.Error:
+            return np.empty(0, dtype=np.int64)
+        flags = np.zeros(highest + 2, dtype=np.uint8)
+        self.flag(term, np.arange(highest + 1, dtype=np.int32), flags)
+        return np.flatnonzero(flags[:-1])
+
+    def flag(self, term: str, position: np.ndarray, flags: np.ndarray) -> None:
+        """Flag the rows (``position``: id -> row, -1 for none) of the memories whose head, tags or body contain
+        ``term``; ``flags`` has a byte more than there are rows, where ids of no row go. The segments answer for
+        the memories they cover (they match bytes: a term of any length), FTS5 for those above. The segments and
+        FTS5 are asked again if a sync committed meanwhile (a fold moves what each answers for). A damaged or
+        discarded file answers nothing rather than failing a keystroke; the next look reopens it."""
         try:
             with self._reading:
                 for _ in range(3):
+                    flags[:] = 0
                     (version,) = self.con.execute("PRAGMA data_version").fetchone()
                     self.segments.refresh()
-                    found = [self.segments.matching(term), *self._above(term, self.segments.covered)]
+                    self.segments.flag(term, position, flags)
+                    above = np.concatenate(list(self._above(term, self.segments.covered)))
                     if self.con.execute("PRAGMA data_version").fetchone() == (version,):
                         break
         except sqlite3.Error:
-            return np.empty(0, dtype=np.int64)
-        return np.concatenate(found)
+            flags[:] = 0
+            return
+        rows = position[above[above < len(position)]]  # ids it took in after the rows were listed have none
+        flags[rows[rows >= 0]] = 1
 
     def _above(self, term: str, covered: int) -> Iterator[np.ndarray]:
         """The ids above the segments' ``covered`` holding ``term``: from FTS5, and by a look at each row where FTS5
@@ -407,17 +424,18 @@ class FullText:
         else:
             yield parse_rows(self.con.execute(scan, (covered, 1 << 62, term, term)).fetchone()[0])
 
-    def heads_matching(self, needle: str) -> tuple[np.ndarray, int, np.ndarray] | None:
-        """Ids of the memories up to the segments' highest id whose head holds ``needle`` (any length), with that
-        id and which ids up to it are alive: the caller scans the heads of the others. None when there are no
-        segments of heads (the caller scans every head)."""
+    def flag_heads(self, needle: str, position: np.ndarray, flags: np.ndarray) -> tuple[int, np.ndarray] | None:
+        """As :meth:`flag`, the memories up to the segments' highest id whose head holds ``needle`` (any length);
+        returns that id and which ids up to it are alive (the caller scans the heads of the others). None, nothing
+        flagged, when there are no segments of heads (the caller scans every head)."""
         try:
             with self._reading:
                 self.segments.refresh()
-                ids = self.segments.head_matching(needle)
-                return None if ids is None else (ids, self.segments.covered, self.segments.alive)
+                if self.segments.flag_heads(needle, position, flags):
+                    return self.segments.covered, self.segments.alive
         except sqlite3.Error:
-            return None
+            flags[:] = 0
+        return None
 
 
 @dataclass

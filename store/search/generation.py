@@ -195,7 +195,7 @@ class Reader:
         self.heads: Segments | None = None
         self.covered = 0
         self.alive = np.ones(0, dtype=bool)
-        self._any_dead = False
+        self._tables: dict[int, tuple[Segments, np.ndarray, np.ndarray, list[np.ndarray]]] = {}  # see _rows
 
     def refresh(self) -> bool:
         """Follow the manifest and the dead ids; on any failure, answer for nothing (``covered`` 0: the caller
@@ -226,7 +226,7 @@ class Reader:
         dead = np.fromiter((i for (i,) in rows), dtype=np.int64)
         alive[dead] = False
         alive[0] = False  # ids start at 1: a zero is a scrubbed file's
-        self.alive, self._any_dead = alive, bool(len(dead))
+        self.alive = alive
         return True
 
     def release(self) -> None:
@@ -243,30 +243,47 @@ class Reader:
                 if segments is not None:
                     segments.unmap()
 
-    def matching(self, term: str) -> np.ndarray:
-        """Ids of live memories up to ``covered`` whose head or body holds ``term`` (three bytes or more)."""
-        found = self._asked(self.segments, term)
-        return found if found is not None else np.empty(0, np.int64)
+    def flag(self, term: str, position: np.ndarray, flags: np.ndarray) -> None:
+        """Flag the rows (``position``: id -> row, -1 for none) of the live memories up to ``covered`` whose head
+        or body holds ``term`` (three bytes or more); ``flags`` has one more byte than there are rows, where
+        memories of no row go."""
+        self._flagged(self.segments, term, position, flags)
 
-    def head_matching(self, needle: str) -> np.ndarray | None:
-        """Ids of live memories up to ``covered`` whose head holds ``needle`` (any length); None without
-        segments of heads."""
-        return self._asked(self.heads, needle)
+    def flag_heads(self, needle: str, position: np.ndarray, flags: np.ndarray) -> bool:
+        """As :meth:`flag`, for the memories whose head holds ``needle`` (any length); False, nothing flagged,
+        without segments of heads."""
+        return self._flagged(self.heads, needle, position, flags)
 
-    def _asked(self, segments: Segments | None, needle: str) -> np.ndarray | None:
-        """A segments' answer; one whose arrays point outside themselves (a file changed since its digest was
-        taken) is dropped with all the others until the manifest changes: a look at each row answers meanwhile."""
+    def _flagged(self, segments: Segments | None, needle: str, position: np.ndarray, flags: np.ndarray) -> bool:
+        """A segments' answer flagged. One whose arrays point outside themselves (a file changed since its digest
+        was taken) is dropped with all the others until the manifest changes, what it flagged cleared: a look at
+        each row answers meanwhile."""
         if segments is None:
-            return None
+            return False
         try:
-            found = self._live(segments.matching(needle))
+            segments.flag(needle, self._rows(segments, position, len(flags) - 1), flags)
         except (IndexError, ValueError):
             self.segments, self.heads, self.covered, self.alive = None, None, 0, np.ones(0, bool)
-            return None
+            flags[:] = 0
+            return False
         self._bounded()
-        return found
+        return True
 
-    def _live(self, ids: np.ndarray) -> np.ndarray:
-        if len(ids) and (int(ids.min()) < 1 or int(ids.max()) >= len(self.alive)):  # a damaged or scrubbed file's
-            ids = ids[(ids >= 1) & (ids < len(self.alive))]
-        return ids[self.alive[ids]] if self._any_dead else ids
+    def _rows(self, segments: Segments, position: np.ndarray, none: int) -> list[np.ndarray]:
+        """For each segment, the row of each of its memories (``none`` for a dead one, or one with no row): made
+        once for these segments, these dead ids and this mapping of ids to rows (a search index's), 4 bytes a
+        memory."""
+        kept = self._tables.get(id(segments))
+        if kept is not None and kept[0] is segments and kept[1] is position and kept[2] is self.alive:
+            return kept[3]
+        tables = []
+        for part in segments.parts:
+            ids, rows = part.ids, np.full(len(part.ids), none, dtype=np.int32)
+            known = (ids >= 1) & (ids < min(len(position), len(self.alive)))  # a damaged or scrubbed file's: none
+            known[known] = self.alive[ids[known]]
+            rows[known] = position[ids[known]]
+            rows[rows < 0] = none
+            tables.append(rows)
+        self._tables = {k: v for k, v in self._tables.items() if v[0] in (self.segments, self.heads)}
+        self._tables[id(segments)] = (segments, position, self.alive, tables)
+        return tables

@@ -29,7 +29,7 @@ from engram.store import heap
 from engram.store.errors import StoreError
 from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY, Memory
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, scan
+from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, packed, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
 from engram.store.search.rows import FIELDS, Builder, Hit, Rows, needle_bytes
 from engram.store.service import Store
@@ -318,7 +318,7 @@ class SearchIndex:
         else:
             needle = " ".join(t.split())
             needle = {"prefix": f" {needle}", "suffix": f"{needle} ", "equal": f" {needle} "}.get(term.kind, needle)
-            found = bits(self._head_rows(needle), len(self.rows))
+            found = self._heads_holding(needle)
         self._remember(key, found)
         return found
 
@@ -330,13 +330,16 @@ class SearchIndex:
     def _text_bits(self, t: str) -> int:
         """Rows whose head, tags or body contain ``t``: the persistent index for the rows it covers; for the
         others, a scan of their heads and the in-memory index of the bodies read."""
-        found = [self.loose[self.loose_heads.rows(t)], self.memory.rows(t)]
+        flags = self._flags()
         if self.fulltext is not None and len(self.position):
-            ids = self.fulltext.matching(t)
-            ids = ids[ids < len(self.position)]  # rows it took in after this index was loaded
-            rows = self.position[ids]
-            found.append(rows[rows >= 0])
-        return bits(np.concatenate(found), len(self.rows))
+            self.fulltext.flag(t, self.position, flags)
+        flags[self.loose[self.loose_heads.rows(t)]] = 1
+        flags[self.memory.rows(t)] = 1
+        return packed(flags[:-1])
+
+    def _flags(self) -> np.ndarray:
+        """A byte per row, and one more where memories the index has no row for are flagged."""
+        return np.zeros(len(self.rows) + 1, dtype=np.uint8)
 
     def _field_bits(self, name: str) -> dict[str, int]:
         """value (lowercased) -> bitset of a field, built on its first use."""
@@ -403,22 +406,23 @@ class SearchIndex:
             return bits(self.rows.heads.find(t, indexes(found, REFINE_HEADS).tolist()), len(self.rows))
         key = ("head", term.kind, t)
         if key not in self._cache:
-            self._remember(key, bits(self._head_rows(t), len(self.rows)))
+            self._remember(key, self._heads_holding(t))
         return self._cache[key]
 
-    def _head_rows(self, needle: str) -> np.ndarray:
-        """Rows whose head holds ``needle``: the persistent index's segments of heads answer for the memories
-        they cover, and the heads of the others are scanned. One byte is scanned in every head (a range of its
-        segments would be a tenth of every offset), as is everything without such segments."""
+    def _heads_holding(self, needle: str) -> int:
+        """Rows whose head holds ``needle``, as a bitset: the persistent index's segments of heads answer for the
+        memories they cover, and the heads of the others are scanned. One byte is scanned in every head (a range
+        of its segments would be a tenth of every offset), as is everything without such segments."""
+        flags = self._flags()
         answer = None
         if self.fulltext is not None and len(needle_bytes(needle)) > 1:
-            answer = self.fulltext.heads_matching(needle)
+            answer = self.fulltext.flag_heads(needle, self.position, flags)
         if answer is None:
-            return self.words.rows(needle)
-        ids, covered, alive = answer
-        rows = self.position[ids[ids < len(self.position)]]
-        others, scan = self._unsegmented(covered, alive)
-        return np.concatenate((rows[rows >= 0], others[scan.rows(needle)]))
+            flags[self.words.rows(needle)] = 1
+        else:
+            others, scan = self._unsegmented(*answer)
+            flags[others[scan.rows(needle)]] = 1
+        return packed(flags[:-1])
 
     def _unsegmented(self, covered: int, alive: np.ndarray) -> tuple[np.ndarray, Heads]:
         """The rows the segments do not answer for (no id in the persistent index, above ``covered``, or dead),

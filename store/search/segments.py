@@ -400,7 +400,7 @@ class Segments:
 
     def __init__(self, parts: Sequence[Segment]) -> None:
         self.parts = list(parts)
-        self._found: OrderedDict[bytes, tuple[list[Hits], np.ndarray]] = OrderedDict()  # hits per segment, ids
+        self._found: OrderedDict[bytes, tuple[list[Hits], np.ndarray | None]] = OrderedDict()  # hits per segment, ids
         self._lock = threading.Lock()
 
     @classmethod
@@ -417,29 +417,45 @@ class Segments:
             part.release()
 
     def matching(self, needle: str) -> np.ndarray:
-        """The ids (ascending) of the memories whose text contains ``needle`` (no NUL in it). A needle longer than
-        ORDER typed a key at a time is found among the occurrences of the one before it, and a key that left
-        them all in place has their ids. (Segments are searched one after another: a lookup is mostly the
-        interpreter's work, which threads would only take turns at.)"""
+        """The ids (ascending) of the memories whose text contains ``needle`` (no NUL in it)."""
         key = needle_bytes(needle)
         with self._lock:
-            before = next((key[:n] for n in range(len(key), ORDER - 1, -1) if key[:n] in self._found), None)
-            ids: np.ndarray | None = None
-            if before is None:
-                found = [part.find(key) for part in self.parts]
-            else:
-                self._found.move_to_end(before)
-                last, ids = self._found[before]
-                found = [part.extend(hits, key, len(before)) for part, hits in zip(self.parts, last, strict=True)]
-                if [len(h.at) for h in found] != [len(h.at) for h in last]:
-                    ids = None
+            found, ids = self._occurrences(key)
             if ids is None:
                 ids = np.concatenate([part.ids_of(h) for part, h in zip(self.parts, found, strict=True)] or [_NOWHERE])
-            if len(key) >= ORDER:  # a shorter needle is four lookups a segment: nothing to keep
-                self._found[key] = (found, ids)
-                while len(self._found) > REMEMBERED or self._remembered() > REMEMBERED_MOST:
-                    self._found.popitem(last=False)
+                if key in self._found:
+                    self._found[key] = (found, ids)
         return ids
+
+    def flag(self, needle: str, rows: Sequence[np.ndarray], flags: np.ndarray) -> None:
+        """Set ``flags[rows[k][d]]`` for each memory ``d`` of segment ``k`` whose text contains ``needle``: each
+        occurrence goes straight to its memory's flag, where ids to look up and map were a scatter, a gather and
+        two more passes over them (a broad term at a million memories: 17 ms of 26 to 10 ms)."""
+        with self._lock:
+            found, _ = self._occurrences(needle_bytes(needle))
+        for hits, table in zip(found, rows, strict=True):
+            flags[table[hits.doc]] = 1
+
+    def _occurrences(self, key: bytes) -> tuple[list[Hits], np.ndarray | None]:
+        """Where ``key`` occurs in each segment, and the ids of its memories where they are known already. A
+        needle longer than ORDER typed a key at a time is found among the occurrences of the one before it, and a
+        key that left them all in place has their ids. (Segments are searched one after another: a lookup is
+        mostly the interpreter's work, which threads would only take turns at.) Called with the lock held."""
+        before = next((key[:n] for n in range(len(key), ORDER - 1, -1) if key[:n] in self._found), None)
+        ids: np.ndarray | None = None
+        if before is None:
+            found = [part.find(key) for part in self.parts]
+        else:
+            self._found.move_to_end(before)
+            last, ids = self._found[before]
+            found = [part.extend(hits, key, len(before)) for part, hits in zip(self.parts, last, strict=True)]
+            if [len(h.at) for h in found] != [len(h.at) for h in last]:
+                ids = None
+        if len(key) >= ORDER:  # a shorter needle is four lookups a segment: nothing to keep
+            self._found[key] = (found, ids)
+            while len(self._found) > REMEMBERED or self._remembered() > REMEMBERED_MOST:
+                self._found.popitem(last=False)
+        return found, ids
 
     def _remembered(self) -> int:
         return sum(len(hits.at) for found, _ in self._found.values() for hits in found)
