@@ -430,7 +430,7 @@ class Segments:
     def flag(self, needle: str, rows: Sequence[np.ndarray], flags: np.ndarray) -> None:
         """Set ``flags[rows[k][d]]`` for each memory ``d`` of segment ``k`` whose text contains ``needle``: each
         occurrence goes straight to its memory's flag, where ids to look up and map were a scatter, a gather and
-        two more passes over them (a broad term at a million memories: 17 ms of 26 to 10 ms)."""
+        two more passes over them (``conf`` at a million memories, 1.26 million occurrences: 13.6 ms to 9.8 ms)."""
         with self._lock:
             found, _ = self._occurrences(needle_bytes(needle))
         for hits, table in zip(found, rows, strict=True):
