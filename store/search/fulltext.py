@@ -358,7 +358,7 @@ class FullText:
 
     def warm(self) -> tuple[int, np.ndarray] | None:
         """Open the segments (for the worker that loads the search); returns what they cover (as
-        :meth:`heads_matching` does), None without segments of heads."""
+        :meth:`flag_heads` does), None without segments of heads."""
         with contextlib.suppress(sqlite3.Error), self._reading:
             self.segments.refresh()
             if self.segments.heads is not None:
