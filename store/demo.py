@@ -189,8 +189,9 @@ class _Writer:
     memories already written it keeps only what proposals and supersedes draw from (slugs, dates), so memory
     stays bounded at any size."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, memories: int) -> None:
         self.rng = random.Random(seed)
+        self.memories = memories
         self.entities: dict[str, dict] = {}
         self.relations: list[dict] = []  # of the chunk being written
         self.sessions: list[tuple[str, str]] = []  # (slug, scope) of every scoped session
@@ -237,7 +238,11 @@ class _Writer:
         mtype = MemoryType.SESSION if i < 8 else rng.choices(_TYPES, _WEIGHTS)[0]
         proj = project or rng.choice(PROJECTS[:3])
         scope = scope_hash_of(project[0]) if project else "_unscoped"
-        created = NOW - timedelta(days=rng.uniform(0, SPAN_DAYS), seconds=rng.randint(0, 86399))
+        # Memory i is made in the i-th of as many equal slices of the demo's months as there are memories, as an
+        # agent's memories come one after the other: slugs (dated) then grow with i, so each chunk's rows go
+        # at the end of the indexes on slugs rather than all over them (at a million memories those indexes
+        # are gigabytes, and every chunk's commit rewrote pages all over them).
+        created = NOW - timedelta(days=SPAN_DAYS) * (self.memories - i - rng.random()) / self.memories
         title = self.fill(rng.choice(_TITLES[proj[1]][mtype]), proj)
         slug = f"{created:%Y-%m-%d}-demo-{i:06d}"
         ttl = rng.choice((None, None, None, None, 30, 90, 180))
@@ -392,7 +397,7 @@ class _Chunk:
 
 def _drawn(memories: int, seed: int, size: int) -> Iterator[_Chunk]:
     """The root's content a chunk at a time, all of it drawn from one ``random.Random(seed)``."""
-    w = _Writer(seed)
+    w = _Writer(seed, memories)
     for start in range(0, memories, size):
         docs = [w.memory(i) for i in range(start, min(start + size, memories))]
         for doc in docs:

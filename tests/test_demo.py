@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
+from peewee import SQL
 
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
 from engram.store.drift.check import check
@@ -47,6 +49,22 @@ def test_a_root_drawn_in_another_process_chunk_by_chunk_is_the_same_root(tmp_pat
     made_there, files_there = make(tmp_path / "there")
     assert drawn_in == ["_drawn"]
     assert made_there == made_here and files_there == files_here
+
+
+def test_memories_are_made_one_after_another_across_the_demo_months(tmp_path):
+    """Memory i is made after memory i - 1, as an agent's are: the rows go in slug order (each chunk's rows at
+    the end of the indexes on slugs, where dates drawn at random put them all over those indexes), and the
+    dates still cover the demo's months."""
+    from engram.store.demo import NOW, SPAN_DAYS
+
+    with Store.open(tmp_path / "r", create=True, actor="engram-demo") as store:
+        build_demo(store, 300, 3)
+        drawn = Memory.select(Memory.slug, Memory.created_at).order_by(SQL("rowid")).limit(300)  # not approvals'
+        rows = list(drawn)
+    slugs = [row.slug for row in rows]
+    assert slugs == sorted(slugs)  # in the order they were written
+    first, last = (datetime.fromisoformat(rows[n].created_at) for n in (0, -1))
+    assert NOW - first > timedelta(days=SPAN_DAYS - 2) and NOW - last < timedelta(days=2)
 
 
 def test_the_progress_bar_knows_its_length_before_the_first_chunk_is_drawn(tmp_path, monkeypatch):
