@@ -241,7 +241,7 @@ class _Writer:
         # Memory i is made in the i-th of as many equal slices of the demo's months as there are memories, as an
         # agent's memories come one after the other: slugs (dated) then grow with i, so each chunk's rows go
         # at the end of the indexes on slugs rather than all over them (at a million memories those indexes
-        # are gigabytes, and every chunk's commit rewrote pages all over them).
+        # are over a gigabyte, and every chunk's commit rewrote pages all over them).
         created = NOW - timedelta(days=SPAN_DAYS) * (self.memories - i - rng.random()) / self.memories
         title = self.fill(rng.choice(_TITLES[proj[1]][mtype]), proj)
         slug = f"{created:%Y-%m-%d}-demo-{i:06d}"
@@ -484,7 +484,7 @@ def _supersedes(w: _Writer) -> list[dict]:
     """Pairs of same-scope, same-type memories where the newer replaces the older."""
     chains = []
     for kind in w.kinds.values():
-        ordered = sorted(range(len(kind.slugs)), key=kind.micros.__getitem__)
+        ordered = range(len(kind.slugs))  # drawn in the order they were made (see _Writer.memory)
         for older, newer in zip(ordered[::7], ordered[1::7], strict=False):
             chains.append(
                 dict(

@@ -53,14 +53,18 @@ def test_a_root_drawn_in_another_process_chunk_by_chunk_is_the_same_root(tmp_pat
 
 def test_memories_are_made_one_after_another_across_the_demo_months(tmp_path):
     """Memory i is made after memory i - 1, as an agent's are: the rows go in slug order (each chunk's rows at
-    the end of the indexes on slugs, where dates drawn at random put them all over those indexes), and the
-    dates still cover the demo's months."""
+    the end of the indexes on slugs, where dates drawn at random put them all over those indexes), each
+    supersede's newer memory is made after its older one, and the dates still cover the demo's months."""
     from engram.store.demo import NOW, SPAN_DAYS
 
     with Store.open(tmp_path / "r", create=True, actor="engram-demo") as store:
         build_demo(store, 300, 3)
         drawn = Memory.select(Memory.slug, Memory.created_at).order_by(SQL("rowid")).limit(300)  # not approvals'
         rows = list(drawn)
+        chains = [(c.newer_memory_id, c.older_memory_id) for c in SupersedesChain.select()]
+    made = {row.slug: row.created_at for row in rows}
+    drawn_chains = [(newer, older) for newer, older in chains if newer in made]  # not an approval's
+    assert drawn_chains and all(made[newer] > made[older] for newer, older in drawn_chains)
     slugs = [row.slug for row in rows]
     assert slugs == sorted(slugs)  # in the order they were written
     first, last = (datetime.fromisoformat(rows[n].created_at) for n in (0, -1))
