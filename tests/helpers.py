@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import forked
+import numpy as np
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from rich.console import Console
@@ -22,6 +23,7 @@ from textual.worker import WorkerCancelled
 from engram.store.domain import MemoryType
 from engram.store.frontmatter import Frontmatter, MemoryDoc
 from engram.store.memories import create_memory
+from engram.store.search.fulltext import FullText
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 
@@ -101,3 +103,12 @@ def open_after_letting_go(make: Callable[[], object], named: str) -> tuple[set[s
         gc.collect()
     unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and named in str(w.message)]
     return set(os.listdir("/proc/self/fd")) - before, unclosed
+
+
+def fulltext_matching(fulltext: FullText, term: str) -> np.ndarray:
+    """Ids (ascending) of the memories whose head, tags or body contain ``term``: :meth:`FullText.flag` with each
+    id its own row (the search flags its own rows; a test asks by id)."""
+    highest = fulltext.con.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
+    flags = np.zeros(highest + 2, dtype=np.uint8)
+    fulltext.flag(term, np.arange(highest + 1, dtype=np.int32), flags)
+    return np.flatnonzero(flags[:-1])

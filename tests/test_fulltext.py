@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import fulltext_matching
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memoryd_emulation import memoryd_saves
@@ -656,7 +657,7 @@ def test_an_index_another_process_is_writing_is_opened_and_never_discarded(store
         writer.execute("BEGIN IMMEDIATE")
         writer.execute("INSERT INTO meta (key, value) VALUES ('held', 'by a sync')")
         index = FullText.open(store)
-        assert index is not None and len(index.matching(body_pieces(store, PLAIN)[0].decode())) > 0
+        assert index is not None and len(fulltext_matching(index, body_pieces(store, PLAIN)[0].decode())) > 0
         index.close()
         writer.execute("ROLLBACK")
     as_schema(store, "4")
@@ -714,7 +715,7 @@ def test_a_query_that_meets_a_fold_asks_again(store, monkeypatch):
     slug = promotions.approve(store, pid, promotions.Edits(body="the zebrafish-quokka runbook")).slug
     sync(store, only={slug})
     reader = FullText.open(store)
-    assert reader is not None and len(reader.matching("zebrafish")) == 1  # from FTS5
+    assert reader is not None and len(fulltext_matching(reader, "zebrafish")) == 1  # from FTS5
     monkeypatch.setattr(generation, "FOLD_FROM", 1)
     monkeypatch.setattr(generation, "FOLD_SHARE", 1 << 30)
     fts_from, folds = fulltext_module._fts_from, []
@@ -726,7 +727,7 @@ def test_a_query_that_meets_a_fold_asks_again(store, monkeypatch):
         return start
 
     monkeypatch.setattr(fulltext_module, "_fts_from", then_a_fold)
-    assert len(reader.matching("zebrafish")) == 1 and folds
+    assert len(fulltext_matching(reader, "zebrafish")) == 1 and folds
     with _fts(store) as con:
         assert _in_step(con) == (0, 0)  # the memory was in the segments by then
     reader.close()
@@ -738,7 +739,7 @@ def test_a_build_leaves_no_log_the_size_of_its_transactions_while_a_console_read
     reader = FullText.open(store)
     assert reader is not None
     assert sync(store).read > 100
-    assert len(reader.matching(next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode())) > 0
+    assert len(fulltext_matching(reader, next(p for p in body_pieces(store, PLAIN) if p.isascii()).decode())) > 0
     log = cache_path(store).with_name(cache_path(store).name + "-wal")
     assert not log.exists() or log.stat().st_size == 0
     reader.close()

@@ -374,18 +374,6 @@ class FullText:
             finally:
                 self._reading.release()
 
-    def matching(self, term: str) -> np.ndarray:
-        """Ids (ascending) of the memories whose head, tags or body contain ``term``: :meth:`flag` with each id
-        its own row."""
-        try:
-            with self._reading:
-                highest = self.con.execute("SELECT max(id) FROM docs").fetchone()[0] or 0
-        except sqlite3.Error:
-            return np.empty(0, dtype=np.int64)
-        flags = np.zeros(highest + 2, dtype=np.uint8)
-        self.flag(term, np.arange(highest + 1, dtype=np.int32), flags)
-        return np.flatnonzero(flags[:-1])
-
     def flag(self, term: str, position: np.ndarray, flags: np.ndarray) -> None:
         """Flag the rows (``position``: id -> row, -1 for none) of the memories whose head, tags or body contain
         ``term``; ``flags`` has a byte more than there are rows, where ids of no row go. The segments answer for
