@@ -15,6 +15,7 @@ import random
 import re
 from array import array
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -348,10 +349,12 @@ def build_demo(
     made = dict.fromkeys(("memories", "promotions", "entities", "relations", "supersedes"), 0)
     if progress is not None:
         progress(0, memories)  # the bar has its length while the first chunk is drawn (and its process started)
-    # Above a chunk, drawn in another process: the next chunk is ready while this one is written.
+    # Above a chunk, drawn in another process (the next chunk is ready while this one is written), and each
+    # chunk's files written by a third while its rows go in.
     args = (memories, seed, CHUNK)
-    drawn = _drawn(*args) if memories <= CHUNK else produced_elsewhere(_drawn, *args)
-    with store.index.bulk_cache():
+    big = memories > CHUNK
+    drawn = produced_elsewhere(_drawn, *args) if big else _drawn(*args)
+    with store.index.bulk_cache(), store.writing_elsewhere() if big else nullcontext():
         for chunk in drawn:
             _write_chunk(store, chunk, seed=seed, when=when)
             made["memories"] += len(chunk.docs)

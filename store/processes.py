@@ -7,6 +7,7 @@ started fresh (``spawn``): a fork would copy the writer threads' locks mid-use.
 
 from __future__ import annotations
 
+import signal
 import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +52,7 @@ def produced_elsewhere(make: Callable[..., Iterator[T]], *args: Any) -> Iterator
 
 
 def _produce(out: Connection, make: Callable[..., Iterator[Any]], args: tuple[Any, ...]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
     try:
         for item in make(*args):
             out.send(("item", item))

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +31,15 @@ from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_roo
 from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
 from engram.store.write import faults, retire
-from engram.store.write.atomic import flushed_on_exit, read_regular, write_atomic
+from engram.store.write.atomic import (
+    WRITER_THREADS,
+    SealedFile,
+    flushed_on_exit,
+    read_regular,
+    write_atomic,
+    write_sealed,
+)
+from engram.store.write.elsewhere import FileWriter
 
 if TYPE_CHECKING:
     from engram.store import frontmatter
@@ -95,6 +103,7 @@ class Store:
         self._registering = False  # re-registering sensitive scopes after a rebuild (see apply_many)
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
         self.checkpoints = default_book(layout.root)
+        self._writer: FileWriter | None = None  # see writing_elsewhere
 
     def now(self) -> datetime:
         return self.clock()
@@ -237,10 +246,7 @@ class Store:
             for change in changes:
                 if change.precondition is not None:
                     change.precondition()
-            self._write_files(targets, durable)
-            # A batch's files are flushed while its rows go in, and the rows wait for the flush to be committed:
-            # the index never points at a file a crash could still take back.
-            with flushed_on_exit(path for path, _ in targets) if not durable and targets else nullcontext():
+            with self._files_written(targets, durable):
                 if index_update is not None:
                     index_update()
                 for change in changes:
@@ -349,60 +355,98 @@ class Store:
         else:
             self.audit_warning = self.checkpoints.warning
 
-    def _write_files(self, targets: list[tuple[Path, FileWrite | DataWrite]], durable: bool) -> None:
-        """Write a change's files. A batch (``durable=False``: a demo, an import) of many files has the bytes
-        sealed here and the files written by a few threads, which overlap the kernel's work on each file
-        (create, write, rename: most of a batch's time) with each other and with the sealing of the next slice;
-        the index stays on this thread. A crash leaves what a sequential write would: temp files, or renamed
-        files the uncommitted index does not point at."""
+    @contextmanager
+    def writing_elsewhere(self) -> Iterator[None]:
+        """Within: a batch's files (``durable=False``) are written and flushed by a child process while the
+        batch's rows go in here, rather than before them (see :mod:`engram.store.write.elsewhere`). For a long
+        run of batches, such as the demo's: the child is started once for all of them."""
+        with FileWriter() as writer:
+            self._writer = writer
+            try:
+                yield
+            finally:
+                self._writer = None
+
+    @contextmanager
+    def _files_written(self, targets: list[tuple[Path, FileWrite | DataWrite]], durable: bool) -> Iterator[None]:
+        """Write a change's files; the block puts its index rows in. A batch's files (``durable=False``) are
+        flushed while its rows go in (and written then too, with :meth:`writing_elsewhere`), and the block is
+        left, for the commit, only once they are: the index never points at a file a crash could still take
+        back. A crash leaves what a sequential write would: temp files, or renamed files the uncommitted index
+        does not point at."""
         if durable or len(targets) < _THREADED_FROM:
             for path, write in targets:
                 self._write_file(path, write, durable)
+        elif self._writer is None:
+            self._write_threaded(targets)
+        else:
+            with self._written_elsewhere(self._writer, targets):
+                yield
             return
-        with ThreadPoolExecutor(_WRITER_THREADS) as pool:
+        with flushed_on_exit(path for path, _ in targets) if not durable and targets else nullcontext():
+            yield
+
+    @contextmanager
+    def _written_elsewhere(
+        self, writer: FileWriter, targets: list[tuple[Path, FileWrite | DataWrite]]
+    ) -> Iterator[None]:
+        """The batch's files sealed here, then written and flushed by ``writer``'s process during the block."""
+        sealed = [(write, *self._seal(write)) for _, write in targets]
+        writer.start(_files_of(targets, sealed))
+        try:
+            self._bind(sealed)
+            yield
+        finally:
+            writer.finish()
+
+    def _write_threaded(self, targets: list[tuple[Path, FileWrite | DataWrite]]) -> None:
+        """A batch's files written by a few threads, which overlap the kernel's work on each file (create,
+        write, rename: most of a batch's time) with each other and with the sealing of the next slice; the
+        index stays on this thread."""
+        with ThreadPoolExecutor(WRITER_THREADS) as pool:
             sealed: list[_Sealed] = []
             writing: list[Future[None]] = []
             for piece in chunked(targets, _THREADED_SLICE):
-                sealing = [(path, write, *self._seal(write)) for path, write in piece]  # while the last slice writes
+                sealing = [(write, *self._seal(write)) for _, write in piece]  # while the last slice writes
+                files = _files_of(piece, sealing)
                 self._bind_written(sealed, writing)
                 sealed = sealing
                 # a task per thread, not per file: a future per file cost the batch more than its writing
-                writing = [pool.submit(_write_all, sealed[n::_WRITER_THREADS]) for n in range(_WRITER_THREADS)]
+                writing = [pool.submit(write_sealed, files[n::WRITER_THREADS]) for n in range(WRITER_THREADS)]
             self._bind_written(sealed, writing)
 
     def _bind_written(self, sealed: list[_Sealed], writing: list[Future[None]]) -> None:
         for future in writing:
             future.result()
-        self._bind([(write, data, plaintext) for _, write, data, _, _, plaintext in sealed])
+        self._bind(sealed)
 
     def _write_file(self, path: Path, write: FileWrite | DataWrite, durable: bool) -> None:
-        data, mode, verify, plaintext = self._seal(write)
+        data, mode, plaintext = self._seal(write)
         if isinstance(write, DataWrite):
             path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data, mode=mode, durable=durable, verify=verify)
-        self._bind([(write, data, plaintext)])
+        write_atomic(path, data, mode=mode, durable=durable, read_back=plaintext is not None)
+        self._bind([(write, data, mode, plaintext)])
 
-    def _seal(self, write: FileWrite | DataWrite) -> tuple[bytes, int, Callable[[bytes], None] | None, bytes | None]:
-        """The bytes to write, their file mode, the read-back check, and the plaintext of an encrypted memory."""
+    def _seal(self, write: FileWrite | DataWrite) -> tuple[bytes, int, bytes | None]:
+        """The bytes to write, their file mode, and the plaintext of an encrypted memory. An encrypted memory's
+        ciphertext is decrypted here and must give its text back, and its file is read back against the
+        ciphertext before the rename: a file nobody could open again is never put in place."""
         if isinstance(write, DataWrite):
-            return write.data, 0o600, None, None
+            return write.data, 0o600, None
         data = frontmatter.serialize(write.doc) if write.text is None else write.text
         if not write.encrypted:
-            return data, 0o644, None, None
+            return data, 0o644, None
         scope = write.doc.frontmatter.scope_hash
         key = self.keys.key_for(scope)
-        relpath = write.relpath
+        sealed = encrypt(data, key, scope)
+        if decrypt(sealed, key, scope, write.relpath) != data:
+            raise StoreError(f"{write.relpath}: the encrypted file did not decrypt to its text")
+        return sealed, 0o600, data
 
-        def same_when_decrypted(on_disk: bytes) -> None:
-            if decrypt(on_disk, key, scope, relpath) != data:
-                raise StoreError(f"{relpath}: the encrypted file did not read back to its text")
-
-        return encrypt(data, key, scope), 0o600, same_when_decrypted, data
-
-    def _bind(self, written: list[tuple[FileWrite | DataWrite, bytes, bytes | None]]) -> None:
+    def _bind(self, written: list[_Sealed]) -> None:
         """Record the bindings of the encrypted memories written, and forget those of the ones now plaintext (the
         index's part), a statement for each kind whatever their number."""
-        memories = [(write.doc, data, plaintext) for write, data, plaintext in written if isinstance(write, FileWrite)]
+        memories = [(w.doc, data, plaintext) for w, data, _, plaintext in written if isinstance(w, FileWrite)]
         binding.record(self, [(doc, data, plaintext) for doc, data, plaintext in memories if plaintext is not None])
         binding.forget(self, [doc.frontmatter.slug for doc, _, plaintext in memories if plaintext is None])
 
@@ -462,18 +506,20 @@ class Store:
         return body_path
 
 
-_Sealed = tuple[Path, "FileWrite | DataWrite", bytes, int, "Callable[[bytes], None] | None", "bytes | None"]
-"""A file of a batch ready to write: where, what for, its bytes, mode, read-back check and plaintext."""
+_Sealed = tuple[FileWrite | DataWrite, bytes, int, bytes | None]
+"""A write of a batch sealed: what for, its bytes, its file mode and the plaintext of an encrypted memory."""
 
 
-def _write_all(sealed: list[_Sealed]) -> None:
-    for path, _, data, mode, verify, _ in sealed:
-        write_atomic(path, data, mode, False, verify)
+def _files_of(targets: list[tuple[Path, FileWrite | DataWrite]], sealed: list[_Sealed]) -> list[SealedFile]:
+    """What the writer threads (or process) need of a batch's sealed writes: an encrypted file is read back."""
+    return [
+        SealedFile(os.fspath(path), data, mode, plaintext is not None)
+        for (path, _), (_, data, mode, plaintext) in zip(targets, sealed, strict=True)
+    ]
 
 
 _THREADED_FROM = 64  # files in a batch from which threads write them
 _THREADED_SLICE = 512  # files sealed and held at a time
-_WRITER_THREADS = 8
 _BATCH = 400  # rows per statement: 14 columns x 400 stays far below SQLite's bound-variable limit
 _ROW_COLUMNS = (
     "slug",

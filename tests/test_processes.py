@@ -51,3 +51,44 @@ def test_leaving_early_ends_the_child():
     items.close()
     with pytest.raises(ProcessLookupError):  # ended and reaped
         os.kill(pid, 0)
+
+
+def test_ctrl_c_is_left_to_the_parent():
+    """Ctrl-C reaches every process of the terminal's group: the child lets the parent decide (the parent then
+    ends it) rather than die printing its own traceback beside the parent's."""
+    import signal
+
+    items = produced_elsewhere(squares, 10_000)
+    pid, _ = next(items)  # the child is running its loop: its handler is set
+    os.kill(pid, signal.SIGINT)
+    assert [square for _, square in items][-1] == 9_999**2  # every item still comes: the child lived on
+
+
+def test_the_writer_process_writes_batch_after_batch_and_leaves_ctrl_c_to_the_parent(tmp_path):
+    """The writer process writes and flushes each batch handed to it, answers when done, says what failed, and
+    outlives a Ctrl-C (the parent decides what to do about it: the batch under way is waited for)."""
+    import multiprocessing
+    import signal
+
+    from engram.store.write.atomic import SealedFile
+    from engram.store.write.elsewhere import FileWriter
+
+    def batch(name: str, count: int) -> list[SealedFile]:
+        return [
+            SealedFile(str(tmp_path / name / f"{i}.md"), f"{name} {i}\n".encode(), 0o640, False) for i in range(count)
+        ]
+
+    with FileWriter() as writer:
+        writer.start(batch("first", 20))
+        writer.finish()
+        (child,) = [c for c in multiprocessing.active_children() if c.name == "engram writer"]
+        os.kill(child.pid, signal.SIGINT)
+        (tmp_path / "blocked").write_bytes(b"a file where a folder would go")
+        writer.start(batch("blocked", 3))
+        with pytest.raises(StoreError, match="writing the batch's files failed: .*blocked"):
+            writer.finish()
+        writer.start(batch("second", 20))
+        writer.finish()
+    assert not child.is_alive()
+    assert (tmp_path / "second" / "7.md").read_bytes() == b"second 7\n"
+    assert (tmp_path / "first" / "3.md").stat().st_mode & 0o777 == 0o640

@@ -516,3 +516,95 @@ def test_a_temp_name_taken_by_a_crashed_process_or_a_planted_symlink_is_passed_o
         f".m.md{atomic.TEMP_MARKER}{os.getpid()}-0",
         f".m.md{atomic.TEMP_MARKER}{os.getpid()}-1",
     ]
+
+
+def a_batch(store, prefix: str, count: int, scope: str = "710d5aaf7a15") -> tuple[list, list]:
+    """``count`` new memories of ``scope`` and where each goes (encrypted where the scope is sensitive)."""
+    docs = [a_fact(f"{prefix}-{i:03d}", store.now()) for i in range(count)]
+    for doc in docs:
+        doc.frontmatter.scope_hash = scope
+    return docs, [store.memory_write(doc) for doc in docs]
+
+
+def test_a_batch_written_elsewhere_has_its_files_written_while_its_rows_go_in(store, fixture_root, monkeypatch):
+    """With ``writing_elsewhere`` a batch's files are written and flushed by a child process while this one puts
+    the rows in (the demo's files and rows took turns before), a sensitive scope's files encrypted here and read
+    back there; the rows are committed once every file is in place."""
+    from engram.store.service import Change
+
+    monkeypatch.setenv("ENGRAM_PAUSE_AT", "renamed:0.02")  # the child (started after this) dawdles at each file
+    plain, plain_writes = a_batch(store, "engram-elsewhere", 70)
+    secret, secret_writes = a_batch(store, "engram-elsewhere-secret", 10, scope="35998c22af79")
+    docs, writes = plain + secret, plain_writes + secret_writes
+    present_at_rows: list[int] = []
+
+    def rows() -> None:
+        present_at_rows.append(sum((fixture_root / w.relpath).exists() for w in writes))
+        store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)])
+
+    with store.writing_elsewhere():
+        store.apply(
+            Change("import_applied", None, None, {"importer": "test"}, writes=writes, index_update=rows),
+            durable=False,
+        )
+    assert present_at_rows[0] < len(writes)  # the rows went in while the files were still being written
+    assert all((fixture_root / w.relpath).exists() for w in writes)
+    assert all(w.relpath.endswith(".md.enc") for w in secret_writes)
+    assert b"engram-elsewhere-secret" not in (fixture_root / secret_writes[0].relpath).read_bytes()
+    assert store.read_doc(secret_writes[3].relpath).frontmatter.slug == "engram-elsewhere-secret-003"
+    assert store.read_doc(plain_writes[5].relpath).frontmatter.slug == "engram-elsewhere-005"
+    assert Memory.select().where(Memory.slug.startswith("engram-elsewhere")).count() == len(writes)
+
+
+def test_a_batch_whose_files_fail_elsewhere_commits_nothing(store, fixture_root):
+    """A file the child cannot write fails the whole batch here, with the child's reason, and no row of it is
+    committed; the writer takes the next batch as before."""
+    from engram.store.errors import StoreError
+    from engram.store.service import Change
+
+    (fixture_root / "scopes" / "0123456789ab").write_bytes(b"a file where a scope's folder would go")
+    good, good_writes = a_batch(store, "engram-good", 70)
+    bad, bad_writes = a_batch(store, "engram-bad", 70, scope="0123456789ab")
+
+    def batch(docs, writes) -> Change:
+        rows = lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)])  # noqa: E731
+        return Change("import_applied", None, None, {"importer": "test"}, writes=writes, index_update=rows)
+
+    with store.writing_elsewhere():
+        with pytest.raises(StoreError, match="writing the batch's files failed: .*0123456789ab"):
+            store.apply(batch(good + bad, good_writes + bad_writes), durable=False)
+        assert not Memory.select().where(Memory.slug.startswith("engram-good")).exists()
+        store.apply(batch(good, good_writes), durable=False)
+    assert Memory.select().where(Memory.slug.startswith("engram-good")).count() == 70
+
+
+def test_an_encrypted_file_that_would_not_decrypt_to_its_text_is_never_written(store, fixture_root, monkeypatch):
+    """An encrypted memory's ciphertext is decrypted before it is written and must give its text back: a file
+    nobody could open again is refused, and nothing of the change moves."""
+    from engram.store import service
+    from engram.store.errors import StoreError
+
+    real_encrypt = service.encrypt
+    monkeypatch.setattr(service, "encrypt", lambda data, key, scope: real_encrypt(data + b"!", key, scope))
+    docs, writes = a_batch(store, "engram-garbled", 1, scope="35998c22af79")
+    with pytest.raises(StoreError, match="did not decrypt to its text"):
+        store.apply(service.Change("memory_created", docs[0].frontmatter.slug, "35998c22af79", {}, writes=writes))
+    assert not (fixture_root / writes[0].relpath).exists()
+    assert not Memory.select().where(Memory.slug == "engram-garbled-000").exists()
+
+
+def test_a_file_that_does_not_read_back_to_its_bytes_keeps_the_old_one(tmp_path, monkeypatch):
+    """``read_back`` compares the temp file with the bytes meant before the rename: a write the disk garbled
+    leaves the old file and no temp file."""
+    from pathlib import Path
+
+    from engram.store.errors import StoreError
+    from engram.store.write import atomic
+
+    target = tmp_path / "m.md.enc"
+    target.write_bytes(b"the old ciphertext")
+    monkeypatch.setattr(Path, "read_bytes", lambda self: b"garbled")
+    with pytest.raises(StoreError, match="did not read back"):
+        atomic.write_atomic(target, b"the new ciphertext", read_back=True)
+    monkeypatch.undo()
+    assert target.read_bytes() == b"the old ciphertext" and [p.name for p in tmp_path.iterdir()] == ["m.md.enc"]

@@ -11,9 +11,10 @@ import errno
 import itertools
 import os
 import stat
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from engram.store.errors import StoreError
@@ -43,14 +44,13 @@ def ensure_dir(path: Path, mode: int = 0o755) -> None:
         fsync_dir(d.parent)
 
 
-def write_atomic(
-    path: Path, data: bytes, mode: int = 0o644, durable: bool = True, verify: Callable[[bytes], None] | None = None
-) -> None:
+def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = True, read_back: bool = False) -> None:
     """Replace ``path`` with ``data`` atomically; keeps an existing file's permissions.
 
     ``durable=False`` skips the fsyncs for batches (demo, import), whose files :func:`flushed_on_exit` flushes
-    before the index commits instead: the same guarantee, with the flushes of a batch together. ``verify`` is
-    called with the temp file's bytes as read back from disk, before the rename; raising there keeps the old file.
+    before the index commits instead: the same guarantee, with the flushes of a batch together. ``read_back`` reads
+    the temp file back before the rename and keeps the old file unless it holds ``data`` (an encrypted memory: a
+    file that reads back wrong would be lost for good, as nobody can tell it from the text).
 
     Plain ``os`` calls rather than ``tempfile`` and file objects: a batch's writer threads then spend their time
     in system calls, which let go of the interpreter, not in Python a busy thread holds them back from.
@@ -72,8 +72,8 @@ def write_atomic(
         finally:
             os.close(fd)
         faults.reach("temp_written")
-        if verify is not None:
-            verify(Path(tmp).read_bytes())
+        if read_back and Path(tmp).read_bytes() != data:
+            raise StoreError(f"{target}: the file written did not read back to its bytes; the old one is kept")
         os.replace(tmp, target)
     except BaseException:
         _unlink_quietly(Path(tmp))
@@ -97,7 +97,28 @@ def _create_temp(folder: str, name: str, mode: int) -> tuple[int, str]:
             continue
 
 
-def flush_written(paths: Iterable[Path], threads: int = 8) -> None:
+@dataclass(frozen=True, slots=True)
+class SealedFile:
+    """A file of a batch as it goes to disk: where, its bytes and mode, and whether to read it back before the
+    rename (an encrypted memory, whose ciphertext was checked to decrypt to its text when it was sealed)."""
+
+    path: str
+    data: bytes
+    mode: int
+    read_back: bool
+
+
+WRITER_THREADS = 8  # a batch's writer threads: the device sees that many files' creates (or flushes) at once
+
+
+def write_sealed(files: Iterable[SealedFile]) -> None:
+    """Write a batch's files, not yet durable: one thread's share of the batch (a task per thread, not per file:
+    a future per file cost more than its writing)."""
+    for f in files:
+        write_atomic(Path(f.path), f.data, f.mode, durable=False, read_back=f.read_back)
+
+
+def flush_written(paths: Iterable[Path], threads: int = WRITER_THREADS) -> None:
     """Make files written with ``durable=False`` durable, and their directories: fsync of exactly what the batch
     wrote (``os.sync`` would flush every file system on the machine, other programs' writes included), by a few
     threads so the device sees the flushes together rather than one at a time."""
