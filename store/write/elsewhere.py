@@ -74,7 +74,7 @@ class FileWriter:
         self._child.join()
 
 
-def write_and_flush(files: list[SealedFile]) -> None:
+def _write_and_flush(files: list[SealedFile]) -> None:
     """Write ``files`` by a few threads, then flush them and their folders."""
     with ThreadPoolExecutor(WRITER_THREADS) as pool:
         list(pool.map(write_sealed, [files[n::WRITER_THREADS] for n in range(WRITER_THREADS)]))
@@ -91,7 +91,7 @@ def _serve(conn: Connection) -> None:
         except EOFError:
             return
         try:
-            write_and_flush(files)
+            _write_and_flush(files)
         except Exception as exc:  # noqa: BLE001 - any failure is the parent's to report, with its cause
             answer = ("error", "".join(traceback.format_exception_only(exc)).strip())
         else:
