@@ -93,7 +93,7 @@ def _serve(conn: Connection) -> None:
         try:
             _write_and_flush(files)
         except Exception as exc:  # noqa: BLE001 - any failure is the parent's to report, with its cause
-            answer = ("error", "".join(traceback.format_exception_only(exc)).strip())
+            answer: tuple[str, object] = ("error", "".join(traceback.format_exception_only(exc)).strip())
         else:
             answer = ("done", len(files))
         try:
