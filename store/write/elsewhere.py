@@ -33,8 +33,9 @@ multiprocessing = lazy_module("multiprocessing")
 
 class FileWriter:
     """A child process that writes and flushes one batch of files at a time: :meth:`start` hands it a batch and
-    returns at once, :meth:`finish` waits until every file of it is renamed into place and durable, or raises
-    :class:`StoreError` with what failed there. Use as a context manager: leaving it ends the child."""
+    returns at once, :meth:`finish` (once per batch started) waits until every file of it is renamed into place
+    and durable, or raises :class:`StoreError` with what failed there. Use as a context manager: leaving it ends
+    the child."""
 
     def __init__(self) -> None:
         context = multiprocessing.get_context("spawn")
@@ -42,18 +43,11 @@ class FileWriter:
         self._child: BaseProcess = context.Process(target=_serve, args=(there,), daemon=True, name="engram writer")
         self._child.start()
         there.close()  # the child's end: once the child is gone, a read here ends instead of waiting forever
-        self._busy = False
 
     def start(self, files: list[SealedFile]) -> None:
-        if self._busy:
-            raise RuntimeError("the writer's last batch is not finished")
         self._conn.send(files)
-        self._busy = True
 
     def finish(self) -> None:
-        if not self._busy:
-            return
-        self._busy = False
         try:
             kind, value = self._conn.recv()
         except EOFError:
