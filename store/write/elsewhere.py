@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import signal
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from engram.store.errors import StoreError
 from engram.store.lazy import lazy_module
-from engram.store.write.atomic import WRITER_THREADS, SealedFile, flush_written, write_sealed
+from engram.store.write.atomic import SealedFile, flush_written, write_sealed
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -69,9 +68,11 @@ class FileWriter:
 
 
 def _write_and_flush(files: list[SealedFile]) -> None:
-    """Write ``files`` by a few threads, then flush them and their folders."""
-    with ThreadPoolExecutor(WRITER_THREADS) as pool:
-        list(pool.map(write_sealed, [files[n::WRITER_THREADS] for n in range(WRITER_THREADS)]))
+    """Write ``files`` one after another, then flush them and their folders by a few threads. This process is
+    already the batch's second core: more writer threads here took two to two and a half times the CPU for the
+    same files (their creates contend in the kernel), which the drawing and indexing processes then lacked, and
+    did not write them sooner. The flushes are waits on the device, which sees a few of them at once."""
+    write_sealed(files)
     flush_written([Path(f.path) for f in files])
 
 
