@@ -200,12 +200,26 @@ def _plain(text: str, column: int) -> str:
     """``text`` as the emitter writes it from ``column``: plain where YAML allows it and reads it back as this
     string, else single-quoted; declined where the emitter would fold it, double-quote it or keep its edge
     spaces."""
-    if not text or not _PLAIN_TEXT.fullmatch(text) or text[0] == " " or text[-1] == " ":
-        raise _Declined
-    written = text if _block_plain(text) and _tag(text) == _STR else "'" + text.replace("'", "''") + "'"
-    if column + len(written) > _WIDTH:
+    written = _WRITTEN.get(text)
+    if written is None:
+        written = _written(text)
+        if len(_WRITTEN) < 4096:
+            _WRITTEN[text] = written
+    if not written or column + len(written) > _WIDTH:
         raise _Declined
     return written
+
+
+_WRITTEN: dict[str, str] = {}
+"""What :func:`_written` made of the keys and values that recur (a frontmatter's keys, types, sources, tags,
+scopes): most of a header's strings, each of which took a pattern match, an analysis and a tag lookup."""
+
+
+def _written(text: str) -> str:
+    """``text`` plain or single-quoted on one line, or ``""`` where the emitter would write it otherwise."""
+    if not text or not _PLAIN_TEXT.fullmatch(text) or text[0] == " " or text[-1] == " ":
+        return ""
+    return text if _block_plain(text) and _tag(text) == _STR else "'" + text.replace("'", "''") + "'"
 
 
 def _block_plain(text: str) -> bool:

@@ -288,3 +288,13 @@ def test_one_scalar_near_the_plain_shape_is_written_as_pyyaml_writes_it(value, k
     dumps_alike({key: value})
     dumps_alike({key: [value]})
     dumps_alike({key: {"D": value}})
+
+
+def test_a_text_written_before_is_still_folded_where_its_column_makes_it_too_long():
+    """What a text is written as is kept for the next time it recurs (a scope, a tag, a key); whether it fits
+    depends on where it starts, so a text that fitted under a short key is declined under a long one."""
+    text = "x" * 70
+    assert plain_yaml.dump({"k": text}) == f"k: {text}\n"
+    assert plain_yaml.dump({"a_much_longer_key_of_thirty_chars": text}) is None
+    dumps_alike({"a_much_longer_key_of_thirty_chars": text})
+    assert plain_yaml.dump({"k": [text]}) == f"k:\n- {text}\n"
