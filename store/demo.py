@@ -25,7 +25,16 @@ from engram.store.columns import dura_scores
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
 from engram.store.frontmatter import Frontmatter, MemoryDoc, serialize
-from engram.store.index import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain, insert_rows
+from engram.store.index import (
+    Entity,
+    Memory,
+    Promotion,
+    Relation,
+    SensitiveScope,
+    SupersedesChain,
+    insert_rows,
+    insert_values,
+)
 from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, reject
 from engram.store.sensitive.crypto import KeyRing
@@ -194,7 +203,7 @@ class _Writer:
         self.rng = random.Random(seed)
         self.memories = memories
         self.entities: dict[str, dict] = {}
-        self.relations: list[dict] = []  # of the chunk being written
+        self.relations: list[tuple] = []  # of the chunk being written, in RELATION_COLUMNS order
         self.sessions: list[tuple[str, str]] = []  # (slug, scope) of every scoped session
         self.kinds: dict[tuple[str, MemoryType], _Kind] = {}  # the rest, by scope and type
         self.titles: dict[tuple[str, MemoryType], str] = {}  # the last title of each
@@ -282,19 +291,19 @@ class _Writer:
         ``mentions`` relations, and entity->entity facts (person works_on project, project uses tool)."""
         fm = doc.frontmatter
         root, _, topics, people, tools = project
-        person = self.entity(self.rng.choice(people), "person", doc, when)
-        tool = self.entity(self.rng.choice(tools), "tool", doc, when)
-        topic = self.entity(self.rng.choice(topics), "concept", doc, when)
-        proj = self.entity(root.rsplit("/", 1)[1], "project", doc, when)
+        stamp = when.isoformat()
+        person = self.entity(self.rng.choice(people), "person", doc, stamp)
+        tool = self.entity(self.rng.choice(tools), "tool", doc, stamp)
+        topic = self.entity(self.rng.choice(topics), "concept", doc, stamp)
+        proj = self.entity(root.rsplit("/", 1)[1], "project", doc, stamp)
         for eid in (person, tool, topic, proj):
-            self.relate(f"memory:{fm.slug}", "memory", "mentions", eid, fm, when)
-        self.relate(person, "entity", "works_on", proj, fm, when)
-        self.relate(proj, "entity", "uses", tool, fm, when)
+            self.relate(f"memory:{fm.slug}", "memory", "mentions", eid, fm, stamp)
+        self.relate(person, "entity", "works_on", proj, fm, stamp)
+        self.relate(proj, "entity", "uses", tool, fm, stamp)
 
-    def entity(self, name: str, etype: str, doc: MemoryDoc, when: datetime) -> str:
+    def entity(self, name: str, etype: str, doc: MemoryDoc, stamp: str) -> str:
         """memoryd's entity id rule: ``entity:<type>:<name stripped, lowercased, spaces as _>``."""
         eid = f"entity:{etype}:{name.strip().lower().replace(' ', '_')}"
-        stamp = when.isoformat()
         ent = self.entities.setdefault(
             eid,
             dict(
@@ -315,21 +324,23 @@ class _Writer:
         ent["last_seen_at"] = max(ent["last_seen_at"], stamp)
         return eid
 
-    def relate(self, subject: str, kind: str, predicate: str, obj: str, fm: Frontmatter, when: datetime) -> None:
-        self.relations.append(
-            dict(
-                subject_id=subject,
-                subject_kind=kind,
-                predicate=predicate,
-                object_id=obj,
-                object_kind="entity",
-                source_memory_id=fm.slug,
-                scope_hash=fm.scope_hash,
-                confidence=round(self.rng.uniform(0.5, 1.0), 2),
-                created_at=when.isoformat(),
-                superseded_at=None,
-            )
-        )
+    def relate(self, subject: str, kind: str, predicate: str, obj: str, fm: Frontmatter, stamp: str) -> None:
+        confidence = round(self.rng.uniform(0.5, 1.0), 2)
+        self.relations.append((subject, kind, predicate, obj, "entity", fm.slug, fm.scope_hash, confidence, stamp))
+
+
+RELATION_COLUMNS = (
+    "subject_id",
+    "subject_kind",
+    "predicate",
+    "object_id",
+    "object_kind",
+    "source_memory_id",
+    "scope_hash",
+    "confidence",
+    "created_at",
+)
+"""A drawn relation's values, in this order (``superseded_at`` is left NULL: none is superseded yet)."""
 
 
 CHUNK = 5000
@@ -391,7 +402,7 @@ class _Chunk:
 
     docs: list[MemoryDoc]
     texts: list[bytes]  # each doc serialised, by the process that drew it
-    relations: list[dict]
+    relations: list[tuple]  # in RELATION_COLUMNS order
     first: bool
     proposals: list[Proposal] = field(default_factory=list)
     chains: list[dict] = field(default_factory=list)
@@ -430,7 +441,7 @@ def _write_chunk(store: Store, chunk: _Chunk, *, seed: int, when: str) -> None:
         if chunk.first:
             SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
         store.upsert_memory_rows([(wr.doc, wr.relpath) for wr in writes])
-        insert_rows(store.index.db, Relation, chunk.relations)
+        insert_values(store.index.db, Relation, RELATION_COLUMNS, chunk.relations)
         insert_rows(store.index.db, Entity, chunk.entities)
         insert_rows(store.index.db, SupersedesChain, chunk.chains)
         for batch in chunked([promotion_values(p, when) for p in chunk.proposals], 200):

@@ -727,16 +727,25 @@ def table_of(model: type[Model]) -> str:
 
 def insert_rows(db: SqliteDatabase, model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
     """``model.insert_many(rows).execute()`` for rows of plain values, as one ``executemany``: peewee builds the SQL
-    of every value, which took longer than SQLite's writing them (a demo root's hundreds of thousands of
-    relations). Fields with a conversion of their own (``db_value``) are not for this."""
+    of every value, which took longer than SQLite's writing them. Fields with a conversion of their own
+    (``db_value``) are not for this."""
+    if rows:
+        names = list(rows[0])
+        insert_values(db, model, names, [tuple(row[name] for name in names) for row in rows])
+
+
+def insert_values(
+    db: SqliteDatabase, model: type[Model], names: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """:func:`insert_rows` for rows already made as tuples of ``names``' values: a demo root's millions of
+    relations, which cost a dict each to make and a tuple each again here."""
     if not rows:
         return
-    names = list(rows[0])
     fields = model._meta.fields
     columns = ", ".join(fields[name].column_name for name in names)
     sql = f"INSERT INTO {table_of(model)} ({columns}) VALUES ({', '.join('?' * len(names))})"
     with as_peewee_errors():
-        db.cursor().executemany(sql, [tuple(row[name] for name in names) for row in rows])
+        db.cursor().executemany(sql, rows)
 
 
 READ_AHEAD_SLICE = 32 << 20  # bytes of index.db asked for at a time by Index.read_ahead
