@@ -66,7 +66,7 @@ def index_datetime(value: datetime | None) -> str | None:
     """memoryd's index column text: ISO-8601 with ``+00:00`` for aware values, bare for naive ones."""
     if value is None:
         return None
-    if value.tzinfo is None:
+    if value.tzinfo is None or value.tzinfo is UTC:
         return value.isoformat()
     return value.astimezone(UTC).isoformat()
 
