@@ -1,13 +1,15 @@
 """A generator run in another process, its items taken here one at a time.
 
 A bulk write (the demo's millions of rows) spends a third of its main thread drawing the content it then writes.
-Drawn in a child process, on another core, the next piece is ready while this one is written. The child is
+Drawn in a child process, on another core, the next pieces are ready while this one is written. The child is
 started fresh (``spawn``): a fork would copy the writer threads' locks mid-use.
 """
 
 from __future__ import annotations
 
+import queue
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,9 +26,9 @@ T = TypeVar("T")
 
 
 def produced_elsewhere(make: Callable[..., Iterator[T]], *args: Any) -> Iterator[T]:
-    """``make(*args)``'s items, drawn in a child process. A pipe holds about one item: the child draws the next
-    while this process uses the last, and never runs further ahead, so memory stays bounded. An error in the child
-    is raised here as :class:`StoreError`; leaving the loop early ends the child."""
+    """``make(*args)``'s items, drawn in a child process, which runs at most :data:`AHEAD` items ahead of the one
+    taken here, so memory stays bounded. An error in the child is raised here as :class:`StoreError`; leaving
+    the loop early ends the child."""
     context = multiprocessing.get_context("spawn")
     here, there = context.Pipe(duplex=False)
     child = context.Process(target=_produce, args=(there, make, args), daemon=True, name=f"engram {make.__name__}")
@@ -51,15 +53,45 @@ def produced_elsewhere(make: Callable[..., Iterator[T]], *args: Any) -> Iterator
         child.join()
 
 
+AHEAD = 2
+"""Items the child keeps ready (pickled) beyond the one it is sending. With none, it drew one item and then waited
+for this process to take it: when this process waited too (on the disk, flushing a batch of the demo's files),
+a core had nothing to do, a third of a 1M demo's time."""
+
+
 def _produce(out: Connection, make: Callable[..., Iterator[Any]], args: tuple[Any, ...]) -> None:
+    """The child: items are drawn and pickled on this thread and sent by another, so drawing goes on while the
+    pipe waits for the parent to read."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
+    ready: queue.Queue[bytes | None] = queue.Queue(AHEAD)
+    sender = threading.Thread(target=_send, args=(out, ready), name="sender")
+    sender.start()
     try:
         for item in make(*args):
-            out.send(("item", item))
-        out.send(("done", None))
-    except BrokenPipeError:
-        pass  # the parent stopped listening: nothing left to tell it
+            ready.put(_pickled("item", item))
+        ready.put(_pickled("done", None))
     except Exception as exc:  # noqa: BLE001 - any failure is the parent's to report, with its cause
-        out.send(("error", "".join(traceback.format_exception_only(exc)).strip()))
+        ready.put(_pickled("error", "".join(traceback.format_exception_only(exc)).strip()))
     finally:
+        ready.put(None)
+        sender.join()
         out.close()
+
+
+def _pickled(kind: str, value: object) -> bytes:
+    """The message as ``Connection.send`` would pickle it, so the parent's ``recv`` reads it as sent."""
+    from multiprocessing.reduction import ForkingPickler
+
+    return bytes(ForkingPickler.dumps((kind, value)))
+
+
+def _send(out: Connection, ready: queue.Queue[bytes | None]) -> None:
+    """Send what is ready, in order, until the end. Once the parent stops listening the rest is taken and
+    dropped, so the drawing thread is never left waiting for room."""
+    listening = True
+    while (message := ready.get()) is not None:
+        if listening:
+            try:
+                out.send_bytes(message)
+            except BrokenPipeError:
+                listening = False  # the parent stopped listening: nothing left to tell it

@@ -21,6 +21,14 @@ def fails_after(n: int) -> Iterator[int]:
     raise ValueError("drawn wrong")
 
 
+def big_items_logged(log: str) -> Iterator[bytes]:
+    """Items far larger than a pipe holds, each noted in ``log`` once drawn."""
+    for i in range(100):
+        with open(log, "a") as fh:
+            fh.write(f"{i}\n")
+        yield bytes(1 << 20)
+
+
 def dies_after(n: int) -> Iterator[int]:
     yield from range(n)
     os._exit(3)
@@ -43,6 +51,29 @@ def test_an_error_in_the_child_is_raised_here_with_its_cause():
 def test_a_child_that_dies_is_an_error_not_a_wait_forever():
     with pytest.raises(StoreError, match="ended early"):
         list(produced_elsewhere(dies_after, 2))
+
+
+def test_the_child_draws_a_few_items_ahead_and_no_more(tmp_path):
+    """While this process works on an item, the child goes on drawing (it used to wait with the next one until
+    this process took it), and stops at AHEAD items ready beyond the one in the pipe: memory stays bounded."""
+    import time
+
+    from engram.store.processes import AHEAD
+
+    log = tmp_path / "drawn"
+    items = produced_elsewhere(big_items_logged, str(log))
+    next(items)
+
+    def drawn() -> int:
+        return len(log.read_text().split()) if log.exists() else 0
+
+    # taken 1, in the pipe 1, ready AHEAD, and the one drawn that waits for room
+    deadline = time.monotonic() + 30
+    while drawn() < 3 + AHEAD and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # time to draw more, were it not bounded
+    assert drawn() == 3 + AHEAD
+    assert sum(1 for _ in items) == 99
 
 
 def test_leaving_early_ends_the_child():
