@@ -562,8 +562,8 @@ class IndexEntry(NamedTuple):
 
 
 def index_entry(doc: MemoryDoc, relpath: str) -> IndexEntry:
-    """The ``memories`` row memoryd would write for ``doc`` at ``relpath``, and its triggers: made as the tuple
-    the statement takes (a dict of it first was a tenth of a demo's main thread)."""
+    """The ``memories`` row memoryd would write for ``doc`` at ``relpath``, and its triggers, the row made as the
+    tuple its statement takes (not a dict made a tuple: a step per memory of every demo, import and rebuild)."""
     fm = doc.frontmatter
     values = (
         fm.slug,
