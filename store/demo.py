@@ -9,14 +9,13 @@ log looks like a real one.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import math
 import random
 import re
 from array import array
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -365,10 +364,9 @@ def build_demo(
     # chunk's files written by a third while its rows go in.
     args = (memories, seed, CHUNK)
     big = memories > CHUNK
-    drawn = produced_elsewhere(_drawn_apart, *args) if big else _drawn(*args)
-    with store.index.bulk_cache(), store.writing_elsewhere() if big else nullcontext(), _collector_spared(big) as spare:
+    drawn = produced_elsewhere(_drawn, *args) if big else _drawn(*args)
+    with store.index.bulk_cache(), store.writing_elsewhere() if big else nullcontext():
         for chunk in drawn:
-            spare()
             _write_chunk(store, chunk, seed=seed, when=when)
             made["memories"] += len(chunk.docs)
             made["relations"] += len(chunk.relations)
@@ -382,21 +380,6 @@ def build_demo(
     if replaces:
         restart_checkpoint(store)  # audited, naming the old checkpoint
     return {**made, **reviewed}
-
-
-@contextmanager
-def _collector_spared(big: bool) -> Iterator[Callable[[], None]]:
-    """A big build's garbage collector kept to what each chunk makes: ``spare()``, once a chunk is received,
-    freezes what lives (the store, the chunk), so the collections the chunk's work sets off stop walking all of
-    it again (a tenth of this process's CPU at 1M). Everything is given back to the collector at the end: the
-    console that may open next keeps nothing frozen."""
-    if not big:
-        yield lambda: None
-        return
-    try:
-        yield gc.freeze
-    finally:
-        gc.unfreeze()
 
 
 def _checkpoint_of_a_root_gone(store: Store) -> bool:
@@ -443,16 +426,6 @@ def _drawn(memories: int, seed: int, size: int) -> Iterator[_Chunk]:
                 ent["decay_state"] = "forgotten" if idle > 150 else "dim" if idle > 60 else "fresh"
             chunk.entities = list(w.entities.values())
         yield chunk
-
-
-def _drawn_apart(memories: int, seed: int, size: int) -> Iterator[_Chunk]:
-    """:func:`_drawn` in a process of its own, which ends with the build. What it keeps of the memories drawn so
-    far (their slugs, dates and entities) grows to millions of objects, and each full collection of the garbage
-    collector walked all of them again; frozen after each chunk, they are out of its way (a tenth of this
-    process's CPU at 1M)."""
-    for chunk in _drawn(memories, seed, size):
-        yield chunk
-        gc.freeze()
 
 
 def _write_chunk(store: Store, chunk: _Chunk, *, seed: int, when: str) -> None:
