@@ -19,6 +19,7 @@ from engram.store.lazy import lazy_module
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 multiprocessing = lazy_module("multiprocessing")  # 5 ms the console's start-up has no use for
 
@@ -29,11 +30,7 @@ def produced_elsewhere(make: Callable[..., Iterator[T]], *args: Any) -> Iterator
     """``make(*args)``'s items, drawn in a child process, which runs at most :data:`AHEAD` items ahead of the one
     taken here, so memory stays bounded. An error in the child is raised here as :class:`StoreError`; leaving
     the loop early ends the child."""
-    context = multiprocessing.get_context("spawn")
-    here, there = context.Pipe(duplex=False)
-    child = context.Process(target=_produce, args=(there, make, args), daemon=True, name=f"engram {make.__name__}")
-    child.start()
-    there.close()  # the child's end: once the child is gone, a read here ends instead of waiting forever
+    here, child = start_child(_produce, (make, args), f"engram {make.__name__}", duplex=False)
     try:
         while True:
             try:
@@ -53,6 +50,30 @@ def produced_elsewhere(make: Callable[..., Iterator[T]], *args: Any) -> Iterator
         child.join()
 
 
+def start_child(
+    target: Callable[..., None], args: tuple[Any, ...], name: str, *, duplex: bool
+) -> tuple[Connection, BaseProcess]:
+    """A fresh child process running ``target(conn, *args)``, and this process's end of the pipe to it. The
+    child's end is closed here: once the child is gone, a read here ends instead of waiting forever."""
+    context = multiprocessing.get_context("spawn")
+    here, there = context.Pipe(duplex=duplex)
+    child = context.Process(target=target, args=(there, *args), daemon=True, name=name)
+    child.start()
+    there.close()
+    return here, child
+
+
+def leave_ctrl_c_to_the_parent() -> None:
+    """In a child: Ctrl-C reaches every process of the terminal's group, and the parent decides (it waits for the
+    work under way, then ends the child), rather than each child dying with a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def failure(exc: Exception) -> str:
+    """What failed in a child, as the parent reports it: the exception's type and message, on one line."""
+    return "".join(traceback.format_exception_only(exc)).strip()
+
+
 AHEAD = 2
 """Items the child keeps ready (pickled) beyond the one it is sending. With none, it drew one item and then waited
 for this process to take it: when this process waited too (on the disk, flushing a batch of the demo's files), a
@@ -62,7 +83,7 @@ core had nothing to do (a 1M demo used 1,414 s of CPU in 1,059 s on two cores)."
 def _produce(out: Connection, make: Callable[..., Iterator[Any]], args: tuple[Any, ...]) -> None:
     """The child: items are drawn and pickled on this thread and sent by another, so drawing goes on while the
     pipe waits for the parent to read."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
+    leave_ctrl_c_to_the_parent()
     ready: queue.Queue[bytes | None] = queue.Queue(AHEAD)
     sender = threading.Thread(target=_send, args=(out, ready), name="sender")
     sender.start()
@@ -71,7 +92,7 @@ def _produce(out: Connection, make: Callable[..., Iterator[Any]], args: tuple[An
             ready.put(_pickled("item", item))
         ready.put(_pickled("done", None))
     except Exception as exc:  # noqa: BLE001 - any failure is the parent's to report, with its cause
-        ready.put(_pickled("error", "".join(traceback.format_exception_only(exc)).strip()))
+        ready.put(_pickled("error", failure(exc)))
     finally:
         ready.put(None)
         sender.join()

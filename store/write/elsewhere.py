@@ -13,21 +13,16 @@ the same code. It is started fresh (``spawn``): a fork would copy this process's
 
 from __future__ import annotations
 
-import signal
-import traceback
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from engram.store.errors import StoreError
-from engram.store.lazy import lazy_module
+from engram.store.processes import failure, leave_ctrl_c_to_the_parent, start_child
 from engram.store.write.atomic import SealedFile, flush_written, write_sealed
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.process import BaseProcess
-
-multiprocessing = lazy_module("multiprocessing")
 
 
 class FileWriter:
@@ -37,11 +32,7 @@ class FileWriter:
     the child."""
 
     def __init__(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, there = context.Pipe()
-        self._child: BaseProcess = context.Process(target=_serve, args=(there,), daemon=True, name="engram writer")
-        self._child.start()
-        there.close()  # the child's end: once the child is gone, a read here ends instead of waiting forever
+        self._conn, self._child = start_child(_serve, (), "engram writer", duplex=True)
 
     def start(self, files: list[SealedFile]) -> None:
         self._conn.send(files)
@@ -79,7 +70,7 @@ def _write_and_flush(files: list[SealedFile]) -> None:
 def _serve(conn: Connection) -> None:
     """The child: each batch received is written and answered, until the parent closes its end. Ctrl-C is the
     parent's to handle: it waits for the batch under way, then ends this process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    leave_ctrl_c_to_the_parent()
     while True:
         try:
             files = conn.recv()
@@ -88,7 +79,7 @@ def _serve(conn: Connection) -> None:
         try:
             _write_and_flush(files)
         except Exception as exc:  # noqa: BLE001 - any failure is the parent's to report, with its cause
-            answer: tuple[str, object] = ("error", "".join(traceback.format_exception_only(exc)).strip())
+            answer: tuple[str, object] = ("error", failure(exc))
         else:
             answer = ("done", len(files))
         try:
