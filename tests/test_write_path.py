@@ -45,6 +45,24 @@ def a_fact(slug: str, when) -> MemoryDoc:
     )
 
 
+def apply_a_batch(store, prefix: str, count: int = 3) -> list:
+    """``count`` new memories created as a batch is (an import's): one transaction, files not fsynced one by one;
+    returns their writes."""
+    from engram.store.service import Change
+
+    docs = [a_fact(f"{prefix}{i}", store.now()) for i in range(count)]
+    writes = [store.memory_write(doc) for doc in docs]
+    store.apply_many(
+        [
+            Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
+            for d, w in zip(docs, writes, strict=True)
+        ],
+        durable=False,
+        index_update=lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)]),
+    )
+    return writes
+
+
 def a_plain_memory():
     return Memory.get(
         Memory.body_path.endswith(".md") & (Memory.decay_state == "alive") & ~Memory.body_path.contains("imported")
@@ -436,8 +454,6 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     and nothing else: ``os.sync`` would flush every file system on the machine."""
     import os
 
-    from engram.store.service import Change
-
     def no_global_sync() -> None:
         raise AssertionError("os.sync flushes every file system")
 
@@ -445,16 +461,7 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     real_fsync = os.fsync
     monkeypatch.setattr(os, "sync", no_global_sync)
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
-    docs = [a_fact(f"engram-batch-{i}", store.now()) for i in range(3)]
-    writes = [store.memory_write(doc) for doc in docs]
-    store.apply_many(
-        [
-            Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
-            for d, w in zip(docs, writes, strict=True)
-        ],
-        durable=False,
-        index_update=lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)]),
-    )
+    writes = apply_a_batch(store, "engram-batch-")
     written = {str(fixture_root / w.relpath) for w in writes}
     assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced
 

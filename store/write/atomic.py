@@ -19,6 +19,7 @@ from pathlib import Path
 
 from engram.store.errors import StoreError
 from engram.store.write import faults
+from engram.store.write.filesystems import SYNCFS_FROM, sync_file_systems
 
 TEMP_MARKER = ".engram-tmp-"
 
@@ -121,8 +122,11 @@ def write_sealed(files: Iterable[SealedFile]) -> None:
 def flush_written(paths: Iterable[Path], threads: int = WRITER_THREADS) -> None:
     """Make files written with ``durable=False`` durable, and their directories: fsync of exactly what the batch
     wrote (``os.sync`` would flush every file system on the machine, other programs' writes included), by a few
-    threads so the device sees the flushes together rather than one at a time."""
+    threads so the device sees the flushes together rather than one at a time. A batch of thousands of files is
+    made durable by writing back the file systems holding it instead (:mod:`~engram.store.write.filesystems`)."""
     files = list(paths)
+    if len(files) >= SYNCFS_FROM and sync_file_systems({path.parent for path in files}):
+        return
     with ThreadPoolExecutor(threads) as pool:  # a task per thread, not per file (a future costs more than a flush)
         list(pool.map(_fsync_all, [files[n::threads] for n in range(threads)]))
         list(pool.map(fsync_dir, {path.parent for path in files}))
