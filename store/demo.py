@@ -9,15 +9,18 @@ log looks like a real one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import math
 import random
 import re
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from engram.store.audit.checkpoints import CheckpointRejected
 from engram.store.audit.ops import restart_checkpoint
@@ -166,11 +169,17 @@ _TYPE_WEIGHTS = (
     (MemoryType.WARNING, 10),
 )
 _TYPES = [t for t, _ in _TYPE_WEIGHTS]
-_WEIGHTS = [n for _, n in _TYPE_WEIGHTS]
+_CUM_WEIGHTS = list(itertools.accumulate(n for _, n in _TYPE_WEIGHTS))  # what ``choices`` makes of weights each call
 _SOURCES = ("claude-code", "codex-rollout", "mcp", "manual")
+_TAGS = ("backend", "frontend", "ops", "data", "finance", "testing")
+_NUMBERS = range(2, 400)
+T = TypeVar("T")
 
 
+@functools.cache
 def scope_hash_of(root: str) -> str:
+    """Kept per root: a memory's scope is one of a few, and the one string then goes into its relations, which the
+    drawing process pickles once (the same object) rather than once a relation."""
     return hashlib.sha1(root.encode("utf-8")).hexdigest()[:12]
 
 
@@ -189,6 +198,30 @@ class _Kind:
 
     def created(self, n: int) -> datetime:
         return _EPOCH + self.micros[n] * _MICROSECOND
+
+
+def _sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
+    """``rng.sample(population, k)`` for ``k`` up to 2: the same items from the same draws of ``rng``, without the
+    checks and set-up ``sample`` makes for any population and count, which were a tenth of the drawing (a dozen
+    samples a memory). As CPython draws: the second of a short population (up to 21) from the rest, with the last
+    item in the first one's place; of a longer one, again until it differs from the first."""
+    if k == 0:
+        return []
+    n = len(population)
+    first = rng.randrange(n)
+    if k == 1:
+        return [population[first]]
+    if k != 2:
+        raise ValueError(f"_sample draws at most two items, not {k}")
+    if n <= 21:
+        second = rng.randrange(n - 1)
+        if second == first:
+            second = n - 1
+    else:
+        second = rng.randrange(n)
+        while second == first:
+            second = rng.randrange(n)
+    return [population[first], population[second]]
 
 
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
@@ -220,8 +253,8 @@ class _Writer:
         _, lang, topics, people, tools = project
         qualifier = self.rng.choice(_QUALIFIERS[lang])
         topic = f"{qualifier}{'' if lang == 'zh' else ' '}{self.rng.choice(topics)}"
-        tool, tool2 = self.rng.sample(tools, 2)
-        n, m = sorted(self.rng.sample(range(2, 400), 2))
+        tool, tool2 = _sample(self.rng, tools, 2)
+        n, m = sorted(_sample(self.rng, _NUMBERS, 2))
         return template.format(
             topic=topic,
             tool=tool,
@@ -245,7 +278,7 @@ class _Writer:
     def memory(self, i: int) -> MemoryDoc:
         rng = self.rng
         project = None if rng.random() < 0.03 else rng.choice(PROJECTS)
-        mtype = MemoryType.SESSION if i < 8 else rng.choices(_TYPES, _WEIGHTS)[0]
+        mtype = MemoryType.SESSION if i < 8 else rng.choices(_TYPES, cum_weights=_CUM_WEIGHTS)[0]
         proj = project or rng.choice(PROJECTS[:3])
         scope = scope_hash_of(project[0]) if project else "_unscoped"
         # Memory i is made in the i-th of as many equal slices of the demo's months as there are memories, as an
@@ -269,7 +302,7 @@ class _Writer:
             type=mtype,
             scope_hash=scope,
             triggers=words,
-            tags=rng.sample(["backend", "frontend", "ops", "data", "finance", "testing"], rng.randint(0, 2)),
+            tags=_sample(rng, _TAGS, rng.randint(0, 2)),
             source=rng.choice(_SOURCES),
             created_at=created,
             ttl_days=ttl,
@@ -302,11 +335,12 @@ class _Writer:
         self.relate(proj, "entity", "uses", tool, fm, stamp)
 
     def entity(self, name: str, etype: str, doc: MemoryDoc, stamp: str) -> str:
-        """memoryd's entity id rule: ``entity:<type>:<name stripped, lowercased, spaces as _>``."""
+        """memoryd's entity id rule: ``entity:<type>:<name stripped, lowercased, spaces as _>``. The id returned
+        is the one kept with the entity, so every relation to it holds the same string (pickled once a chunk)."""
         eid = f"entity:{etype}:{name.strip().lower().replace(' ', '_')}"
-        ent = self.entities.setdefault(
-            eid,
-            dict(
+        ent = self.entities.get(eid)
+        if ent is None:
+            ent = self.entities[eid] = dict(
                 id=eid,
                 name=name,
                 type=etype,
@@ -317,12 +351,11 @@ class _Writer:
                 mention_count=0,
                 scope_hash=doc.frontmatter.scope_hash,
                 decay_state="fresh",
-            ),
-        )
+            )
         ent["mention_count"] += 1
         ent["first_seen_at"] = min(ent["first_seen_at"], stamp)
         ent["last_seen_at"] = max(ent["last_seen_at"], stamp)
-        return eid
+        return ent["id"]
 
     def relate(self, subject: str, kind: str, predicate: str, obj: str, fm: Frontmatter, stamp: str) -> None:
         confidence = round(self.rng.uniform(0.5, 1.0), 2)

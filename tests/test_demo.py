@@ -6,6 +6,8 @@ import json
 from datetime import datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from peewee import SQL
 
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
@@ -164,3 +166,31 @@ def test_the_cache_is_given_back_when_the_write_fails(store):
         assert cache_kib(store) == -BULK_CACHE_KIB
         raise RuntimeError("a bulk write cut short")
     assert cache_kib(store) == before
+
+
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 500), k=st.integers(0, 2))
+def test_drawing_a_sample_takes_what_random_sample_takes_from_the_same_draws(seed, n, k):
+    """The demo's own ``_sample`` replaces ``random.sample`` (a tenth of the drawing) without changing a root: the
+    same items, and the generator left where ``sample`` leaves it, for short populations and long ones."""
+    import random
+
+    from engram.store.demo import _sample
+
+    if k > n:
+        return
+    population = range(100, 100 + n)
+    ours, theirs = random.Random(seed), random.Random(seed)
+    assert _sample(ours, population, k) == theirs.sample(population, k)
+    assert ours.getstate() == theirs.getstate()
+
+
+def test_the_relations_of_a_chunk_hold_one_string_per_entity_and_scope():
+    """Every relation naming an entity, or a scope, holds the string kept for it: the drawing process pickles each
+    once a chunk (a new string per relation cost the pickling a quarter of its size, and the unpickling as much)."""
+    from engram.store.demo import _drawn
+
+    (chunk,) = _drawn(200, 3, 200)
+    objects = [row[3] for row in chunk.relations]
+    scopes = [row[6] for row in chunk.relations]
+    assert len({id(s) for s in objects}) == len(set(objects))
+    assert len({id(s) for s in scopes}) == len(set(scopes))
