@@ -61,6 +61,26 @@ def test_narrowing_while_typing_matches_a_fresh_search(store):
         assert [h.slug for h in got.hits] == [h.slug for h in want.hits], query
 
 
+def test_a_term_whose_heads_were_worked_out_is_not_checked_head_by_head_again(store, monkeypatch):
+    """Ranking a few hits checks their heads one by one, unless the term's heads were worked out for a broader
+    query typed before (kept): at a million memories ``灰度 30%`` checked 4,400 heads twice on every keystroke,
+    12-17 ms, where its kept head bits answer at once. The ranking is the one the checks give."""
+    from engram.store.search import index as search_index
+
+    monkeypatch.setattr(search_index, "REFINE_HEADS", 10)  # "the": 27 hits, worked out; "the config": 6, checked
+    fresh = SearchIndex.load(store).search("the config")
+    typing = SearchIndex.load(store)
+    assert typing.search("the").total > 10
+    checked: list[str] = []
+    heads = typing.rows.heads
+    real = heads.find
+    monkeypatch.setattr(heads, "find", lambda needle, rows: (checked.append(needle), real(needle, rows))[1])
+    got = typing.search("the config")
+    assert "the" not in checked and "config" in checked
+    assert got.total == fresh.total <= 10
+    assert [h.slug for h in got.hits] == [h.slug for h in fresh.hits]
+
+
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     """One index over a copy of the fixture (titles, triggers, slugs and fields: the text before enrichment)."""
