@@ -105,5 +105,5 @@ def test_a_write_back_that_fails_commits_nothing_of_the_batch(store, fixture_roo
     monkeypatch.setattr(filesystems, "_syncfs", lambda: failing)
     monkeypatch.setattr(atomic, "SYNCFS_FROM", 2)
     with pytest.raises(OSError, match="Input/output error"):
-        apply_a_batch(store, "engram-syncfs-")
+        apply_a_batch(store, "engram-syncfs")
     assert not Memory.select().where(Memory.slug.startswith("engram-syncfs-")).exists()

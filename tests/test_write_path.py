@@ -50,8 +50,7 @@ def apply_a_batch(store, prefix: str, count: int = 3) -> list:
     returns their writes."""
     from engram.store.service import Change
 
-    docs = [a_fact(f"{prefix}{i}", store.now()) for i in range(count)]
-    writes = [store.memory_write(doc) for doc in docs]
+    docs, writes = a_batch(store, prefix, count)
     store.apply_many(
         [
             Change("memory_created", d.frontmatter.slug, "710d5aaf7a15", {}, writes=[w])
@@ -461,7 +460,7 @@ def test_a_batch_flushes_exactly_the_files_it_wrote(store, fixture_root, monkeyp
     real_fsync = os.fsync
     monkeypatch.setattr(os, "sync", no_global_sync)
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
-    writes = apply_a_batch(store, "engram-batch-")
+    writes = apply_a_batch(store, "engram-batch")
     written = {str(fixture_root / w.relpath) for w in writes}
     assert written <= set(synced) and str((fixture_root / writes[0].relpath).parent) in synced
 
@@ -523,6 +522,20 @@ def test_a_temp_name_taken_by_a_crashed_process_or_a_planted_symlink_is_passed_o
         f".m.md{atomic.TEMP_MARKER}{os.getpid()}-0",
         f".m.md{atomic.TEMP_MARKER}{os.getpid()}-1",
     ]
+
+
+def test_a_new_file_in_a_folder_that_exists_asks_nothing_of_the_folder(tmp_path, monkeypatch):
+    """A batch's thousands of files share a few folders: a new file's folder is made (and its parent fsynced)
+    only when creating the file finds it missing, not looked up before every file."""
+    from engram.store.write import atomic
+
+    made: list = []
+    real = atomic.ensure_dir
+    monkeypatch.setattr(atomic, "ensure_dir", lambda path, mode=0o755: (made.append(path), real(path, mode)))
+    atomic.write_atomic(tmp_path / "new" / "deeper" / "a.md", b"first", durable=False)
+    atomic.write_atomic(tmp_path / "new" / "deeper" / "b.md", b"second", durable=False)
+    assert made == [tmp_path / "new" / "deeper"]
+    assert (tmp_path / "new" / "deeper" / "b.md").read_bytes() == b"second"
 
 
 def a_batch(store, prefix: str, count: int, scope: str = "710d5aaf7a15") -> tuple[list, list]:

@@ -7,6 +7,7 @@ a temp file named ``.<name>.engram-tmp-*`` is left behind, which ``engram check`
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -57,11 +58,14 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644, durable: bool = Tru
     in system calls, which let go of the interpreter, not in Python a busy thread holds them back from.
     """
     folder, target = os.path.dirname(path), os.fspath(path)
-    try:
+    name = os.path.basename(target)
+    with contextlib.suppress(FileNotFoundError):  # a new file: the mode asked for
         mode = os.stat(target).st_mode & 0o777
-    except FileNotFoundError:
+    try:
+        fd, tmp = _create_temp(folder, name, mode)
+    except FileNotFoundError:  # its folder is missing (asked only then: a batch's files mostly share a few)
         ensure_dir(Path(folder))
-    fd, tmp = _create_temp(folder, os.path.basename(target), mode)
+        fd, tmp = _create_temp(folder, name, mode)
     try:
         try:
             os.fchmod(fd, mode)  # whatever the umask
