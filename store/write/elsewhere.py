@@ -59,10 +59,11 @@ class FileWriter:
 
 
 def _write_and_flush(files: list[SealedFile]) -> None:
-    """Write ``files`` one after another, then flush them and their folders by a few threads. This process is
-    already the batch's second core: more writer threads here took two to two and a half times the CPU for the
-    same files (their creates contend in the kernel), which the drawing and indexing processes then lacked, and
-    did not write them sooner. The flushes are waits on the device, which sees a few of them at once."""
+    """Write ``files`` one after another, then make them durable (:func:`flush_written`: one ``syncfs`` for a
+    demo's chunk, else an fsync of each by a few threads, waits on the device). This process is already the
+    batch's second core: more writer threads here took two to two and a half times the CPU for the same files
+    (their creates contend in the kernel), which the drawing and indexing processes then lacked, and did not
+    write them sooner."""
     write_sealed(files)
     flush_written([Path(f.path) for f in files])
 
