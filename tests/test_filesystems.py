@@ -96,8 +96,9 @@ def test_the_kernel_release_is_read_to_its_minor_version(monkeypatch, release, v
 def test_a_write_back_that_fails_commits_nothing_of_the_batch(store, fixture_root, monkeypatch):
     """An error of the write-back (a disk that failed under the batch) is the batch's error: its rows are not
     committed, so the index never points at files that may not be on the disk."""
+    from test_write_path import apply_a_batch
+
     from engram.store.index import Memory
-    from tests.test_write_path import apply_a_batch
 
     def failing(fd: int) -> None:
         raise OSError(5, "writing back the file system: Input/output error")
