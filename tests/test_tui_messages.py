@@ -320,6 +320,41 @@ async def test_search_answers_from_the_kept_rows_while_index_db_is_read(store, m
         assert pane.result.total > early.total and any(hit.encrypted for hit in pane.result.hits)
 
 
+async def test_the_status_says_the_bodies_index_is_being_brought_up_to_date_until_it_answers(store, monkeypatch):
+    """On a root's first open the persistent index holds no body yet: while it is built (and loaded again after)
+    the status line says so, rather than "in titles, triggers, bodies, tags" over hits of titles only."""
+    from engram.store.search import fulltext
+
+    gate = threading.Event()
+    real = fulltext.sync
+
+    def held(*args, **kwargs):
+        gate.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fulltext, "sync", held)
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        pane = app.query_one(SearchPane)
+        for _ in range(200):
+            if pane.syncing and pane.index is not None:
+                break
+            await pilot.pause(0.02)
+        app.query_one("#search-query", Input).value = "'config/ssr_cache.yaml"
+        await pilot.pause()
+        status = str(app.query_one("#search-status", Static).render())
+        assert pane.result.total == 0 and "bringing the bodies' index up to date" in status
+        gate.set()
+        await settle(app, pilot)
+        for _ in range(200):
+            if not pane.syncing:
+                break
+            await pilot.pause(0.05)
+        status = str(app.query_one("#search-status", Static).render())
+        assert pane.result.total > 0 and "up to date" not in status
+
+
 async def test_a_large_index_is_searched_in_a_worker_and_only_the_last_query_is_shown(store, monkeypatch):
     import engram.tui.panes.search as search_module
 

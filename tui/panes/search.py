@@ -51,6 +51,7 @@ class SearchPane(PaneBase):
         self.refreshing = threading.Lock()
         self.quiet_until = 0.0  # monotonic time before which the next refresh waits (see refresh_index)
         self.started = False  # the index's first load has begun
+        self.syncing = False  # the persistent index is being brought up to date (and loaded again after)
         self._idle: Timer | None = None  # lets the index release its mapped pages once typing stops
 
     @property
@@ -100,16 +101,25 @@ class SearchPane(PaneBase):
         open: the index already answers from what it holds."""
         from engram.store.search.fulltext import sync
 
+        deliver(self, self.show_syncing, True)
         try:
             with progress(self, "#search-progress") as report:
                 result = sync(self.store, progress=report)
+            if result.changed:
+                with self.refreshing:
+                    if self.index is not None:
+                        deliver(self, self.ready, self.index.refreshed(self.store, ()))
         except StoreError as exc:
             deliver(self, self.notify, str(exc), title="Search index", severity="warning")
-            return
-        if result.changed:
-            with self.refreshing:
-                if self.index is not None:
-                    deliver(self, self.ready, self.index.refreshed(self.store, ()))
+        finally:
+            deliver(self, self.show_syncing, False)
+
+    def show_syncing(self, syncing: bool) -> None:
+        """Say so while the persistent index is brought up to date and loaded again: meanwhile the index that
+        answers holds bodies only as its last sync left them (none on a root's first open), and a body term
+        found nowhere yet is not found nowhere."""
+        self.syncing = syncing
+        self.show_hits()
 
     def ready(self, index: SearchIndex) -> None:
         self.shared.search = index
@@ -213,7 +223,10 @@ class SearchPane(PaneBase):
         total = self.result.total
         matches = "match" if total == 1 else "matches"
         status = self.result.error or (
-            f"{total:,} {matches}" + (f" (best {SHOWN} shown)" if total > SHOWN else "") + f" · in {scope}"
+            f"{total:,} {matches}"
+            + (f" (best {SHOWN} shown)" if total > SHOWN else "")
+            + f" · in {scope}"
+            + (" · bringing the bodies' index up to date…" if self.syncing else "")
         )
         self.query_one("#search-status", Static).update(Text(status))
 
