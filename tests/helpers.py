@@ -6,9 +6,11 @@ import gc
 import io
 import json
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import forked
 import numpy as np
@@ -112,3 +114,14 @@ def fulltext_matching(fulltext: FullText, term: str) -> np.ndarray:
     flags = np.zeros(highest + 2, dtype=np.uint8)
     fulltext.flag(term, np.arange(highest + 1, dtype=np.int32), flags)
     return np.flatnonzero(flags[:-1])
+
+
+def held(gate: threading.Event, real: Callable[..., Any]) -> Callable[..., Any]:
+    """``real``, made to wait for ``gate`` (at most 10 s) before it runs: a test holds a worker's step back to
+    look at the console meanwhile."""
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        gate.wait(10)
+        return real(*args, **kwargs)
+
+    return waiting

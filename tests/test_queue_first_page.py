@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 
+from helpers import held
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,12 +94,7 @@ async def test_the_console_shows_the_first_page_before_every_pending_promotion_i
     same, and the detail follows the first page; once the read is in, the list is the full one."""
     release = threading.Event()
     full_read = queue_pane.pending_queue
-
-    def held(*args, **kwargs):
-        release.wait(10)
-        return full_read(*args, **kwargs)
-
-    monkeypatch.setattr(queue_pane, "pending_queue", held)
+    monkeypatch.setattr(queue_pane, "pending_queue", held(release, full_read))
     expected = full_read(store)
     app = EngramApp(store)
     async with app.run_test(size=(140, 40)) as pilot:

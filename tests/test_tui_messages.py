@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import events, settle
+from helpers import events, held, settle
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_saves
 from rich.color import Color
 from textual.app import App
@@ -326,13 +326,7 @@ async def test_the_status_says_the_bodies_index_is_being_brought_up_to_date_unti
     from engram.store.search import fulltext
 
     gate = threading.Event()
-    real = fulltext.sync
-
-    def held(*args, **kwargs):
-        gate.wait(10)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(fulltext, "sync", held)
+    monkeypatch.setattr(fulltext, "sync", held(gate, fulltext.sync))
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
