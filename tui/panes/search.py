@@ -226,7 +226,7 @@ class SearchPane(PaneBase):
             f"{total:,} {matches}"
             + (f" (best {SHOWN} shown)" if total > SHOWN else "")
             + f" · in {scope}"
-            + (" · bringing the bodies' index up to date…" if self.syncing else "")
+            + (" · indexing bodies…" if self.syncing else "")  # a line of 80 columns still holds it
         )
         self.query_one("#search-status", Static).update(Text(status))
 
