@@ -293,13 +293,7 @@ async def test_search_answers_from_the_kept_rows_while_index_db_is_read(store, m
     sync(store)
     SearchIndex.load(store, FullText.open(store), keep=True)
     gate = threading.Event()
-    real = SearchIndex.load.__func__
-
-    def held(cls, *args, **kwargs):
-        gate.wait(10)
-        return real(cls, *args, **kwargs)
-
-    monkeypatch.setattr(SearchIndex, "load", classmethod(held))
+    monkeypatch.setattr(SearchIndex, "load", classmethod(held(gate, SearchIndex.load.__func__)))
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
