@@ -38,10 +38,11 @@ from engram.store.index import (
     insert_rows,
     insert_values,
 )
+from engram.store.paths import RootLayout
 from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, reject
 from engram.store.sensitive.crypto import KeyRing
-from engram.store.service import Change, Store, chunked
+from engram.store.service import Change, MadeFile, Store, chunked, index_entry
 
 DEMO_PASSPHRASE = "engram-demo-passphrase"
 """The demo's sensitive scope opens with this (set ``MEMORYD_MASTER_PASSPHRASE`` to it, or type it to unlock)."""
@@ -401,7 +402,7 @@ def build_demo(
     with store.index.bulk_cache(), store.writing_elsewhere() if big else nullcontext():
         for chunk in drawn:
             _write_chunk(store, chunk, seed=seed, when=when)
-            made["memories"] += len(chunk.docs)
+            made["memories"] += len(chunk.files)
             made["relations"] += len(chunk.relations)
             made["promotions"] += len(chunk.proposals)
             made["supersedes"] += len(chunk.chains)
@@ -433,8 +434,7 @@ class _Chunk:
     """What one transaction writes: memories and the relations they bring; the first chunk also registers the
     sensitive scope, the last brings the entities (their counts final), supersedes and promotions."""
 
-    docs: list[MemoryDoc]
-    texts: list[bytes]  # each doc serialised, by the process that drew it
+    files: list[MadeFile]  # each memory's text and index entry, made by the process that drew it
     relations: list[tuple]  # in RELATION_COLUMNS order
     first: bool
     proposals: list[Proposal] = field(default_factory=list)
@@ -449,7 +449,7 @@ def _drawn(memories: int, seed: int, size: int) -> Iterator[_Chunk]:
         docs = [w.memory(i) for i in range(start, min(start + size, memories))]
         for doc in docs:
             w.remember(doc)
-        chunk = _Chunk(docs, [serialize(doc) for doc in docs], w.relations, first=start == 0)
+        chunk = _Chunk([_made(doc) for doc in docs], w.relations, first=start == 0)
         w.relations = []
         if start + size >= memories:
             # drawn once every memory is, so a root is the same whatever the chunk size
@@ -461,19 +461,24 @@ def _drawn(memories: int, seed: int, size: int) -> Iterator[_Chunk]:
         yield chunk
 
 
+def _made(doc: MemoryDoc) -> MadeFile:
+    """``doc`` as the write path takes it: where it goes (encrypted in the sensitive scope, which the first chunk
+    registers), its text and its index entry."""
+    fm = doc.frontmatter
+    encrypted = fm.scope_hash == scope_hash_of(SENSITIVE_ROOT)
+    relpath = RootLayout.memory_relpath(fm.scope_hash, fm.type, fm.slug, encrypted)
+    return MadeFile(relpath, serialize(doc), index_entry(doc, relpath), encrypted)
+
+
 def _write_chunk(store: Store, chunk: _Chunk, *, seed: int, when: str) -> None:
     """One transaction: the chunk's files, rows and relations, and what else it brings."""
-    sensitive = scope_hash_of(SENSITIVE_ROOT)
-    # The first chunk registers the sensitive scope itself, so say which files to encrypt rather than look it up.
-    writes = [
-        replace(store.memory_write(doc, encrypted=doc.frontmatter.scope_hash == sensitive), text=text)
-        for doc, text in zip(chunk.docs, chunk.texts, strict=True)
-    ]
 
     def index_update() -> None:
         if chunk.first:
-            SensitiveScope.insert(scope_hash=sensitive, scope_root=SENSITIVE_ROOT, marked_at=when).execute()
-        store.upsert_memory_rows([(wr.doc, wr.relpath) for wr in writes])
+            SensitiveScope.insert(
+                scope_hash=scope_hash_of(SENSITIVE_ROOT), scope_root=SENSITIVE_ROOT, marked_at=when
+            ).execute()
+        store.upsert_index_entries([made.entry for made in chunk.files])
         insert_values(store.index.db, Relation, RELATION_COLUMNS, chunk.relations)
         insert_rows(store.index.db, Entity, chunk.entities)
         insert_rows(store.index.db, SupersedesChain, chunk.chains)
@@ -485,8 +490,8 @@ def _write_chunk(store: Store, chunk: _Chunk, *, seed: int, when: str) -> None:
             "import_applied",
             None,
             None,
-            {"importer": "demo", "seed": seed, "memories": len(writes), "promotions": len(chunk.proposals)},
-            writes=writes,
+            {"importer": "demo", "seed": seed, "memories": len(chunk.files), "promotions": len(chunk.proposals)},
+            writes=chunk.files,
             index_update=index_update,
         ),
         durable=False,

@@ -112,13 +112,12 @@ class RootLayout:
     def grants_dir(self) -> Path:
         return self.root / "grants"
 
-    def memory_relpath(
-        self, scope_hash: str, mtype: MemoryType, slug: str, encrypted: bool, forgotten: bool = False
-    ) -> str:
-        """``scopes/<scope>/<type dir>/<slug>.md[.enc]``, relative, as memoryd stores ``body_path``. Neither name
-        can climb out of its folder; where a folder on the way leads (a symlink) is checked by the write itself,
-        which resolves every path it is given before anything moves (a demo of 100k memories had each checked
-        twice)."""
+    @staticmethod
+    def memory_relpath(scope_hash: str, mtype: MemoryType, slug: str, encrypted: bool, forgotten: bool = False) -> str:
+        """``scopes/<scope>/<type dir>/<slug>.md[.enc]``, relative, as memoryd stores ``body_path``: the same for
+        every root (the demo's drawing process names its files without one). Neither name can climb out of its
+        folder; where a folder on the way leads (a symlink) is checked by the write itself, which resolves every
+        path it is given before anything moves (a demo of 100k memories had each checked twice)."""
         check_slug(slug)
         check_scope_name(scope_hash)
         folder = FORGOTTEN_DIR if forgotten else mtype.dir_name

@@ -54,13 +54,53 @@ def utcnow() -> datetime:
 
 @dataclass
 class FileWrite:
-    """A memory file to (re)write: ``doc`` is serialised, and encrypted when ``encrypted``. ``text`` is ``doc``
-    serialised already, where that was done elsewhere (the demo's other process, beside the writing)."""
+    """A memory file to (re)write: ``doc`` is serialised, and encrypted when ``encrypted``."""
 
     relpath: str
     doc: MemoryDoc
     encrypted: bool
-    text: bytes | None = None
+
+    @property
+    def slug(self) -> str:
+        return self.doc.frontmatter.slug
+
+    @property
+    def scope_hash(self) -> str:
+        return self.doc.frontmatter.scope_hash
+
+    @property
+    def entry(self) -> IndexEntry:
+        return index_entry(self.doc, self.relpath)
+
+    def text(self) -> bytes:
+        return frontmatter.serialize(self.doc)
+
+
+class MadeFile(NamedTuple):
+    """A memory file made elsewhere: its text and its index entry, all that writing it takes of its document (the
+    demo's drawing process makes them). The document itself then never crosses to this process: unpickling the
+    documents, and making their entries here, were a sixth of the demo's main process. A named tuple, as the
+    entry is: pickled in half the time a dataclass takes."""
+
+    relpath: str
+    made: bytes
+    entry: IndexEntry
+    encrypted: bool
+
+    @property
+    def slug(self) -> str:
+        return self.entry.slug
+
+    @property
+    def scope_hash(self) -> str:
+        return self.entry.scope_hash
+
+    def text(self) -> bytes:
+        return self.made
+
+
+MemoryWrite = FileWrite | MadeFile
+"""A memory file to write, with its document or made already."""
 
 
 @dataclass
@@ -80,7 +120,7 @@ class Change:
     target_id: str | None
     scope_hash: str | None
     details: dict[str, Any]
-    writes: Sequence[FileWrite | DataWrite] = field(default_factory=list)
+    writes: Sequence[MemoryWrite | DataWrite] = field(default_factory=list)
     index_update: Callable[[], object] | None = None  # what it returns is not used
     removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
     scrubs: list[str] = field(default_factory=list)  # plaintext files it retires: zeroed before they are unlinked
@@ -235,10 +275,10 @@ class Store:
         # Before anything moves: every target path is inside the root and every key is at hand, so a
         # change needing a locked scope's key fails whole, not after its first file.
         targets = [
-            (self.layout.resolve(w.relpath) if isinstance(w, FileWrite) else self.layout.resolve_data(w.relpath), w)
+            (self.layout.resolve_data(w.relpath) if isinstance(w, DataWrite) else self.layout.resolve(w.relpath), w)
             for w in writes
         ]
-        for scope in sorted({w.doc.frontmatter.scope_hash for w in writes if isinstance(w, FileWrite) and w.encrypted}):
+        for scope in sorted({w.scope_hash for w in writes if not isinstance(w, DataWrite) and w.encrypted}):
             keyproof.prove(self, scope)  # a typo'd passphrase would encrypt memories nobody can open again
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
         faults.reach("planned")  # another writer may change anything up to here: preconditions run below
@@ -368,7 +408,7 @@ class Store:
                 self._writer = None
 
     @contextmanager
-    def _files_written(self, targets: list[tuple[Path, FileWrite | DataWrite]], durable: bool) -> Iterator[None]:
+    def _files_written(self, targets: list[tuple[Path, MemoryWrite | DataWrite]], durable: bool) -> Iterator[None]:
         """Write a change's files; the block puts its index rows in. A batch's files (``durable=False``) are
         flushed while its rows go in (and written then too, with :meth:`writing_elsewhere`), and the block is
         left, for the commit, only once they are: the index never points at a file a crash could still take
@@ -388,7 +428,7 @@ class Store:
 
     @contextmanager
     def _written_elsewhere(
-        self, writer: FileWriter, targets: list[tuple[Path, FileWrite | DataWrite]]
+        self, writer: FileWriter, targets: list[tuple[Path, MemoryWrite | DataWrite]]
     ) -> Iterator[None]:
         """The batch's files sealed here, then written and flushed by ``writer``'s process during the block."""
         sealed = [(write, *self._seal(write)) for _, write in targets]
@@ -399,7 +439,7 @@ class Store:
         finally:
             writer.finish()
 
-    def _write_threaded(self, targets: list[tuple[Path, FileWrite | DataWrite]]) -> None:
+    def _write_threaded(self, targets: list[tuple[Path, MemoryWrite | DataWrite]]) -> None:
         """A batch's files written by a few threads, which overlap the kernel's work on each file (create,
         write, rename: most of a batch's time) with each other and with the sealing of the next slice; the
         index stays on this thread."""
@@ -420,23 +460,23 @@ class Store:
             future.result()
         self._bind(sealed)
 
-    def _write_file(self, path: Path, write: FileWrite | DataWrite, durable: bool) -> None:
+    def _write_file(self, path: Path, write: MemoryWrite | DataWrite, durable: bool) -> None:
         data, mode, plaintext = self._seal(write)
         if isinstance(write, DataWrite):
             path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, mode=mode, durable=durable, read_back=plaintext is not None)
         self._bind([(write, data, mode, plaintext)])
 
-    def _seal(self, write: FileWrite | DataWrite) -> tuple[bytes, int, bytes | None]:
+    def _seal(self, write: MemoryWrite | DataWrite) -> tuple[bytes, int, bytes | None]:
         """The bytes to write, their file mode, and the plaintext of an encrypted memory. An encrypted memory's
         ciphertext is decrypted here and must give its text back, and its file is read back against the
         ciphertext before the rename: a file nobody could open again is never put in place."""
         if isinstance(write, DataWrite):
             return write.data, 0o600, None
-        data = frontmatter.serialize(write.doc) if write.text is None else write.text
+        data = write.text()
         if not write.encrypted:
             return data, 0o644, None
-        scope = write.doc.frontmatter.scope_hash
+        scope = write.scope_hash
         key = self.keys.key_for(scope)
         sealed = encrypt(data, key, scope)
         if decrypt(sealed, key, scope, write.relpath) != data:
@@ -446,9 +486,9 @@ class Store:
     def _bind(self, written: list[_Sealed]) -> None:
         """Record the bindings of the encrypted memories written, and forget those of the ones now plaintext (the
         index's part), a statement for each kind whatever their number."""
-        memories = [(w.doc, data, plaintext) for w, data, _, plaintext in written if isinstance(w, FileWrite)]
-        binding.record(self, [(doc, data, plaintext) for doc, data, plaintext in memories if plaintext is not None])
-        binding.forget(self, [doc.frontmatter.slug for doc, _, plaintext in memories if plaintext is None])
+        memories = [(w, data, plaintext) for w, data, _, plaintext in written if not isinstance(w, DataWrite)]
+        binding.record(self, [(w.entry, data, plaintext) for w, data, plaintext in memories if plaintext is not None])
+        binding.forget(self, [w.slug for w, _, plaintext in memories if plaintext is None])
 
     # ----------------------------------------------------------------- index rows
 
@@ -506,11 +546,11 @@ class Store:
         return body_path
 
 
-_Sealed = tuple[FileWrite | DataWrite, bytes, int, bytes | None]
+_Sealed = tuple[MemoryWrite | DataWrite, bytes, int, bytes | None]
 """A write of a batch sealed: what for, its bytes, its file mode and the plaintext of an encrypted memory."""
 
 
-def _files_of(targets: list[tuple[Path, FileWrite | DataWrite]], sealed: list[_Sealed]) -> list[SealedFile]:
+def _files_of(targets: list[tuple[Path, MemoryWrite | DataWrite]], sealed: list[_Sealed]) -> list[SealedFile]:
     """What the writer threads (or process) need of a batch's sealed writes: an encrypted file is read back."""
     return [
         SealedFile(os.fspath(path), data, mode, plaintext is not None)
@@ -557,8 +597,18 @@ class IndexEntry(NamedTuple):
         return str(self.values[0])
 
     @property
+    def scope_hash(self) -> str:
+        return str(self.values[_ROW_COLUMNS.index("scope_hash")])
+
+    @property
     def relpath(self) -> str:
         return str(self.values[_ROW_COLUMNS.index("body_path")])
+
+    @property
+    def changed_at(self) -> str:
+        """When the memory last changed, as the index writes times: ``updated_at``, else ``created_at``."""
+        updated, created = (self.values[_ROW_COLUMNS.index(c)] for c in ("updated_at", "created_at"))
+        return str(updated or created)
 
 
 def index_entry(doc: MemoryDoc, relpath: str) -> IndexEntry:

@@ -194,3 +194,24 @@ def test_the_relations_of_a_chunk_hold_one_string_per_entity_and_scope():
     scopes = [row[6] for row in chunk.relations]
     assert len({id(s) for s in objects}) == len(set(objects))
     assert len({id(s) for s in scopes}) == len(set(scopes))
+
+
+def test_a_chunk_brings_each_memory_made_and_no_document(tmp_path):
+    """The drawing process makes each memory's text, path and index entry: the main process takes them as they
+    come (unpickling the documents, and making their entries, were a sixth of its time), and they are what the
+    document itself would be written as."""
+    import pickle
+
+    from engram.store.demo import _drawn
+    from engram.store.frontmatter import parse
+    from engram.store.service import MadeFile, index_entry
+
+    (chunk,) = _drawn(60, 3, 60)
+    assert chunk.files and all(isinstance(made, MadeFile) for made in chunk.files)
+    assert b"MemoryDoc" not in pickle.dumps(chunk) and b"Frontmatter" not in pickle.dumps(chunk)
+    with Store.open(tmp_path / "root", create=True, actor="engram-demo") as store:
+        for made in chunk.files:
+            doc = parse(made.made, made.relpath)
+            assert store.memory_write(doc, encrypted=made.encrypted).relpath == made.relpath
+            assert index_entry(doc, made.relpath) == made.entry
+    assert any(made.encrypted for made in chunk.files) and not all(made.encrypted for made in chunk.files)

@@ -31,7 +31,7 @@ from engram.store.lazy import lazy_module
 if TYPE_CHECKING:
     from engram.store import frontmatter
     from engram.store.frontmatter import MemoryDoc
-    from engram.store.service import Store
+    from engram.store.service import IndexEntry, Store
 else:
     frontmatter = lazy_module("engram.store.frontmatter")
 
@@ -56,26 +56,26 @@ def content_mac(key: bytes, plaintext: bytes) -> str:
     return hmac.new(key, b"content\0" + plaintext, hashlib.sha256).hexdigest()
 
 
-def record(store: Store, written: Sequence[tuple[MemoryDoc, bytes, bytes]]) -> None:
-    """Bind the encrypted files just written, each ``(doc, data, plaintext)`` (inside the write's index
-    transaction): one query for their versions so far, one statement for the rows, one key derived per scope.
-    A bulk write binds thousands at a time, where a statement per file cost more than the files' HMACs."""
+def record(store: Store, written: Sequence[tuple[IndexEntry, bytes, bytes]]) -> None:
+    """Bind the encrypted files just written, each ``(entry, data, plaintext)`` with the memory's index entry
+    (inside the write's index transaction): one query for their versions so far, one statement for the rows, one
+    key derived per scope. A bulk write binds thousands at a time, where a statement per file cost more than the
+    files' HMACs."""
     if not written or not store.index.has(Binding):
         return  # a root opened read-only, or by an index without engram's tables: nothing is written anyway
-    slugs = json.dumps([doc.frontmatter.slug for doc, _, _ in written])
+    slugs = json.dumps([entry.slug for entry, _, _ in written])
     query = f"SELECT slug, version FROM {_TABLE} WHERE slug IN (SELECT value FROM json_each(?))"
     versions: dict[str, int] = dict(store.index.db.execute_sql(query, (slugs,)).fetchall())
     keys: dict[str, bytes] = {}
     rows = []
-    for doc, data, plaintext in written:
-        fm = doc.frontmatter
-        if fm.scope_hash not in keys:
-            keys[fm.scope_hash] = binding_key(store.keys.key_for(fm.scope_hash))
-        key = keys[fm.scope_hash]
-        version = versions[fm.slug] = versions.get(fm.slug, 0) + 1  # a slug written twice in one batch
-        updated = frontmatter.index_datetime(fm.updated_at or fm.created_at)
-        macs = file_mac(key, fm.slug, version, data), content_mac(key, plaintext)
-        rows.append((fm.slug, fm.scope_hash, version, updated, *macs, store.now().isoformat()))
+    for entry, data, plaintext in written:
+        slug, scope = entry.slug, entry.scope_hash
+        if scope not in keys:
+            keys[scope] = binding_key(store.keys.key_for(scope))
+        key = keys[scope]
+        version = versions[slug] = versions.get(slug, 0) + 1  # a slug written twice in one batch
+        macs = file_mac(key, slug, version, data), content_mac(key, plaintext)
+        rows.append((slug, scope, version, entry.changed_at, *macs, store.now().isoformat()))
     with as_peewee_errors():
         store.index.db.cursor().executemany(
             f"INSERT OR REPLACE INTO {_TABLE} (slug, scope_hash, version, updated_at, file_mac, content_mac, "
@@ -140,7 +140,7 @@ def verify(
 def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, bytes, bytes]]) -> int:
     """Bind files of a scope engram has just decrypted and accepted (unbound, or changed by memoryd): one
     audited change. ``items`` are (relpath, doc, file bytes, plaintext)."""
-    from engram.store.service import Change  # the write path builds on this module
+    from engram.store.service import Change, index_entry  # the write path builds on this module
 
     if not items:
         return 0
@@ -151,7 +151,9 @@ def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, 
             scope_hash,
             scope_hash,
             {"count": len(items), "slugs": [doc.frontmatter.slug for _, doc, _, _ in items]},
-            index_update=lambda: record(store, [(doc, data, plaintext) for _, doc, data, plaintext in items]),
+            index_update=lambda: record(
+                store, [(index_entry(doc, rel), data, plain) for rel, doc, data, plain in items]
+            ),
         )
     )
     return len(items)

@@ -34,7 +34,7 @@ from engram.store.sensitive.crypto import (
     keyring_password,
     next_random_scope_key,
 )
-from engram.store.service import Change, FileWrite, Store
+from engram.store.service import Change, FileWrite, Store, index_entry
 from engram.store.write.atomic import read_regular
 
 
@@ -194,7 +194,7 @@ def _rekey_scope(
     ]
 
     def finish() -> None:
-        binding.record(store, [(doc, data, plain) for _rel, doc, data, plain in stale])
+        binding.record(store, [(index_entry(doc, rel), data, plain) for rel, doc, data, plain in stale])
         _finish(store, scope_hash, source)
 
     store.apply(
