@@ -274,10 +274,7 @@ class Store:
         writes = [w for change in changes for w in change.writes]
         # Before anything moves: every target path is inside the root and every key is at hand, so a
         # change needing a locked scope's key fails whole, not after its first file.
-        targets = [
-            (self.layout.resolve_data(w.relpath) if isinstance(w, DataWrite) else self.layout.resolve(w.relpath), w)
-            for w in writes
-        ]
+        targets = [(self._target(w), w) for w in writes]
         for scope in sorted({w.scope_hash for w in writes if not isinstance(w, DataWrite) and w.encrypted}):
             keyproof.prove(self, scope)  # a typo'd passphrase would encrypt memories nobody can open again
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
@@ -395,6 +392,12 @@ class Store:
         else:
             self.audit_warning = self.checkpoints.warning
 
+    def _target(self, write: MemoryWrite | DataWrite) -> str:
+        """Where ``write`` goes, checked to be inside the root: a string, which the batch's writers take as it is."""
+        if isinstance(write, DataWrite):
+            return os.fspath(self.layout.resolve_data(write.relpath))
+        return self.layout.inside(write.relpath)
+
     @contextmanager
     def writing_elsewhere(self) -> Iterator[None]:
         """Within: a batch's files (``durable=False``) are written and flushed by a child process while the
@@ -408,7 +411,7 @@ class Store:
                 self._writer = None
 
     @contextmanager
-    def _files_written(self, targets: list[tuple[Path, MemoryWrite | DataWrite]], durable: bool) -> Iterator[None]:
+    def _files_written(self, targets: list[tuple[str, MemoryWrite | DataWrite]], durable: bool) -> Iterator[None]:
         """Write a change's files; the block puts its index rows in. A batch's files (``durable=False``) are
         flushed while its rows go in (and written then too, with :meth:`writing_elsewhere`), and the block is
         left, for the commit, only once they are: the index never points at a file a crash could still take
@@ -428,7 +431,7 @@ class Store:
 
     @contextmanager
     def _written_elsewhere(
-        self, writer: FileWriter, targets: list[tuple[Path, MemoryWrite | DataWrite]]
+        self, writer: FileWriter, targets: list[tuple[str, MemoryWrite | DataWrite]]
     ) -> Iterator[None]:
         """The batch's files sealed here, then written and flushed by ``writer``'s process during the block."""
         sealed = [(write, *self._seal(write)) for _, write in targets]
@@ -439,7 +442,7 @@ class Store:
         finally:
             writer.finish()
 
-    def _write_threaded(self, targets: list[tuple[Path, MemoryWrite | DataWrite]]) -> None:
+    def _write_threaded(self, targets: list[tuple[str, MemoryWrite | DataWrite]]) -> None:
         """A batch's files written by a few threads, which overlap the kernel's work on each file (create,
         write, rename: most of a batch's time) with each other and with the sealing of the next slice; the
         index stays on this thread."""
@@ -460,10 +463,10 @@ class Store:
             future.result()
         self._bind(sealed)
 
-    def _write_file(self, path: Path, write: MemoryWrite | DataWrite, durable: bool) -> None:
+    def _write_file(self, path: str, write: MemoryWrite | DataWrite, durable: bool) -> None:
         data, mode, plaintext = self._seal(write)
         if isinstance(write, DataWrite):
-            path.parent.mkdir(parents=True, exist_ok=True)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, mode=mode, durable=durable, read_back=plaintext is not None)
         self._bind([(write, data, mode, plaintext)])
 
@@ -550,10 +553,10 @@ _Sealed = tuple[MemoryWrite | DataWrite, bytes, int, bytes | None]
 """A write of a batch sealed: what for, its bytes, its file mode and the plaintext of an encrypted memory."""
 
 
-def _files_of(targets: list[tuple[Path, MemoryWrite | DataWrite]], sealed: list[_Sealed]) -> list[SealedFile]:
+def _files_of(targets: list[tuple[str, MemoryWrite | DataWrite]], sealed: list[_Sealed]) -> list[SealedFile]:
     """What the writer threads (or process) need of a batch's sealed writes: an encrypted file is read back."""
     return [
-        SealedFile(os.fspath(path), data, mode, plaintext is not None)
+        SealedFile(path, data, mode, plaintext is not None)
         for (path, _), (_, data, mode, plaintext) in zip(targets, sealed, strict=True)
     ]
 

@@ -13,7 +13,6 @@ the same code. It is started fresh (``spawn``): a fork would copy this process's
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -65,7 +64,7 @@ def _write_and_flush(files: list[SealedFile]) -> None:
     (their creates contend in the kernel), which the drawing and indexing processes then lacked, and did not
     write them sooner."""
     write_sealed(files)
-    flush_written([Path(f.path) for f in files])
+    flush_written([f.path for f in files])
 
 
 def _serve(conn: Connection) -> None:
