@@ -201,6 +201,22 @@ class _Kind:
         return _EPOCH + self.micros[n] * _MICROSECOND
 
 
+def _below(bits: Callable[[int], int], n: int) -> int:
+    """``rng.randrange(n)`` from ``bits``, ``rng.getrandbits``: the same number from the same draws, as CPython's
+    ``_randbelow`` makes it (also for ``choice`` and ``randint``), without the calls around it, which took as long
+    as the draw itself (the drawing makes sixty a memory)."""
+    k = n.bit_length()
+    r = bits(k)
+    while r >= n:
+        r = bits(k)
+    return r
+
+
+def _pick(bits: Callable[[int], int], seq: Sequence[T]) -> T:
+    """``rng.choice(seq)`` from ``bits``, ``rng.getrandbits`` (see :func:`_below`)."""
+    return seq[_below(bits, len(seq))]
+
+
 def _sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
     """``rng.sample(population, k)`` for ``k`` up to 2: the same items from the same draws of ``rng``, without the
     checks and set-up ``sample`` makes for any population and count, which were a tenth of the drawing (a dozen
@@ -208,20 +224,21 @@ def _sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
     item in the first one's place; of a longer one, again until it differs from the first."""
     if k == 0:
         return []
+    bits = rng.getrandbits
     n = len(population)
-    first = rng.randrange(n)
+    first = _below(bits, n)
     if k == 1:
         return [population[first]]
     if k != 2:
         raise ValueError(f"_sample draws at most two items, not {k}")
     if n <= 21:
-        second = rng.randrange(n - 1)
+        second = _below(bits, n - 1)
         if second == first:
             second = n - 1
     else:
-        second = rng.randrange(n)
+        second = _below(bits, n)
         while second == first:
-            second = rng.randrange(n)
+            second = _below(bits, n)
     return [population[first], population[second]]
 
 
@@ -235,6 +252,7 @@ class _Writer:
 
     def __init__(self, seed: int, memories: int) -> None:
         self.rng = random.Random(seed)
+        self.bits = self.rng.getrandbits  # for _pick and _below, the same draws as the rng's own choice and randrange
         self.memories = memories
         self.entities: dict[str, dict] = {}
         self.relations: list[tuple] = []  # of the chunk being written, in RELATION_COLUMNS order
@@ -252,15 +270,15 @@ class _Writer:
 
     def fill(self, template: str, project: tuple) -> str:
         _, lang, topics, people, tools = project
-        qualifier = self.rng.choice(_QUALIFIERS[lang])
-        topic = f"{qualifier}{'' if lang == 'zh' else ' '}{self.rng.choice(topics)}"
+        qualifier = _pick(self.bits, _QUALIFIERS[lang])
+        topic = f"{qualifier}{'' if lang == 'zh' else ' '}{_pick(self.bits, topics)}"
         tool, tool2 = _sample(self.rng, tools, 2)
         n, m = sorted(_sample(self.rng, _NUMBERS, 2))
         return template.format(
             topic=topic,
             tool=tool,
             tool2=tool2,
-            person=self.rng.choice(people),
+            person=_pick(self.bits, people),
             n=n,
             m=m,
             slugtopic=topic.replace(" ", "_"),
@@ -268,7 +286,7 @@ class _Writer:
 
     def body(self, project: tuple, mtype: MemoryType) -> str:
         lang = project[1]
-        say = [self.fill(self.rng.choice(_SENTENCES[lang]), project) for _ in range(self.rng.randint(3, 7))]
+        say = [self.fill(_pick(self.bits, _SENTENCES[lang]), project) for _ in range(3 + _below(self.bits, 5))]
         heads = ("## Context", "## Decision", "## Why") if lang == "en" else ("## 背景", "## 结论", "## 原因")
         if mtype is MemoryType.PLAYBOOK:
             steps = "\n".join(f"{i}. {s}" for i, s in enumerate(say[1:], 1))
@@ -278,19 +296,19 @@ class _Writer:
 
     def memory(self, i: int) -> MemoryDoc:
         rng = self.rng
-        project = None if rng.random() < 0.03 else rng.choice(PROJECTS)
+        project = None if rng.random() < 0.03 else _pick(self.bits, PROJECTS)
         mtype = MemoryType.SESSION if i < 8 else rng.choices(_TYPES, cum_weights=_CUM_WEIGHTS)[0]
-        proj = project or rng.choice(PROJECTS[:3])
+        proj = project or _pick(self.bits, PROJECTS[:3])
         scope = scope_hash_of(project[0]) if project else "_unscoped"
         # Memory i is made in the i-th of as many equal slices of the demo's months as there are memories, as an
         # agent's memories come one after the other: slugs (dated) then grow with i, so each chunk's rows go
         # at the end of the indexes on slugs rather than all over them (at a million memories those indexes
         # are over a gigabyte, and every chunk's commit rewrote pages all over them).
         created = NOW - timedelta(days=SPAN_DAYS) * (self.memories - i - rng.random()) / self.memories
-        title = self.fill(rng.choice(_TITLES[proj[1]][mtype]), proj)
+        title = self.fill(_pick(self.bits, _TITLES[proj[1]][mtype]), proj)
         slug = f"{created:%Y-%m-%d}-demo-{i:06d}"
-        ttl = rng.choice((None, None, None, None, 30, 90, 180))
-        recalls = rng.choice((0, 0, 0, 1, 2, 5, 12))
+        ttl = _pick(self.bits, (None, None, None, None, 30, 90, 180))
+        recalls = _pick(self.bits, (0, 0, 0, 1, 2, 5, 12))
         recalled = created + timedelta(days=rng.uniform(0, (NOW - created).days)) if recalls else None
         idle = (NOW - (recalled or created)).days  # memoryd's decay clock: since the last recall
         decay = DecayState.ALIVE
@@ -303,8 +321,8 @@ class _Writer:
             type=mtype,
             scope_hash=scope,
             triggers=words,
-            tags=_sample(rng, _TAGS, rng.randint(0, 2)),
-            source=rng.choice(_SOURCES),
+            tags=_sample(rng, _TAGS, _below(self.bits, 3)),
+            source=_pick(self.bits, _SOURCES),
             created_at=created,
             ttl_days=ttl,
             decay_state=decay,
@@ -326,9 +344,9 @@ class _Writer:
         fm = doc.frontmatter
         root, _, topics, people, tools = project
         stamp = when.isoformat()
-        person = self.entity(self.rng.choice(people), "person", doc, stamp)
-        tool = self.entity(self.rng.choice(tools), "tool", doc, stamp)
-        topic = self.entity(self.rng.choice(topics), "concept", doc, stamp)
+        person = self.entity(_pick(self.bits, people), "person", doc, stamp)
+        tool = self.entity(_pick(self.bits, tools), "tool", doc, stamp)
+        topic = self.entity(_pick(self.bits, topics), "concept", doc, stamp)
         proj = self.entity(root.rsplit("/", 1)[1], "project", doc, stamp)
         for eid in (person, tool, topic, proj):
             self.relate(f"memory:{fm.slug}", "memory", "mentions", eid, fm, stamp)

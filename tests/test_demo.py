@@ -184,6 +184,22 @@ def test_drawing_a_sample_takes_what_random_sample_takes_from_the_same_draws(see
     assert ours.getstate() == theirs.getstate()
 
 
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 5000))
+def test_a_pick_and_a_number_below_take_what_choice_and_randrange_take_from_the_same_draws(seed, n):
+    """``_pick`` and ``_below`` replace ``choice``, ``randrange`` and ``randint`` in the drawing without changing a
+    root: the same item and number, and the generator left where those leave it."""
+    import random
+
+    from engram.store.demo import _below, _pick
+
+    population = range(100, 100 + n)
+    ours, theirs = random.Random(seed), random.Random(seed)
+    assert _pick(ours.getrandbits, population) == theirs.choice(population)
+    assert _below(ours.getrandbits, n) == theirs.randrange(n)
+    assert 3 + _below(ours.getrandbits, n) == theirs.randint(3, 2 + n)
+    assert ours.getstate() == theirs.getstate()
+
+
 def test_the_relations_of_a_chunk_hold_one_string_per_entity_and_scope():
     """Every relation naming an entity, or a scope, holds the string kept for it: the drawing process pickles each
     once a chunk (a new string per relation cost the pickling a quarter of its size, and the unpickling as much)."""
