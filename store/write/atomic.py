@@ -20,12 +20,9 @@ from pathlib import Path
 
 from engram.store.errors import StoreError
 from engram.store.write import faults
-from engram.store.write.filesystems import SYNCFS_FROM, sync_file_systems
+from engram.store.write.filesystems import SYNCFS_FROM, StrPath, sync_file_systems
 
 TEMP_MARKER = ".engram-tmp-"
-StrPath = str | os.PathLike[str]
-"""A path as a string or a ``Path``: a batch's files go through as strings (making a ``Path`` of each cost a demo's
-writer process a tenth of its time)."""
 
 
 def fsync_dir(path: StrPath) -> None:
