@@ -5,6 +5,7 @@ found by ``check``, never answers, and is built again or scrubbed."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -34,11 +35,12 @@ def reference(texts: list[str], term: str) -> list[int]:
     return [n for n, text in enumerate(texts) if term in text]
 
 
-@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=20))
-def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks, word):
+@given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=20), st.text(alphabet))
+def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks, word, other):
     """Several segments, each memory's head and body; the ids found (any length: up to sixteen bytes one range of
     the sorted offsets, longer ones checked past it), fresh or narrowed from the term before, are exactly the
-    memories holding the term in one or the other (never across them)."""
+    memories holding the term in one or the other (never across them): typed a key at a time, then taken back a
+    key at a time and typed on with other keys, as a person corrects a word."""
     texts, parts, next_id = [], [], 1
     for chunk in chunks:
         heads = [body[: len(body) // 2] for body in chunk]
@@ -50,12 +52,42 @@ def test_a_term_is_found_where_it_occurs_typed_at_once_or_a_key_at_a_time(chunks
             part.save(Path(tmp) / f"s{n}")
         read = [Segment.open(Path(tmp) / f"s{n}") for n in range(len(parts))]
         typing, typing_read = Segments(parts), Segments(read)
-        for n in range(1, len(word) + 1):
-            term = word[:n]
+        typed = [word[:n] for n in range(1, len(word) + 1)] + [word[:n] for n in range(len(word) - 1, 0, -1)]
+        typed += [word[:1] + other[:n] for n in range(1, len(other) + 1)]
+        for term in typed:
             want = [i + 1 for i in reference([t.replace("\0", "\n") for t in texts], term)]
             assert typing.matching(term).tolist() == want, term
             assert typing_read.matching(term).tolist() == want, term
-            assert Segments(read).matching(term).tolist() == want, term
+            fresh = [Segment.open(Path(tmp) / f"s{n}") for n in range(len(parts))]
+            assert Segments(fresh).matching(term).tolist() == want, term
+
+
+@given(
+    st.text("abc", min_size=8, max_size=8),
+    st.lists(st.integers(0, 3), min_size=27, max_size=27),
+    st.lists(st.text("abc ", min_size=1, max_size=4), min_size=1, max_size=6),
+)
+def test_words_typed_taken_back_and_typed_on_are_found_as_if_each_were_typed_at_once(stem, counts, typed):
+    """A key past the first eight bytes is found inward from the range of the key before when it extends that one:
+    in text of words alike in eight bytes, each ending in three letters of its own as often as ``counts`` says
+    (so that the range of a key a letter longer starts and ends at every distance from the one before), words
+    typed on from those eight bytes a key at a time, then taken back a key at a time, find exactly what each
+    finds in a segment that never looked up anything."""
+    words = [
+        stem + "".join(end)
+        for end, count in zip(itertools.product("abc", repeat=3), counts, strict=True)
+        for _ in range(count)
+    ]
+    texts = [" ".join(words[n::20]) for n in range(20)]
+    part = Segment.build(range(1, 21), map(text_of, [""] * 20, texts))
+    segments = Segments([part])
+    for word in typed:
+        for n in [*range(len(word) + 1), *range(len(word) - 1, -1, -1)]:
+            term = stem + word[:n]
+            want = [i + 1 for i in reference(texts, term)]
+            assert segments.matching(term).tolist() == want, term
+            fresh = Segment.build(range(1, 21), map(text_of, [""] * 20, texts))
+            assert Segments([fresh]).matching(term).tolist() == want, term
 
 
 @given(st.lists(bodies, min_size=1, max_size=3), st.text(alphabet, min_size=1, max_size=20), st.randoms())
@@ -166,7 +198,7 @@ def test_segments_of_an_older_layout_never_answer_nor_alarm_and_are_built_again(
         con.execute("UPDATE meta SET value = ? WHERE key = 'segments'", (value.replace(f'"format": {FORMAT}, ', ""),))
     assert manifest(store).format == 1
     fulltext = FullText.open(store)
-    assert fulltext.warm() is None  # no segments opened
+    assert fulltext.warm(np.full(1, -1, dtype=np.int32), 0) is None  # no segments opened
     assert searched(store, "'config/ssr_cache.yaml") == want
     assert verify(store).damaged is None and not check(store).of("search_index_damaged")
     sync(store)
@@ -288,6 +320,25 @@ def test_release_lets_go_of_the_pages_a_search_mapped_in_and_answers_stay(store)
     assert mapped_kb(directory) == 0
     index._cache.clear()
     assert {hit.slug for hit in index.search("'config/ssr_cache.yaml", limit=1000).hits} == want
+
+
+def test_a_prepared_search_has_the_tables_its_first_body_and_head_terms_flag_through(store, monkeypatch):
+    """The rows of each segment's memories are tabled once the index answers, in the worker that prepares it: the
+    first key of a body term and of a head term (10-12 ms each at a million memories) find them made."""
+    sync(store)
+    index = SearchIndex.load(store, FullText.open(store))
+    index.prepare()
+    made = []
+    real = generation.Reader._rows
+
+    def tabling(self, segments, position, none):
+        kept = self._tables.get(id(segments))
+        made.append(kept is None or kept[0] is not segments or kept[1] is not position)
+        return real(self, segments, position, none)
+
+    monkeypatch.setattr(generation.Reader, "_rows", tabling)
+    assert index.search("config", limit=10).hits and index.search("^how", limit=10).hits
+    assert len(made) >= 2 and not any(made)  # bodies and heads both flagged, through tables made before
 
 
 def test_a_fold_that_read_a_scope_marked_sensitive_meanwhile_keeps_nothing(store):

@@ -356,11 +356,13 @@ class FullText:
         scrub_except(directory, {name, earlier} - {""})  # older generations: no index reads them now
         return self.snapshot()
 
-    def warm(self) -> tuple[int, np.ndarray] | None:
-        """Open the segments (for the worker that loads the search); returns what they cover (as
-        :meth:`flag_heads` does), None without segments of heads."""
+    def warm(self, position: np.ndarray, rows: int) -> tuple[int, np.ndarray] | None:
+        """Open the segments, with the tables of rows a search index (``position``: id -> row, of ``rows``) flags
+        through (for the worker that loads the search); returns what they cover (as :meth:`flag_heads` does),
+        None without segments of heads."""
         with contextlib.suppress(sqlite3.Error), self._reading:
             self.segments.refresh()
+            self.segments.tabulate(position, rows)
             if self.segments.heads is not None:
                 return self.segments.covered, self.segments.alive
         return None

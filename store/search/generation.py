@@ -254,6 +254,14 @@ class Reader:
         without segments of heads."""
         return self._flagged(self.heads, needle, position, flags)
 
+    def tabulate(self, position: np.ndarray, none: int) -> None:
+        """Make the tables of rows :meth:`flag` and :meth:`flag_heads` look up (see :meth:`_rows`) for ``position``,
+        ahead of the first term: for a million memories they take 10-12 ms a set of segments, which the first key
+        of a body term and the first of a head term each paid while a person typed."""
+        for segments in (self.segments, self.heads):
+            if segments is not None:
+                self._rows(segments, position, none)
+
     def _flagged(self, segments: Segments | None, needle: str, position: np.ndarray, flags: np.ndarray) -> bool:
         """A segments' answer flagged. One whose arrays point outside themselves (a file changed since its digest
         was taken) is dropped with all the others until the manifest changes, what it flagged cleared: a look at

@@ -174,7 +174,7 @@ class SearchIndex:
             self._field_bits(name)
         self.words.counts  # noqa: B018  (the scan's byte counts, computed on first use)
         self.loose_heads.prepare()
-        if self.fulltext is not None and (coverage := self.fulltext.warm()) is not None:
+        if self.fulltext is not None and (coverage := self.fulltext.warm(self.position, len(self.rows))) is not None:
             self._unsegmented(*coverage)[1].prepare()
         for letter in LETTERS:  # a query's first key: a scan of every head (55 ms at 1M), done here once
             with self._searching:  # a key typed meanwhile waits for one letter at most
