@@ -145,3 +145,19 @@ def test_heads_in_memory_are_segmented_only_past_the_threshold_and_answer_alike(
         in_memory.prepare()
     assert (in_memory._segments is not None) is many
     assert set(in_memory.rows(needle).tolist()) == {n for n, h in enumerate(padded_heads) if needle in h}
+
+
+def test_heads_asked_again_for_the_same_needle_answer_without_a_second_search(monkeypatch):
+    """A body term asks the heads of sensitive scopes for it, and its ranking asks again: the last answer is kept
+    (read-only), another needle is searched, and a console idle drops what is kept."""
+    heads = ["kafka lag", "config drift", "kafka consumer", "ledger"]
+    in_memory = Heads(Strings.of([padded(h) + "\0" for h in heads]))
+    searched = []
+    real = Words.rows
+    monkeypatch.setattr(Words, "rows", lambda self, needle: searched.append(needle) or real(self, needle))
+    first = in_memory.rows("kafka")
+    assert sorted(first.tolist()) == [0, 2] and in_memory.rows("kafka") is first and searched == ["kafka"]
+    assert not first.flags.writeable
+    assert in_memory.rows("con").tolist() == [1, 2] and searched == ["kafka", "con"]
+    in_memory.forget()
+    assert sorted(in_memory.rows("con").tolist()) == [1, 2] and searched == ["kafka", "con", "con"]

@@ -475,11 +475,17 @@ class Segments:
     def flag(self, needle: str, rows: Sequence[np.ndarray], flags: np.ndarray) -> None:
         """Set ``flags[rows[k][d]]`` for each memory ``d`` of segment ``k`` whose text contains ``needle``: each
         occurrence goes straight to its memory's flag, where ids to look up and map were a scatter, a gather and
-        two more passes over them (``conf`` at a million memories, 1.26 million occurrences: 13.6 ms to 9.8 ms)."""
+        two more passes over them (``conf`` at a million memories, 1.26 million occurrences: 13.6 ms to 9.8 ms).
+        Where a segment has more occurrences than memories, they are counted by memory first and only the memories
+        found are flagged (``con``, 1.77 million occurrences: 10.3-12.0 ms to 8.0-10.5 ms); ``take`` is numpy's
+        quicker gather of the others."""
         with self._lock:
             found, _ = self._occurrences(needle_bytes(needle))
         for hits, table in zip(found, rows, strict=True):
-            flags[table[hits.doc]] = 1
+            if len(hits.doc) > len(table):
+                flags[table[np.bincount(hits.doc, minlength=len(table)).astype(bool)]] = 1
+            else:
+                flags[np.take(table, hits.doc)] = 1
 
     def _occurrences(self, key: bytes) -> tuple[list[Hits], np.ndarray | None]:
         """Where ``key`` occurs in each segment, and the ids of its memories where they are known already. A
