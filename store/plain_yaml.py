@@ -122,6 +122,11 @@ def _signed_number(text: str) -> bool:
 
 
 _TAGS: dict[str, str] = {}
+_RECURRING = 32
+"""Texts up to this long are remembered (keys, types, sources, tags, scopes, trigger words: the few that recur);
+a title or a time rarely recurs, and remembered, the first thousands of them filled what was kept for the rest
+(a demo's build then analysed a trigger word afresh at every memory after its first 2,000)."""
+_REMEMBERED = 4096
 
 
 def _tag(text: str) -> str:
@@ -129,7 +134,7 @@ def _tag(text: str) -> str:
     tag = _TAGS.get(text)
     if tag is None:
         tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
-        if len(_TAGS) < 4096:
+        if len(text) <= _RECURRING and len(_TAGS) < _REMEMBERED:
             _TAGS[text] = tag
     return tag
 
@@ -203,7 +208,7 @@ def _plain(text: str, column: int) -> str:
     written = _WRITTEN.get(text)
     if written is None:
         written = _written(text)
-        if len(_WRITTEN) < 4096:
+        if len(text) <= _RECURRING and len(_WRITTEN) < _REMEMBERED:
             _WRITTEN[text] = written
     if not written or column + len(written) > _WIDTH:
         raise _Declined

@@ -200,6 +200,24 @@ def test_a_pick_and_a_number_below_take_what_choice_and_randrange_take_from_the_
     assert ours.getstate() == theirs.getstate()
 
 
+@given(seed=st.integers(0, 2**32), weights=st.lists(st.integers(0, 50), min_size=1, max_size=8).filter(any))
+def test_a_weighted_pick_takes_what_choices_takes_from_the_same_draw(seed, weights):
+    """``_weighted`` replaces ``choices`` for the type of each memory without changing a root: the same item (zero
+    weights included), and the generator left where ``choices`` leaves it."""
+    import itertools
+    import random
+
+    from engram.store.demo import _weighted
+
+    population = [f"type{n}" for n in range(len(weights))]
+    cumulative = list(itertools.accumulate(weights))
+    ours, theirs = random.Random(seed), random.Random(seed)
+    for _ in range(5):
+        want = theirs.choices(population, cum_weights=cumulative)[0]
+        assert _weighted(ours, population, cumulative, cumulative[-1] + 0.0) == want
+    assert ours.getstate() == theirs.getstate()
+
+
 def test_the_relations_of_a_chunk_hold_one_string_per_entity_and_scope():
     """Every relation naming an entity, or a scope, holds the string kept for it: the drawing process pickles each
     once a chunk (a new string per relation cost the pickling a quarter of its size, and the unpickling as much)."""

@@ -298,3 +298,15 @@ def test_a_text_written_before_is_still_folded_where_its_column_makes_it_too_lon
     assert plain_yaml.dump({"a_much_longer_key_of_thirty_chars": text}) is None
     dumps_alike({"a_much_longer_key_of_thirty_chars": text})
     assert plain_yaml.dump({"k": [text]}) == f"k:\n- {text}\n"
+
+
+def test_texts_that_rarely_recur_leave_room_for_those_that_do(monkeypatch):
+    """Titles and times are rarely written twice: thousands of them written first still leave the short texts that
+    recur (keys, tags, trigger words) remembered, each analysed once."""
+    monkeypatch.setattr(plain_yaml, "_WRITTEN", {})
+    monkeypatch.setattr(plain_yaml, "_TAGS", {})
+    for n in range(plain_yaml._REMEMBERED + 10):
+        assert plain_yaml.dump({"title": f"A title long enough never to be written again, number {n}"}) is not None
+    assert plain_yaml.dump({"triggers": ["idempotency-late"]}) == "triggers:\n- idempotency-late\n"
+    assert "idempotency-late" in plain_yaml._WRITTEN and "triggers" in plain_yaml._WRITTEN
+    assert not any(len(text) > plain_yaml._RECURRING for text in plain_yaml._WRITTEN)
