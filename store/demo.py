@@ -172,7 +172,6 @@ _TYPE_WEIGHTS = (
 )
 _TYPES = [t for t, _ in _TYPE_WEIGHTS]
 _CUM_WEIGHTS = list(itertools.accumulate(n for _, n in _TYPE_WEIGHTS))  # what ``choices`` makes of weights each call
-_TOTAL_WEIGHT = _CUM_WEIGHTS[-1] + 0.0
 _SOURCES = ("claude-code", "codex-rollout", "mcp", "manual")
 _TAGS = ("backend", "frontend", "ops", "data", "finance", "testing")
 _NUMBERS = range(2, 400)
@@ -219,10 +218,10 @@ def _pick(bits: Callable[[int], int], seq: Sequence[T]) -> T:
     return seq[_below(bits, len(seq))]
 
 
-def _weighted(rng: random.Random, population: Sequence[T], cumulative: Sequence[int], total: float) -> T:
-    """``rng.choices(population, cum_weights=cumulative)[0]`` (``total`` its last weight, as a float): the same
-    item from the same draw, as CPython makes it, without the checks ``choices`` repeats at each call (4 µs)."""
-    return population[bisect.bisect(cumulative, rng.random() * total, 0, len(population) - 1)]
+def _weighted(rng: random.Random, population: Sequence[T], cumulative: Sequence[int]) -> T:
+    """``rng.choices(population, cum_weights=cumulative)[0]``: the same item from the same draw, as CPython makes
+    it, without the checks ``choices`` repeats at each call (4 µs)."""
+    return population[bisect.bisect(cumulative, rng.random() * (cumulative[-1] + 0.0), 0, len(population) - 1)]
 
 
 def _sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
@@ -305,7 +304,7 @@ class _Writer:
     def memory(self, i: int) -> MemoryDoc:
         rng = self.rng
         project = None if rng.random() < 0.03 else _pick(self.bits, PROJECTS)
-        mtype = MemoryType.SESSION if i < 8 else _weighted(rng, _TYPES, _CUM_WEIGHTS, _TOTAL_WEIGHT)
+        mtype = MemoryType.SESSION if i < 8 else _weighted(rng, _TYPES, _CUM_WEIGHTS)
         proj = project or _pick(self.bits, PROJECTS[:3])
         scope = scope_hash_of(project[0]) if project else "_unscoped"
         # Memory i is made in the i-th of as many equal slices of the demo's months as there are memories, as an
