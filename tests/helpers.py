@@ -35,6 +35,17 @@ def events(root: Path) -> list[dict]:
     return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
 
 
+def mapped_kb(directory: Path) -> int:
+    """Resident kilobytes of this process's maps of files in ``directory`` (Linux's smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line[:1].isupper():  # a map's header: address range, permissions, ..., path
+            inside = str(directory) in line
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
 def shown(static: Static, width: int = 80) -> str:
     """The text a Static shows (whatever Rich renderable it holds), as a terminal ``width`` wide would."""
     console = Console(width=width, record=True, file=io.StringIO())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import fulltext_matching, open_after_letting_go
+from helpers import fulltext_matching, mapped_kb, open_after_letting_go
 from hypothesis import given
 from hypothesis import strategies as st
 from memoryd_emulation import memoryd_saves
@@ -295,17 +295,6 @@ def test_files_no_manifest_names_are_scrubbed(store):
     assert not orphan.exists()
     assert manifest(store).parts
     assert all(p.stat().st_mode & 0o077 == 0 for p in directory.iterdir())  # the owner's only, as the index is
-
-
-def mapped_kb(directory) -> int:
-    """Resident kilobytes of this process's maps of files in ``directory`` (Linux's smaps)."""
-    total, inside = 0, False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if not line[:1].isupper():  # a map's header: address range, permissions, ..., path
-            inside = str(directory) in line
-        elif inside and line.startswith("Rss:"):
-            total += int(line.split()[1])
-    return total
 
 
 def test_release_lets_go_of_the_pages_a_search_mapped_in_and_answers_stay(store):
