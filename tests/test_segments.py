@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.index import Memory
 from engram.store.search import generation
+from engram.store.search import segments as segments_module
 from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify
 from engram.store.search.index import SearchIndex
 from engram.store.search.segments import FORMAT, MARK_EVERY, STRIDE, Segment, Segments, text_of
@@ -328,6 +330,47 @@ def test_a_prepared_search_has_the_tables_its_first_body_and_head_terms_flag_thr
     monkeypatch.setattr(generation.Reader, "_rows", tabling)
     assert index.search("config", limit=10).hits and index.search("^how", limit=10).hits
     assert len(made) >= 2 and not any(made)  # bodies and heads both flagged, through tables made before
+
+
+def test_a_prepared_search_has_read_every_segments_text_and_marks_through(store, monkeypatch):
+    """A lookup reads a few bytes of text and marks at a time, at places no one can tell ahead: with their pages
+    on the disk (after a boot), a key waited on hundreds of reads, one after another. Preparing the index reads
+    them through once, in order; and that is all it reads (the offsets and memory numbers stay on the disk)."""
+    sync(store)
+    read: list[int] = []
+    real = segments_module.Probes.read_ahead
+
+    def recorded(self, buffer: bytearray) -> int:
+        read.append(real(self, buffer))
+        return read[-1]
+
+    monkeypatch.setattr(segments_module.Probes, "read_ahead", recorded)
+    SearchIndex.load(store, FullText.open(store)).prepare()
+    directory = segments_dir(cache_path(store))
+    files = [p for p in directory.iterdir() if p.name.endswith((".text.npy", ".marks.npy"))]
+    assert len(read) == len(files) // 2 >= 2  # segments of bodies and of heads
+    assert sum(read) == sum(p.stat().st_size for p in files)
+
+
+def test_a_key_typed_while_the_segments_are_read_ahead_is_answered(store, monkeypatch):
+    """Reading the segments through takes a while at a million memories (0.4 s from a fast disk): it is done
+    without the lock a key's lookup takes."""
+    sync(store)
+    index = SearchIndex.load(store, FullText.open(store))
+    answered: list[int] = []
+    while_reading: list[bool] = []
+    real = segments_module.Segments.read_ahead
+
+    def typed_meanwhile(self: segments_module.Segments) -> int:
+        typing = threading.Thread(target=lambda: answered.append(index.search("config", limit=10).total))
+        typing.start()
+        typing.join(timeout=5)
+        while_reading.append(not typing.is_alive())
+        return real(self)
+
+    monkeypatch.setattr(segments_module.Segments, "read_ahead", typed_meanwhile)
+    index.prepare()
+    assert while_reading == [True, True] and answered[0] > 0  # the bodies' segments, then the heads'
 
 
 def test_a_fold_that_read_a_scope_marked_sensitive_meanwhile_keeps_nothing(store):

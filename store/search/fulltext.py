@@ -358,14 +358,19 @@ class FullText:
 
     def warm(self, position: np.ndarray, rows: int) -> tuple[int, np.ndarray] | None:
         """Open the segments, with the tables of rows a search index (``position``: id -> row, of ``rows``) flags
-        through (for the worker that loads the search); returns what they cover (as :meth:`flag_heads` does),
-        None without segments of heads."""
+        through, and read what their lookups read most into the kernel's cache (for the worker that loads the
+        search; a key typed meanwhile is answered, as the reading is done without the lock); returns what they
+        cover (as :meth:`flag_heads` does), None without segments of heads."""
+        covered, opened = None, []
         with contextlib.suppress(sqlite3.Error), self._reading:
             self.segments.refresh()
             self.segments.tabulate(position, rows)
+            opened = [s for s in (self.segments.segments, self.segments.heads) if s is not None]
             if self.segments.heads is not None:
-                return self.segments.covered, self.segments.alive
-        return None
+                covered = self.segments.covered, self.segments.alive
+        for segments in opened:
+            segments.read_ahead()
+        return covered
 
     def release(self) -> None:
         """Let go of the segments' pages queries touched (see :meth:`Segment.release`): for a console idle, so a
