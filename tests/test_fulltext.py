@@ -400,7 +400,7 @@ def test_an_index_opened_from_the_kept_rows_asks_the_kernel_to_read_them_ahead(s
 
 
 def test_a_prepared_index_holds_none_of_the_kept_files_pages(store):
-    """Preparing scans every head for each letter where the kept files are mapped (146 MB at a million memories),
+    """Preparing scans every head for each letter where the kept files are mapped (75 MB at a million memories),
     which counted as the console's memory until someone typed and stopped: it lets go of them, and still answers
     from them."""
     index = kept(store)

@@ -335,7 +335,7 @@ def test_a_prepared_search_has_the_tables_its_first_body_and_head_terms_flag_thr
 def test_a_prepared_search_has_read_every_segments_text_and_marks_through(store, monkeypatch):
     """A lookup reads a few bytes of text and marks at a time, at places no one can tell ahead: with their pages
     on the disk (after a boot), a key waited on hundreds of reads, one after another. Preparing the index reads
-    them through once, in order; and that is all it reads (the offsets and memory numbers stay on the disk)."""
+    them through once, in order, and only them (the offsets and memory numbers stay on the disk)."""
     sync(store)
     read: list[int] = []
     real = segments_module.Probes.read_ahead

@@ -168,8 +168,9 @@ class SearchIndex:
         """What the first field, ``tag:`` or short term would otherwise build while a person types (80 ms at 100k
         memories for tags, 20 ms for the scan's byte counts, 5 ms for each letter): for the worker that loaded the
         index, once the index answers. The kept files the rows are read from are read ahead first, and let go of
-        last: the letters' scans read every head where it is mapped (146 MB at 1M), which counted as the console's
-        memory until a person typed and stopped, or the kernel took the pages back. They stay in its cache, and
+        last: the letters' scans read every head where it is mapped (75 MB at 1M, and as much again for the index
+        that replaces this one), which counted as the console's memory until a person typed and stopped, or the
+        kernel took the pages back. They stay in its cache, and
         the few a query reads are mapped again."""
         self.rows.prefetch()
         self._tag_bits()
