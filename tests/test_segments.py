@@ -332,24 +332,40 @@ def test_a_prepared_search_has_the_tables_its_first_body_and_head_terms_flag_thr
     assert len(made) >= 2 and not any(made)  # bodies and heads both flagged, through tables made before
 
 
-def test_a_prepared_search_has_read_every_segments_text_and_marks_through(store, monkeypatch):
+@pytest.fixture
+def read(monkeypatch) -> list[int]:
+    """The bytes each segment's read-ahead read, from now on."""
+    done: list[int] = []
+    real = segments_module.Probes.read_ahead
+
+    def recorded(self, buffer: bytearray) -> int:
+        done.append(real(self, buffer))
+        return done[-1]
+
+    monkeypatch.setattr(segments_module.Probes, "read_ahead", recorded)
+    return done
+
+
+def test_a_prepared_search_has_read_every_segments_text_and_marks_through(store, read):
     """A lookup reads a few bytes of text and marks at a time, at places no one can tell ahead: with their pages
     on the disk (after a boot), a key waited on hundreds of reads, one after another. Preparing the index reads
     them through once, in order, and only them (the offsets and memory numbers stay on the disk)."""
     sync(store)
-    read: list[int] = []
-    real = segments_module.Probes.read_ahead
-
-    def recorded(self, buffer: bytearray) -> int:
-        read.append(real(self, buffer))
-        return read[-1]
-
-    monkeypatch.setattr(segments_module.Probes, "read_ahead", recorded)
     SearchIndex.load(store, FullText.open(store)).prepare()
     directory = segments_dir(cache_path(store))
     files = [p for p in directory.iterdir() if p.name.endswith((".text.npy", ".marks.npy"))]
     assert len(read) == len(files) // 2 >= 2  # segments of bodies and of heads
     assert sum(read) == sum(p.stat().st_size for p in files)
+
+
+def test_the_segments_are_read_ahead_once_for_the_indexes_an_open_prepares(store, read):
+    """An open prepares the index from the kept rows, then the one from index.db, over the same segments."""
+    sync(store)
+    fulltext = FullText.open(store)
+    SearchIndex.load(store, fulltext).prepare()
+    once = len(read)
+    SearchIndex.load(store, fulltext).prepare()
+    assert once >= 2 and len(read) == once
 
 
 def test_a_key_typed_while_the_segments_are_read_ahead_is_answered(store, monkeypatch):

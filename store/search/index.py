@@ -170,8 +170,7 @@ class SearchIndex:
         index, once the index answers. The kept files the rows are read from are read ahead first, and let go of
         last: the letters' scans read every head where it is mapped (75 MB at 1M, and as much again for the index
         that replaces this one), which counted as the console's memory until a person typed and stopped, or the
-        kernel took the pages back. They stay in its cache, and
-        the few a query reads are mapped again."""
+        kernel took the pages back. They stay in its cache, and the few a query reads are mapped again."""
         self.rows.prefetch()
         self._tag_bits()
         for name in FIELDS:
