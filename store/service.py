@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from peewee import SQL, Database
 
 from engram.store.audit import chain
-from engram.store.audit.checkpoints import default_book
+from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
 from engram.store.index import AuditOutbox, Index, Memory, OutboxGuard, as_peewee_errors, tuples
@@ -144,6 +144,7 @@ class Store:
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
         self.checkpoints = default_book(layout.root)
         self._writer: FileWriter | None = None  # see writing_elsewhere
+        self._move_checked = False  # see record_move
 
     def now(self) -> datetime:
         return self.clock()
@@ -253,6 +254,8 @@ class Store:
         ``index_update`` writes index rows for the whole batch at once, before the changes' own (which may refer
         to them)."""
         self.index.writable()
+        if not self._move_checked:
+            self.record_move()
         if self.index.rebuilt and not self._registering:
             self._register_sensitive_again()
         queued: list[tuple[str, Change, dict[str, Any]]] = []  # op id, change, audit event
@@ -313,6 +316,26 @@ class Store:
         for items in retiring.values():
             retire.finish(self.layout, items)
         self.flush_audit_outbox()
+
+    def record_move(self) -> None:
+        """A root moved or copied from where engram checkpointed its log is not tampered with: adopt the
+        checkpoint signed for it there (see :meth:`CheckpointBook.adopt`) and record the move as its own event,
+        before the first change here. Until that event is in, the adopted checkpoint still names the old place,
+        so a crash in between is finished by the next write or verify. A read-only root adopts without
+        recording."""
+        self._move_checked = True
+        try:
+            adopted = self.checkpoints.adopt(self.layout.audit_path)
+        except (StoreError, OSError) as exc:
+            self.audit_warning = f"audit checkpoint not adopted: {exc}"
+            return
+        if adopted is None or adopted.root == self.checkpoints.root or self.read_only:
+            return
+        if any('"audit_root_moved"' in event or '"audit_root_copied"' in event for _, event in self.queued_events()):
+            return  # recorded, waiting for the log to take appends again
+        copied = holds_log(Path(adopted.root), adopted.log_id)
+        details = {"from": adopted.root, "to": self.checkpoints.root, "lines": adopted.size, "signed": adopted.ts}
+        self.apply(Change("audit_root_copied" if copied else "audit_root_moved", None, None, details))
 
     def _register_sensitive_again(self) -> None:
         """memoryd's rebuild-index dropped the ``sensitive_scopes`` rows, and memoryd's next save into such a scope

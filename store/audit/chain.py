@@ -245,6 +245,27 @@ def first_engram_line(path: Path, besides: set[str]) -> int | None:
     return None
 
 
+def heads_at(path: Path, sizes: set[int]) -> dict[int, tuple[str, int]]:
+    """The running digest and byte offset just past line ``n`` for each ``n`` in ``sizes`` the log has as complete
+    lines: what a checkpoint of ``n`` lines pinned, if it is this log's. One read, stopping at the largest."""
+    found: dict[int, tuple[str, int]] = {}
+    if not sizes:
+        return found
+    last, acc, offset = max(sizes), "", 0
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return found
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if n > last or not raw.endswith(b"\n"):
+                break
+            acc, offset = accumulate(acc, raw), offset + len(raw)
+            if n in sizes:
+                found[n] = (acc, offset)
+    return found
+
+
 def fold_lines(path: Path, size: int, acc: str, offset: int) -> tuple[int, str, int] | None:
     """Fold the complete lines after byte ``offset`` into the running digest: ``(lines, digest, offset)``
     at the log's last complete line. None if ``offset`` is no longer a line end of this file (it was cut)."""

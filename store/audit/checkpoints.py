@@ -13,6 +13,13 @@ lines, and the copy engram keeps in a second directory the user chooses (``[audi
 config.toml, or ``$ENGRAM_CHECKPOINT_COPY``: another disk, a synced folder, anywhere outside the data root).
 Only a person starts a new checkpoint (``engram audit checkpoint --restore``/``--reset``).
 
+A checkpoint is filed under the root's absolute path, but it belongs to a log, not to a place: a root copied or
+moved (a backup restored elsewhere, a new disk, ``mv``) has no checkpoint under its new path, and that is not
+tampering. :meth:`CheckpointBook.adopt` finds the checkpoint engram signed for the log wherever the root lived,
+by what it proves: same first line, and its ``(size, head)`` a prefix of this log. The store then records the
+move as an audit event (see :meth:`engram.store.service.Store.record_move`). Copies keep a checkpoint each from
+then on, filed under their own paths, so neither makes the other look tampered.
+
 The signature scheme (the ``cryptography`` package) is imported by the first signature made or checked, not
 with this module, which every command and the console's first frame import.
 """
@@ -28,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engram.store.audit.chain import first_engram_line, first_line, fold_lines, line_hash
+from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash
 from engram.store.errors import StoreError
 from engram.store.settings import load_settings
 from engram.store.write.atomic import ensure_dir, write_atomic
@@ -93,6 +100,14 @@ class Checkpoint:
             raise CheckpointRejected(f"{source}: not a checkpoint ({exc})") from None
 
 
+@dataclass(frozen=True)
+class Adoption:
+    """A checkpoint engram signed for this log under another root path, found by :meth:`CheckpointBook.adopt`."""
+
+    checkpoint: Checkpoint
+    moved: bool  # the root it was signed for no longer holds this log (else this root is a copy of it)
+
+
 def _public_b64(key: Ed25519PublicKey) -> str:
     from cryptography.hazmat.primitives import serialization
 
@@ -107,9 +122,8 @@ class CheckpointBook:
 
     def __init__(self, root: Path, state_dir: Path, config_dir: Path, copy_dir: Path | None = None) -> None:
         self.root = str(root.resolve())
-        root_id = hashlib.sha256(self.root.encode("utf-8")).hexdigest()[:16]
-        self.path = state_dir / "checkpoints" / f"{root_id}.json"
-        self.copy_path = None if copy_dir is None else copy_dir / f"{root_id}.json"
+        self.path = state_dir / "checkpoints" / _file_name(self.root)
+        self.copy_path = None if copy_dir is None else copy_dir / _file_name(self.root)
         self.key_path = config_dir / KEY_FILE
         self.warning: str | None = None  # set when the copy could not be kept up to date
         self._key: Ed25519PrivateKey | None = None
@@ -161,24 +175,112 @@ class CheckpointBook:
         return checkpoint
 
     def missing(self, log: Path, besides: set[str]) -> str | None:
-        """Why this log should have a checkpoint, asked when the stored one is absent (the finding "checkpoint
-        missing"), or None when it need not have one yet.
+        """Why this log should have a checkpoint, asked when the stored one is absent and none could be adopted
+        (the finding "checkpoint missing"), or None when it need not have one yet. The innocent causes come
+        first, then what an attacker would have done, then the commands that settle it.
 
         ``besides``: op_ids of engram events being appended right now, which do not count as a write engram had
         finished (and checkpointed) before: a first write that crashed before its checkpoint is no alarm.
         """
-        gone = f"checkpoint missing: {self.path} is gone (deleted, engram's state directory cleared, or the root moved)"
         fix = (
-            "; compare with a checkpoint you kept (`engram audit checkpoint --restore FILE`), or, if you trust "
-            "the log as it is, `engram audit checkpoint --reset`"
+            ". If you kept a checkpoint, `engram audit checkpoint --restore FILE` checks the log against it; if you "
+            "trust the log as it is, `engram audit checkpoint --reset` starts a new one (both are recorded)"
         )
         copy = self.kept_copy()
         if copy is not None:
-            return f"{gone}; the copy of {copy.ts} ({copy.size} lines) is still at {self.copy_path}{fix}"
+            return (
+                f"checkpoint missing: {self.path} is gone (engram's state directory cleared, or the checkpoint "
+                f"deleted to hide a rewrite); the copy of {copy.ts} ({copy.size} lines) is still at "
+                f"{self.copy_path}: `engram audit checkpoint --restore {self.copy_path}` checks the log against it"
+            )
         line = first_engram_line(log, besides)
-        if line is not None:
-            return f"{gone}, yet engram has written to this log (line {line}){fix}"
-        return None
+        if line is None:
+            return None
+        others = "".join(f"; {why}" for why in self.unmatched(log))
+        return (
+            f"checkpoint missing: engram has written to this log (line {line}) and no checkpoint of engram's "
+            f"matches it. Likely innocent causes: engram's state directory is new or was cleared (a new machine or "
+            f"user), or this root was copied from a machine whose checkpoints are not here. Otherwise the checkpoint "
+            f"was deleted to hide a rewrite{others}{fix}"
+        )
+
+    def adopt(self, log: Path) -> Checkpoint | None:
+        """This root's checkpoint; when it has none of its own, the one engram signed for this log under another
+        root path (it was moved or copied here), filed under this root's path as it was signed (its ``root``
+        still names the old place: :meth:`engram.store.service.Store.record_move` records the move, and the next
+        advance signs it for here). A moved root's old files are removed, so a new root made at the old place
+        does not look like a replaced log. None if there is nothing to adopt."""
+        current = self.latest()
+        if current is not None or (self.copy_path is not None and self.copy_path.exists()):
+            return current  # a kept copy of this root's own: its deletion is a finding, see missing()
+        found = self.adoptable(log)
+        if found is None:
+            return None
+        ensure_dir(self.path.parent, mode=0o700)
+        write_atomic(self.path, found.checkpoint.to_json().encode("utf-8"), mode=0o600)
+        if found.moved:
+            for old in self._files_of(found.checkpoint.root):
+                old.unlink(missing_ok=True)
+        return found.checkpoint
+
+    def adoptable(self, log: Path) -> Adoption | None:
+        """The largest checkpoint of another root's, signed with engram's key, that pins a prefix of ``log``."""
+        matching = [c for c in self._others(log) if self._pins_prefix(log, [c])]
+        if not matching:
+            return None
+        best = max(matching, key=lambda c: (c.size, c.ts))
+        return Adoption(best, moved=not holds_log(Path(best.root), best.log_id))
+
+    def unmatched(self, log: Path) -> list[str]:
+        """What the other roots' checkpoints of this log say, when none pins a prefix of it: a restored backup
+        older than the newest checkpoint looks exactly like a log cut short, so both are named."""
+        said, others = [], self._others(log)
+        count = _count_lines(log) if others else 0
+        for other in others:
+            if count < other.size:
+                said.append(
+                    f"the checkpoint of {other.root} ({other.ts}) records {other.size} lines of this log and it has "
+                    f"{count}: this root is a backup from before that checkpoint, or lines were removed"
+                )
+            else:
+                said.append(
+                    f"the checkpoint of {other.root} ({other.ts}) shares this log's first line but not its first "
+                    f"{other.size} lines: the copies diverged before that checkpoint, or the history was rewritten"
+                )
+        return said
+
+    def _others(self, log: Path) -> list[Checkpoint]:
+        """Checkpoints engram signed for this log (same first line) under other root paths: the state directory's
+        and the copy directory's, each verified against engram's own key (a forged one is skipped)."""
+        first = first_line(log)
+        if first is None:
+            return []
+        log_id, own = line_hash(first), {self.path, self.copy_path}
+        found: dict[tuple[str, int, str], Checkpoint] = {}
+        for folder in (self.path.parent, None if self.copy_path is None else self.copy_path.parent):
+            for path in sorted(folder.glob("*.json")) if folder is not None and folder.is_dir() else []:
+                if path in own:
+                    continue
+                try:
+                    checkpoint = self._load(path)
+                except (CheckpointRejected, StoreError):
+                    continue
+                if checkpoint is not None and checkpoint.log_id == log_id and checkpoint.root != self.root:
+                    found.setdefault((checkpoint.root, checkpoint.size, checkpoint.head), checkpoint)
+        return list(found.values())
+
+    @staticmethod
+    def _pins_prefix(log: Path, checkpoints: list[Checkpoint]) -> bool:
+        heads = heads_at(log, {c.size for c in checkpoints})
+        return all(heads.get(c.size) == (c.head, c.offset) for c in checkpoints)
+
+    def _files_of(self, root: str) -> list[Path]:
+        """Where a root's checkpoint and its copy are filed."""
+        name = _file_name(root)
+        files = [self.path.parent / name]
+        if self.copy_path is not None:
+            files.append(self.copy_path.parent / name)
+        return files
 
     def verify_signature(self, checkpoint: Checkpoint, trusted: bool) -> None:
         """``trusted``: only engram's own key counts. Otherwise the key the checkpoint names is used (a printed
@@ -262,6 +364,27 @@ class CheckpointBook:
         write_atomic(self.path, checkpoint.to_json().encode("utf-8"), mode=0o600)
         self._keep_copy(checkpoint)
         return checkpoint
+
+
+def _file_name(root: str) -> str:
+    return hashlib.sha256(root.encode("utf-8")).hexdigest()[:16] + ".json"
+
+
+def holds_log(root: Path, log_id: str) -> bool:
+    """Whether ``root`` still holds the log ``log_id`` names (then a root with that log elsewhere is a copy)."""
+    try:
+        first = first_line(root / "audit" / "audit.jsonl")
+    except OSError:
+        return False
+    return first is not None and line_hash(first) == log_id
+
+
+def _count_lines(log: Path) -> int:
+    try:
+        with log.open("rb") as fh:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        return 0
 
 
 COPY_ENV = "ENGRAM_CHECKPOINT_COPY"

@@ -24,10 +24,13 @@ class NotSigned(StoreError):
 def verify_log(store: Store, progress: Callable[[int], None] | None = None) -> Verdict:
     """Verify the chain against the stored checkpoint and its kept copy; a valid log then gets a fresh checkpoint.
 
-    A checkpoint that should be there and is not (see :meth:`CheckpointBook.missing`) is a finding, and nothing
-    is signed: signing now would vouch for whatever the log holds after its evidence was removed.
+    A root moved or copied from where engram checkpointed it adopts that checkpoint first (see
+    :meth:`Store.record_move`). A checkpoint that should be there and is not (see
+    :meth:`CheckpointBook.missing`) is a finding, and nothing is signed: signing now would vouch for whatever the
+    log holds after its evidence was removed.
     """
     book = store.checkpoints
+    store.record_move()
     try:
         checkpoint, copy = book.latest(), book.kept_copy()
     except CheckpointRejected as exc:

@@ -31,6 +31,8 @@ from engram.store.audit.checkpoints import Checkpoint
 VALID, TAMPERED, TORN, UNREADABLE = "valid", "tampered", "torn_tail", "unreadable"
 SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside
 MAX_PROBLEMS = 1000  # listed; the rest are counted
+# What settles the one case a checkpoint cannot tell from tampering: a person who restored a backup says so.
+RESTORED = "if you restored a backup, `engram audit checkpoint --reset` accepts the log as it is, recorded"
 
 
 @dataclass(frozen=True)
@@ -248,8 +250,9 @@ def _check_pin(verdict: Verdict, n: int, raw: bytes, checkpoint: Checkpoint) -> 
     elif n == checkpoint.size and verdict.head != checkpoint.head:
         verdict.add(
             n,
-            f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts} "
-            "(history rewritten with recomputed hashes)",
+            f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts}: the history was "
+            "rewritten with recomputed hashes, or this root was restored from a backup older than that checkpoint "
+            f"and written to since ({RESTORED})",
         )
 
 
@@ -259,7 +262,9 @@ def _against_checkpoints(verdict: Verdict, pins: list[Checkpoint]) -> Verdict:
     for pin in pins:
         if verdict.lines < pin.size:
             verdict.add(
-                None, f"truncated: the checkpoint of {pin.ts} records {pin.size} lines, the log has {verdict.lines}"
+                None,
+                f"truncated: the checkpoint of {pin.ts} records {pin.size} lines, the log has {verdict.lines}: "
+                f"lines were removed, or this root was restored from a backup older than that checkpoint ({RESTORED})",
             )
             verdict.checkpoint = "larger than log"
     if verdict.checkpoint == "pending":
