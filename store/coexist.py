@@ -10,12 +10,15 @@ encrypted files are indexed again by the ordinary ``enc_without_row`` repair, wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from engram.store.drift.scan import FileEntry
-from engram.store.index import Imported, Memory, Promotion, PromotionNote
+from engram.store.errors import StoreError
+from engram.store.index import Imported, Memory, Promotion, PromotionNote, SealedPromotion
+from engram.store.sensitive.crypto import decrypt, encrypt
 from engram.store.service import Change, Store
 
 PROMOTION_COLUMNS = (
@@ -85,9 +88,78 @@ def register_again(store: Store, scope: Unregistered) -> str:
     return f"registered scope {scope.scope_hash} as sensitive again ({scope.why})"
 
 
+def sealing(store: Store, promotion_id: int, index_update: Callable[[], object]) -> Callable[[], None]:
+    """A decision's index update, followed by :func:`seal_promotion` of what it left."""
+
+    def update() -> None:
+        index_update()
+        seal_promotion(store, promotion_id)
+
+    return update
+
+
+def seal_promotion(store: Store, promotion_id: int) -> None:
+    """Inside a decision's transaction: keep a promotion of a sensitive scope, as the decision leaves it, sealed
+    under the scope's key. engram keeps no plaintext copy of those (see ``MIRRORED``), so without this memoryd's
+    rebuild-index would erase the decision for good. Only under a key proven this session: a typo'd passphrase
+    must not seal what nobody can open again (the decision is then named from the audit log alone)."""
+    row = Promotion.get_or_none(Promotion.id == promotion_id)
+    if row is None or row.scope_hash not in store.sensitive_scopes() or not store.keys.proven(row.scope_hash):
+        return
+    values = {column: getattr(row, column) for column in PROMOTION_COLUMNS}
+    sealed = encrypt(json.dumps(values).encode("utf-8"), store.keys.key_for(row.scope_hash), row.scope_hash)
+    SealedPromotion.replace(
+        id=row.id, scope_hash=row.scope_hash, status=row.status, decided_at=row.decided_at, sealed=sealed
+    ).execute()
+
+
+@dataclass(frozen=True)
+class SealedLost:
+    """A sealed promotion index.db lost whose scope's key is not at hand: named, put back once unlocked."""
+
+    id: int
+    scope_hash: str
+    status: str
+    decided_at: str | None
+
+
+def lost_sealed(store: Store) -> tuple[list[dict[str, Any]], list[SealedLost]]:
+    """Sealed promotions index.db lost since a rebuild: opened (their rows), and still locked."""
+    if not store.index.rebuilt or not store.index.has(SealedPromotion):
+        return [], []
+    present = {p.id: p.scope_hash for p in Promotion.select(Promotion.id, Promotion.scope_hash)}
+    opened, locked = [], []
+    for row in SealedPromotion.select().order_by(SealedPromotion.id):
+        if present.get(row.id) == row.scope_hash:
+            continue
+        if not store.keys.can_open(row.scope_hash):
+            locked.append(SealedLost(row.id, row.scope_hash, row.status, row.decided_at))
+            continue
+        try:  # reading under a wrong key fails to authenticate: it cannot go wrong the way sealing could
+            values = json.loads(decrypt(bytes(row.sealed), store.keys.key_for(row.scope_hash), row.scope_hash))
+        except (StoreError, ValueError):
+            locked.append(SealedLost(row.id, row.scope_hash, row.status, row.decided_at))
+            continue
+        if present.get(row.id) is None or not _same_proposal(values):
+            opened.append(values)
+    return opened, locked
+
+
+def _same_proposal(values: dict[str, Any]) -> bool:
+    return (
+        Promotion.get_or_none(
+            Promotion.source_session_slug == values["source_session_slug"],
+            Promotion.created_at == values["created_at"],
+            Promotion.proposed_title == values["proposed_title"],
+        )
+        is not None
+    )
+
+
 def lost_promotions(store: Store) -> list[dict[str, Any]]:
-    """Promotions engram's copy holds that index.db lost (only asked after a rebuild: otherwise index.db is the
-    truth and the copy follows it)."""
+    """Promotions engram's copies hold that index.db lost (only asked after a rebuild: otherwise index.db is the
+    truth and the copy follows it): the plain copy's, and the sealed ones whose scope is unlocked (see
+    :func:`lost_sealed` for the rest)."""
     if not store.index.rebuilt:
         return []
     present = {
@@ -99,7 +171,8 @@ def lost_promotions(store: Store) -> list[dict[str, Any]]:
         dict(zip(PROMOTION_COLUMNS, r, strict=True))
         for r in store.index.db.execute_sql(f"SELECT {names} FROM engram.engram_promotions ORDER BY id")
     ]
-    return [r for r in rows if (r["source_session_slug"], r["created_at"], r["proposed_title"]) not in present]
+    plain = [r for r in rows if (r["source_session_slug"], r["created_at"], r["proposed_title"]) not in present]
+    return plain + lost_sealed(store)[0]
 
 
 def restore_promotions(store: Store) -> str | None:
@@ -126,6 +199,8 @@ def restore_promotions(store: Store) -> str | None:
             new_id = Promotion.insert(**{k: v for k, v in row.items() if k != "id"}).execute()
             moved[row["id"]] = new_id
             store.index.db.execute_sql("DELETE FROM engram.engram_promotions WHERE id = ?", (row["id"],))
+            SealedPromotion.delete().where(SealedPromotion.id == row["id"]).execute()
+            seal_promotion(store, new_id)
             PromotionNote.update(promotion_id=new_id).where(PromotionNote.promotion_id == row["id"]).execute()
             Imported.update(promotion_id=new_id).where(Imported.promotion_id == row["id"]).execute()
 
@@ -149,7 +224,11 @@ def restore_promotions(store: Store) -> str | None:
 def claim_index(store: Store) -> str | None:
     """Once nothing the rebuild took is missing (registrations, promotions): this index.db is the one engram
     knows from now on, and its copies follow it again."""
-    if lost_promotions(store) or any(s.why.startswith("sensitive before") for s in unregistered_scopes(store, [])):
+    if (
+        lost_promotions(store)
+        or lost_sealed(store)[1]
+        or any(s.why.startswith("sensitive before") for s in unregistered_scopes(store, []))
+    ):
         return None
     store.apply(Change("index_rebuild_reconciled", None, None, {}, index_update=store.index.write_identity))
     return "index.db rebuilt by memoryd: everything engram keeps is restored, and it is recorded as known"

@@ -19,6 +19,7 @@ from typing import Any
 
 from peewee import (
     AutoField,
+    BlobField,
     CompositeKey,
     FloatField,
     IntegerField,
@@ -316,6 +317,20 @@ class KeyVerifier(_Own):
         table_name = "engram_key_verifier"
 
 
+class SealedPromotion(_Own):
+    """A promotion of a sensitive scope engram decided, sealed under its scope's key (migration 108): see
+    :func:`engram.store.coexist.seal_promotion`."""
+
+    id = IntegerField(primary_key=True)
+    scope_hash = TextField()
+    status = TextField()
+    decided_at = TextField(null=True)
+    sealed = BlobField()
+
+    class Meta:
+        table_name = "engram_sealed_promotions"
+
+
 MODELS = (
     Memory,
     Trigger,
@@ -337,6 +352,7 @@ MODELS = (
     ScopeLabel,
     Imported,
     KeyVerifier,
+    SealedPromotion,
 )
 
 ENGRAM_DB = "engram.db"

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engram.store import secrets
+from engram.store import coexist, secrets
 from engram.store.columns import parse_json_list
 from engram.store.domain import DecayState, MemoryType, PromotionStatus
 from engram.store.errors import BadInput, Conflict, NotFound, StoreError
@@ -304,7 +304,7 @@ def write_promoted(
         promotion.scope_hash,
         details,
         writes=writes,
-        index_update=index_update,
+        index_update=coexist.sealing(store, promotion.id, index_update),
         precondition=_still_status(promotion.id, promotion.status),
     )
     with store.index.overwriting() if redacted else contextlib.nullcontext():
@@ -315,6 +315,7 @@ def write_promoted(
 def reject(store: Store, promotion_id: int, reason: str | None = None) -> Rejected:
     """Reject a pending promotion; nothing is written but the status, ``decided_at``, the reason and the event."""
     promotion = _pending(store, promotion_id)
+    _prove_quietly(store, promotion.scope_hash)
 
     def index_update() -> None:
         Promotion.update(status=PromotionStatus.REJECTED.value, decided_at=store.now().isoformat()).where(
@@ -329,7 +330,7 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
             str(promotion_id),
             promotion.scope_hash,
             {"source_session_slug": promotion.source_session_slug, "reason": reason},
-            index_update=index_update,
+            index_update=coexist.sealing(store, promotion_id, index_update),
             precondition=_still_pending(promotion_id),
         )
     )
@@ -339,6 +340,7 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
 def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferred:
     """Put a pending promotion off: it stays pending for memoryd, and sinks in engram's default order."""
     promotion = _pending(store, promotion_id)
+    _prove_quietly(store, promotion.scope_hash)
     note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
     before = (note.deferred_at, note.defer_reason) if note else (None, None)
     store.apply(
@@ -347,7 +349,11 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
             str(promotion_id),
             promotion.scope_hash,
             {"reason": reason},
-            index_update=lambda: _note(promotion_id, deferred_at=store.now().isoformat(), defer_reason=reason),
+            index_update=coexist.sealing(
+                store,
+                promotion_id,
+                lambda: _note(promotion_id, deferred_at=store.now().isoformat(), defer_reason=reason),
+            ),
             precondition=_still_pending(promotion_id),
         )
     )
@@ -391,7 +397,7 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
             promotion.scope_hash,
             {"promotion_id": promotion_id},
             writes=[write],
-            index_update=index_update,
+            index_update=coexist.sealing(store, promotion_id, index_update),
             removals=[rel],
             precondition=_still_pending(promotion_id),
         )
@@ -432,8 +438,18 @@ def undo(store: Store, decision: Decision) -> None:
     if promotion.status != expected:
         raise Conflict(f"promotion #{promotion.id} is {promotion.status} now: nothing to undo")
     change = _UNDO[type(decision)](store, decision)
+    if change.index_update is not None:
+        change.index_update = coexist.sealing(store, promotion.id, change.index_update)
     change.details = {"undid": type(decision).__name__.lower(), "promotion_id": promotion.id, **change.details}
     store.apply(change)
+
+
+def _prove_quietly(store: Store, scope_hash: str) -> None:
+    """A decision that writes no file needs no key, but a decision in a sensitive scope is sealed (see
+    :func:`coexist.seal_promotion`) when the key is at hand: prove it if it can be, and go on if it cannot."""
+    if scope_hash in store.sensitive_scopes() and store.keys.can_open(scope_hash):
+        with contextlib.suppress(StoreError):
+            keyproof.prove(store, scope_hash)
 
 
 def _reopen(promotion_id: int, **note: Any) -> None:

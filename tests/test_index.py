@@ -44,6 +44,7 @@ ENGRAM_MIGRATIONS = [
     "105_engram_imports.sql",
     "106_engram_own_records.sql",
     "107_engram_key_verifier.sql",
+    "108_engram_sealed_promotions.sql",
 ]
 
 

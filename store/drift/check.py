@@ -24,7 +24,7 @@ from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_fact
 from engram.store.drift.scan import FileEntry, appeared_since, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Binding, Memory, Promotion, Rekey
+from engram.store.index import Binding, Memory, Promotion, PromotionNote, Rekey
 from engram.store.promotions import slug_promoted_from
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
@@ -77,6 +77,11 @@ KINDS: dict[str, tuple[str, bool]] = {
         True,
     ),
     "promotion_lost": ("promotion memoryd's rebuild-index removed from index.db (engram kept a copy)", True),
+    "decision_lost": (
+        "promotion engram decided that index.db no longer holds and engram kept no copy of (a sensitive scope "
+        "decided while locked): named from the audit log, to decide again if memoryd proposes it again",
+        False,
+    ),
     "decision_overwritten": (
         "promotion engram decided that another writer decided otherwise afterwards (memoryd "
         "approves and rejects without checking status): decide again",
@@ -102,6 +107,9 @@ KINDS: dict[str, tuple[str, bool]] = {
 }
 # reported and counted, but the normal work of memoryd or of a missing key: they do not make ``check`` fail
 NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory"})
+# a person's work is named in full, in the text and in --json, never as a few examples: what repair cannot fix,
+# and the decisions a rebuild took away
+LISTED_IN_FULL = frozenset({k for k, (_, fixable) in KINDS.items() if not fixable} | {"promotion_lost"})
 
 
 @dataclass
@@ -145,7 +153,8 @@ class Report:
             out[f.kind] = out.get(f.kind, 0) + 1
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, every: bool = False) -> dict[str, Any]:
+        """``every``: each kind's every finding under ``items``, not only those of :data:`LISTED_IN_FULL`."""
         return {
             "files": self.files,
             "rows": self.rows,
@@ -160,6 +169,11 @@ class Report:
                     "drift": kind not in NOT_DRIFT,
                     "count": len(items),
                     "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]],
+                    **(
+                        {"items": [{"path": f.path, "detail": f.detail, **f.data} for f in items]}
+                        if every or kind in LISTED_IN_FULL
+                        else {}
+                    ),
                 }
                 for kind in KINDS
                 if (items := self.of(kind))
@@ -218,8 +232,9 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
             f"started {rekey.started_at} (to {rekey.new_source}); run it again with both keys",
             scope_hash=rekey.scope_hash,
         )
-    _check_rebuild(store, files, report)
-    _check_engram_decisions(store, report)
+    decided = _engram_decisions(store)
+    lost = _check_rebuild(store, files, decided, report)
+    _check_engram_decisions(store, decided, lost, report)
     for op_id, _ in queued:
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     return report
@@ -354,13 +369,16 @@ def _check_search_index(verdict: Verdict, report: Report) -> None:
         report.add("search_index_sensitive", verdict.path, f"{verdict.sensitive} memories of sensitive scopes")
 
 
-def _check_engram_decisions(store: Store, report: Report) -> None:
-    """What engram decided, by its own audit lines, that the root contradicts now: a promotion whose status is
-    no longer the one engram's last decision gave it (memoryd approves and rejects without looking at the
-    status), and a supersedes link engram confirmed (and never took back) that the newer memory's frontmatter
-    no longer lists. One pass over the log."""
-    decided: dict[int, tuple[str, int]] = {}  # promotion id -> (status engram's last decision left, its line)
-    confirmed: dict[tuple[str, str], int] = {}  # (newer, older) -> line of engram's confirmation, while it stands
+@dataclass
+class EngramDecisions:
+    """What engram decided, by its own audit lines (one pass over the log)."""
+
+    promotions: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # id -> (status, line, ts) standing
+    links: dict[tuple[str, str], int] = field(default_factory=dict)  # (newer, older) -> line of the confirmation
+
+
+def _engram_decisions(store: Store) -> EngramDecisions:
+    decided = EngramDecisions()
     for event in events(store.layout.audit_path):
         if "this_hash" not in event:
             continue
@@ -368,19 +386,29 @@ def _check_engram_decisions(store: Store, report: Report) -> None:
         if kind in DECISIONS or kind == "undo_applied":
             pid = _promotion_of(kind, target, _details(event))
             if pid is not None:
-                decided.pop(pid, None)
+                decided.promotions.pop(pid, None)
                 if kind in DECISIONS:
-                    decided[pid] = (DECISIONS[kind], event["line"])
+                    decided.promotions[pid] = (DECISIONS[kind], event["line"], str(event.get("ts", "")))
         elif kind in ("supersede_confirmed", "supersede_rejected", "supersede_undone"):
             older = _details(event).get("older")
             if isinstance(older, str):
-                confirmed.pop((target, older), None)
+                decided.links.pop((target, older), None)
                 if kind == "supersede_confirmed":
-                    confirmed[(target, older)] = event["line"]
-    ids = list(decided)
+                    decided.links[(target, older)] = event["line"]
+    return decided
+
+
+def _check_engram_decisions(store: Store, decided: EngramDecisions, lost: set[int], report: Report) -> None:
+    """What engram decided that the root contradicts now: a promotion whose status is no longer the one engram's
+    last decision gave it (memoryd approves and rejects without looking at the status), one index.db no longer
+    holds at all and that no copy of engram's can put back (``lost``: those a copy can), and a supersedes link
+    engram confirmed (and never took back) that the newer memory's frontmatter no longer lists."""
+    ids = [pid for pid in decided.promotions if pid not in lost]
+    found: set[int] = set()
     for batch in range(0, len(ids), 500):
         for row in Promotion.select(Promotion.id, Promotion.status).where(Promotion.id.in_(ids[batch : batch + 500])):
-            status, line = decided[row.id]
+            found.add(row.id)
+            status, line, _ = decided.promotions[row.id]
             if row.status != status:
                 report.add(
                     "decision_overwritten",
@@ -390,7 +418,17 @@ def _check_engram_decisions(store: Store, report: Report) -> None:
                     engram=status,
                     now=row.status,
                 )
-    _check_confirmed_links(store, confirmed, report)
+    for pid in (pid for pid in ids if pid not in found):
+        status, line, ts = decided.promotions[pid]
+        report.add(
+            "decision_lost",
+            None,
+            f"#{pid}: {status} by engram at {ts} (audit line {line}); index.db no longer holds it",
+            promotion_id=pid,
+            engram=status,
+            decided_at=ts,
+        )
+    _check_confirmed_links(store, decided.links, report)
 
 
 # engram's decision events and the status each leaves the promotion in
@@ -441,7 +479,9 @@ def _details(event: dict[str, Any]) -> dict[str, Any]:
     return details if isinstance(details, dict) else {}
 
 
-def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None:
+def _check_rebuild(store: Store, files: list[FileEntry], decided: EngramDecisions, report: Report) -> set[int]:
+    """What memoryd's rebuild-index took: registrations, and every promotion a copy of engram's can put back,
+    each named with what was decided and by whom. Returns the ids of those promotions."""
     for scope in coexist.unregistered_scopes(store, files):
         report.add(
             "sensitive_unregistered",
@@ -450,8 +490,29 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
             scope_hash=scope.scope_hash,
             scope_root=scope.scope_root,
         )
+    named: set[int] = set()
     for row in coexist.lost_promotions(store):
-        report.add("promotion_lost", None, f"#{row['id']} ({row['proposed_title']})", promotion_id=row["id"])
+        named.add(row["id"])
+        what = _decided(row["id"], row["status"], row["decided_at"], decided)
+        report.add(
+            "promotion_lost",
+            None,
+            f"#{row['id']} ({row['proposed_title']}): {what}",
+            promotion_id=row["id"],
+            status=row["status"],
+            decided_at=row["decided_at"],
+        )
+    for sealed in coexist.lost_sealed(store)[1]:
+        named.add(sealed.id)
+        what = _decided(sealed.id, sealed.status, sealed.decided_at, decided)
+        report.add(
+            "promotion_lost",
+            None,
+            f"#{sealed.id} (sealed: scope {sealed.scope_hash} is sensitive; unlock it to put it back): {what}",
+            promotion_id=sealed.id,
+            status=sealed.status,
+            decided_at=sealed.decided_at,
+        )
     if store.index.rebuilt:
         report.add(
             "index_rebuilt",
@@ -459,6 +520,21 @@ def _check_rebuild(store: Store, files: list[FileEntry], report: Report) -> None
             "engram's identity is missing from it: what memoryd's rebuild "
             "removed is listed above, and `engram repair` restores it",
         )
+    return named
+
+
+def _decided(pid: int, status: str, decided_at: str | None, decided: EngramDecisions) -> str:
+    """What was decided about a promotion, and by whom: engram (its audit line), memoryd, or nobody yet."""
+    by_engram = decided.promotions.get(pid)
+    if by_engram is not None and by_engram[0] == status:
+        return f"{status} by engram at {decided_at or by_engram[2]} (audit line {by_engram[1]})"
+    note = PromotionNote.get_or_none(PromotionNote.promotion_id == pid) if status == "pending" else None
+    if note is not None and note.deferred_at:
+        reason = f": {note.defer_reason}" if note.defer_reason else ""
+        return f"deferred by engram at {note.deferred_at}{reason}"
+    if status == "pending":
+        return "pending"
+    return f"{status}{f' at {decided_at}' if decided_at else ''} (not by engram: memoryd's decision)"
 
 
 def _check_plain_file(entry: FileEntry, outcome: Outcome[Facts], row: Row | None, report: Report) -> None:

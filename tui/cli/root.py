@@ -33,7 +33,8 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     )
     demo.add_argument("--seed", type=int, default=7, help="random seed (same seed, same root)")
     demo.add_argument("--no-open", action="store_true", help="write the root but do not open the console")
-    sub.add_parser("check", parents=[common, report], help="report drift between files and index")
+    checking = sub.add_parser("check", parents=[common, report], help="report drift between files and index")
+    checking.add_argument("--all", action="store_true", help="list every finding, not a few of each kind")
     sub.add_parser("repair", parents=[common, report], help="fix what check finds, without loss")
     sub.add_parser(
         "rebuild-index",
@@ -87,11 +88,15 @@ def _check(args: argparse.Namespace) -> int:
         with cli_progress("checking files") as advance:
             report = check(store, advance)
     lines = [f"{report.files} files, {report.rows} index rows"]
-    for kind, item in report.to_json()["findings"].items():
+    data = report.to_json(every=args.all)
+    for kind, item in data["findings"].items():
         lines.append(f"{item['count']:6d}  {kind}: {item['meaning']}" + ("  [repairable]" if item["fixable"] else ""))
-        lines.extend(f"          {e['path'] or ''}  {e['detail']}".rstrip() for e in item["examples"])
+        shown = item.get("items", item["examples"])
+        lines.extend(f"          {e['path'] or ''}  {e['detail']}".rstrip() for e in shown)
+        if len(shown) < item["count"]:
+            lines.append(f"          … {item['count'] - len(shown)} more: `engram check --all` lists every one")
     lines.append("drift found: run `engram repair`" if report.drift else "no drift")
-    emit(args, report.to_json(), "\n".join(lines))
+    emit(args, data, "\n".join(lines))
     return EXIT_FINDING if report.drift else EXIT_OK
 
 
