@@ -189,6 +189,8 @@ def grouped(decided: Sequence[Decided], by: str) -> dict[str, list[Decided]]:
 def current_thresholds(path: Path | None = None) -> tuple[float, float]:
     """memoryd's thresholds as it reads them: its config's ``[governance]`` values, else its defaults."""
     governance = load_memoryd_config(path).get("governance") or {}
+    if not isinstance(governance, dict):
+        return PROMOTE_DEFAULT, REJECT_DEFAULT
     try:
         return (
             float(governance.get("auto_promote_threshold", PROMOTE_DEFAULT)),

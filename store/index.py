@@ -17,17 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import peewee
 from peewee import (
     AutoField,
     BlobField,
     CompositeKey,
-    FloatField,
-    IntegerField,
     IntegrityError,
     Model,
     OperationalError,
     SqliteDatabase,
-    TextField,
 )
 
 from engram.migrations import ENGRAM_PREFIX, migration_files
@@ -47,6 +45,38 @@ def tuples(query: Any) -> Iterator[tuple[Any, ...]]:
     """The rows of a select as plain tuples (no model instance per row), typed as tuples: peewee's stubs give
     ``query.tuples()`` the query's own type, so a loop over it would look like a loop over model instances."""
     return iter(query.tuples())
+
+
+class TextField(peewee.TextField):
+    """Text as read from a row another program wrote: bytes that are not UTF-8 read with U+FFFD, and a number in
+    a text column as its digits, so that one damaged row cannot stop a listing, a check or the console."""
+
+    def python_value(self, value: Any) -> Any:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        return str(value)
+
+
+class IntegerField(peewee.IntegerField):
+    """A whole number as read: text that is none (``'many'``) reads as the column's default, or None."""
+
+    def python_value(self, value: Any) -> Any:
+        try:
+            return super().python_value(value)
+        except (TypeError, ValueError):
+            return self.default if isinstance(self.default, int) else None
+
+
+class FloatField(peewee.FloatField):
+    """A number as read: text that is none reads as None."""
+
+    def python_value(self, value: Any) -> Any:
+        try:
+            return super().python_value(value)
+        except (TypeError, ValueError):
+            return None
 
 
 class _Base(Model):
@@ -382,6 +412,7 @@ class Index:
         self._writable = False
         self._tables: set[str] | None = None
         self._memory_keeper: sqlite3.Connection | None = None
+        self._keepers: list[sqlite3.Connection] = []  # a stand-in's own in-memory database (see stand_in)
         db.watch(path)
 
     @property
@@ -395,23 +426,36 @@ class Index:
         (the reason), open both read-only; engram's tables then come from engram.db if there is one, else from
         an empty in-memory stand-in."""
         engram_path = path.with_name(ENGRAM_DB)
-        if not path.exists():
+        fixed = _root_read_only(path.parent)  # a read-only file system or folder: nothing will change under us
+        read_only = read_only or fixed
+        if not path.exists() or _empty_file(path):  # SQLite takes an empty file for an empty database, as memoryd does
+            if fixed:
+                raise StoreError(f"{path}: no index.db, and {fixed}")
             if not create:
                 raise StoreError(f"{path}: no index.db (run `engram rebuild-index` to create one from the files)")
             if read_only is None:
                 _migrate(path, engram=False)
-        unknown = _unknown_migrations(path) + (_unknown_migrations(engram_path) if engram_path.is_file() else [])
+        unknown = _unknown_migrations(path, fixed is not None) + (
+            _unknown_migrations(engram_path, fixed is not None) if engram_path.is_file() else []
+        )
         if unknown:
             read_only = (
                 f"the data root has migrations engram does not know ({', '.join(unknown)}): it was "
                 "written by a newer memoryd or engram, so engram opened it read-only"
             )
-        ro = "?mode=ro" if read_only else ""
+        ro = _read_only_query(path, fixed is not None) if read_only else ""
         db = _connect(f"file:{path}{ro}")
+        missing = _missing_schema(db)
+        if missing:
+            db.close()
+            raise StoreError(
+                f"{path}: {missing} (damaged, or not memoryd's); `engram rebuild-index` can recreate it from the files"
+            )
         index = cls(path, db, read_only)
         if read_only is None:
             _migrate(engram_path, engram=True)
         if engram_path.is_file():
+            ro = _read_only_query(engram_path, fixed is not None) if read_only else ""
             _attach(db, f"file:{engram_path}{ro}")
         else:
             index._attach_empty()
@@ -423,10 +467,27 @@ class Index:
         index.rebuilt = index._identity_lost()
         return index
 
+    @classmethod
+    def stand_in(cls, path: Path, reason: str) -> Index:
+        """An empty index with memoryd's schema, in memory and read-only (``reason``), in place of an index.db
+        that cannot be opened at all (not a database, a directory, damaged beyond reading): the console opens on
+        it and says why, rather than not opening. Nothing is ever written through it."""
+        name = f"file:engram-stand-in-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        keeper = sqlite3.connect(name, uri=True, check_same_thread=False)
+        _apply_migrations(keeper, engram=False)
+        index = cls(path, _connect(name), reason)
+        index.db.watched = None  # the file at ``path`` is not what this reads: its replacement is no news here
+        index._keepers.append(keeper)
+        index._attach_empty()
+        index.db.bind(MODELS, bind_refs=False, bind_backrefs=False)
+        return index
+
     def close(self) -> None:
         self.db.close()
         if self._memory_keeper is not None:
             self._memory_keeper.close()
+        for keeper in self._keepers:
+            keeper.close()
 
     def _attach_empty(self) -> None:
         """engram's tables, empty, in a private in-memory database (kept alive by its own connection)."""
@@ -886,6 +947,31 @@ def _connect(target: str) -> _Database:
     return db
 
 
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+# memoryd's tables every reader of the root needs, with every column engram reads of them
+_CORE = (Memory, Trigger, Promotion)
+
+
+def _missing_schema(db: SqliteDatabase) -> str | None:
+    """What of memoryd's core tables index.db lacks, or None: one without them would fail at the first query of
+    every command and pane, with a message about SQL rather than about the file."""
+    for model in _CORE:
+        table = model._meta.table_name
+        have = {r[1] for r in db.execute_sql(f"PRAGMA main.table_info({table})")}
+        if not have:
+            return f"index.db has no {table} table"
+        lacking = sorted(f.column_name for f in model._meta.sorted_fields if f.column_name not in have)
+        if lacking:
+            return f"index.db's {table} table lacks {', '.join(lacking)}"
+    return None
+
+
 def _attach(db: SqliteDatabase, target: str) -> None:
     try:
         db.attach(target, "engram")
@@ -905,10 +991,30 @@ def _legacy_tables(db: SqliteDatabase) -> list[str]:
     ]
 
 
-def _unknown_migrations(path: Path) -> list[str]:
+def _root_read_only(folder: Path) -> str | None:
+    """Why the data root cannot be written (a read-only file system, or no permission), or None."""
+    try:
+        mounted_ro = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None  # no folder yet: opening says what is wrong
+    if mounted_ro or not os.access(folder, os.W_OK):
+        why = "on a read-only file system" if mounted_ro else "not writable by this user"
+        return f"the data root {folder} is {why}: engram opened it read-only, so nothing can be decided or repaired"
+    return None
+
+
+def _read_only_query(path: Path, fixed: bool) -> str:
+    """The URI query opening ``path`` read-only. On a root nothing can write (``fixed``) and with no WAL beside
+    it, SQLite is told the file cannot change (``immutable``): it would otherwise want to create the WAL's
+    shared-memory file next to it, and fail to open at all."""
+    wal = path.with_name(path.name + "-wal")
+    return "?mode=ro&immutable=1" if fixed and not wal.exists() else "?mode=ro"
+
+
+def _unknown_migrations(path: Path, fixed: bool = False) -> list[str]:
     known = {name for name, _ in migration_files(engram=False) + migration_files(engram=True)}
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        con = sqlite3.connect(f"file:{path}{_read_only_query(path, fixed)}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
             rows = con.execute("SELECT filename FROM _schema_migrations").fetchall()
         finally:

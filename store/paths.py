@@ -47,8 +47,10 @@ def load_memoryd_config(path: Path | None = None) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: unreadable ({exc.strerror or exc})") from None
 
 
 def engram_config_dir() -> Path:

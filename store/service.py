@@ -44,12 +44,23 @@ from engram.store.write.elsewhere import FileWriter
 if TYPE_CHECKING:
     from engram.store import frontmatter
     from engram.store.frontmatter import MemoryDoc
+    from engram.store.settings import Settings
 else:
     frontmatter = lazy_module("engram.store.frontmatter")  # PyYAML and pydantic: not for the first frame
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def memoryd_keys() -> KeyRing:
+    """The key ring memoryd's config.toml describes; one that cannot be read locks the sensitive scopes with the
+    reason, and the root opens all the same."""
+    try:
+        config = load_memoryd_config()
+    except StoreError as exc:
+        return KeyRing.locked_by(f"{exc}: sensitive scopes stay locked until it is fixed")
+    return KeyRing.from_config(config)
 
 
 @dataclass
@@ -133,7 +144,9 @@ class Change:
 class Store:
     """An open data root. Create with :meth:`open`; close with :meth:`close` (or use as a context manager)."""
 
-    def __init__(self, layout: RootLayout, index: Index, keys: KeyRing, actor: str) -> None:
+    def __init__(
+        self, layout: RootLayout, index: Index, keys: KeyRing, actor: str, settings: Settings | None = None
+    ) -> None:
         self.layout = layout
         self.index = index
         self.keys = keys
@@ -142,7 +155,7 @@ class Store:
         self.notice: str | None = None  # set by close(): see audit_notice
         self._registering = False  # re-registering sensitive scopes after a rebuild (see apply_many)
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
-        self.checkpoints = default_book(layout.root)
+        self.checkpoints = default_book(layout.root, settings)
         self._writer: FileWriter | None = None  # see writing_elsewhere
         self._move_checked = False  # see record_move
 
@@ -158,10 +171,17 @@ class Store:
         create: bool = False,
         keys: KeyRing | None = None,
         create_index: bool = True,
+        settings: Settings | None = None,
+        stand_in: bool = False,
     ) -> Store:
         """Open the data root (``--root``, ``$MEMORYD_DATA_ROOT`` or memoryd's default). A root with memory files
         and no index.db gets an empty one, unless ``create_index`` is false (a command that only looks):
-        then it raises :class:`NoIndex`."""
+        then it raises :class:`NoIndex`.
+
+        ``settings``: engram's, when the caller has them already (the console, which uses the defaults when the
+        file is broken); else read here, and a broken file stops the command. ``stand_in``: an index.db that
+        cannot be opened is replaced by an empty read-only stand-in (see :meth:`Index.stand_in`), for the
+        console, which must open and say what is wrong."""
         layout = RootLayout(resolve_data_root(root))
         if not create and not layout.root.is_dir():
             raise StoreError(f"{layout.root}: no such data root (use --root, or `engram demo` to make one)")
@@ -172,9 +192,17 @@ class Store:
                 f"{layout.index_path}: missing (memoryd's rebuild-index under way, or deleted): "
                 "`engram repair` or `engram rebuild-index` makes it from the files"
             )
-        index = Index.open(layout.index_path, create=create or layout.scopes_dir.is_dir())
-        keys = keys or KeyRing.from_config(load_memoryd_config())
-        return cls(layout, index, keys, actor)
+        try:
+            index = Index.open(layout.index_path, create=create or layout.scopes_dir.is_dir())
+        except StoreError as exc:
+            if not stand_in:
+                raise
+            index = Index.stand_in(
+                layout.index_path,
+                f"{exc}. engram opened the root read-only with nothing indexed: `engram check` says more, and "
+                "`engram rebuild-index` makes index.db again from the files",
+            )
+        return cls(layout, index, keys or memoryd_keys(), actor, settings)
 
     def close(self) -> None:
         try:
@@ -709,10 +737,15 @@ _RANKS = {state.value: state.rank for state in DecayState}
 
 def merge_runtime(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, int, Any]:
     """Of an index row's and a file's (decay state, recall count, last recall): the further decay state (the
-    file's when either is one no writer knows), the higher count, the later recall."""
+    file's when either is one no writer knows), the higher count, the later recall. A damaged row's figure of the
+    wrong kind (a count that is text, a time that is a number) counts as none."""
     decay = old[0] if _RANKS.get(old[0], -1) > _RANKS.get(new[0], len(_RANKS)) else new[0]
-    recalls = [v for v in (old[2], new[2]) if v]
-    return decay, max(old[1] or 0, new[1] or 0), max(recalls) if recalls else None
+    recalls = [v for v in (old[2], new[2]) if v and isinstance(v, str)]
+    return decay, max(_count(old[1]), _count(new[1])), max(recalls) if recalls else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:

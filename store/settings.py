@@ -40,8 +40,8 @@ def load_settings(path: Path | None = None) -> Settings:
             data = tomllib.load(fh)
     except FileNotFoundError:
         return Settings()
-    except (tomllib.TOMLDecodeError, OSError) as exc:
-        raise StoreError(f"{path}: {exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise StoreError(f"{path}: not readable as TOML ({exc})") from None
     try:
         return _settings(data)
     except _Problem as exc:

@@ -125,6 +125,8 @@ class EngramApp(App[None]):
     async def on_mount(self) -> None:
         if self.store.read_only:
             self.notify(self.store.read_only_reason or "read-only", title="Read-only", severity="warning", timeout=15)
+        if self.store.keys.problem:
+            self.notify(self.store.keys.problem, title="memoryd's config", severity="warning", timeout=15)
         for warning in self.warnings:
             self.notify(warning, title="Settings", severity="warning", timeout=15)
         for bad in unknown_ids(self.settings.keys, ALL_ACTIONS):

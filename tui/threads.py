@@ -132,5 +132,9 @@ def progress(widget: Widget, bar: str) -> Iterator[Callable[[int, int | None], N
 
 
 def _tell(widget: Widget, exc: Exception) -> None:
-    message = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-    deliver(widget, widget.app.notify, message, title="That did not work", severity="error", timeout=10)
+    deliver(widget, widget.app.notify, failure(exc), title="That did not work", severity="error", timeout=10)
+
+
+def failure(exc: Exception) -> str:
+    """What a failure says to a person: a store's own message as it is, anything else with its kind."""
+    return str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"

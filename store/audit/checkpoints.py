@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash
 from engram.store.errors import StoreError
-from engram.store.settings import load_settings
+from engram.store.settings import Settings, load_settings
 from engram.store.write.atomic import ensure_dir, write_atomic
 
 if TYPE_CHECKING:
@@ -390,13 +390,14 @@ def _count_lines(log: Path) -> int:
 COPY_ENV = "ENGRAM_CHECKPOINT_COPY"
 
 
-def copy_dir_setting() -> Path | None:
-    """Where the user keeps the checkpoint's copy: ``$ENGRAM_CHECKPOINT_COPY``, else ``[audit] checkpoint_copy``."""
-    chosen = os.environ.get(COPY_ENV) or load_settings().checkpoint_copy
+def copy_dir_setting(settings: Settings | None = None) -> Path | None:
+    """Where the user keeps the checkpoint's copy: ``$ENGRAM_CHECKPOINT_COPY``, else ``[audit] checkpoint_copy``
+    (of ``settings`` when given, else of config.toml, read now)."""
+    chosen = os.environ.get(COPY_ENV) or (settings or load_settings()).checkpoint_copy
     return Path(chosen).expanduser() if chosen else None
 
 
-def default_book(root: Path) -> CheckpointBook:
+def default_book(root: Path, settings: Settings | None = None) -> CheckpointBook:
     from engram.store.paths import engram_config_dir, engram_state_dir
 
-    return CheckpointBook(root, engram_state_dir(), engram_config_dir(), copy_dir_setting())
+    return CheckpointBook(root, engram_state_dir(), engram_config_dir(), copy_dir_setting(settings))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from engram.store import coexist
 from engram.store.domain import PromotionStatus
 from engram.store.drift.check import Finding, Report, check
-from engram.store.errors import StoreError
+from engram.store.errors import DatabaseLocked, ReadOnlyStore, StoreError
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.promotions import write_promoted
@@ -34,7 +34,10 @@ class RepairResult:
 
 
 def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> RepairResult:
-    """Fix every fixable finding, re-checking until nothing fixable is left (or nothing more changes)."""
+    """Fix every fixable finding, re-checking until nothing fixable is left (or nothing more changes). A root
+    opened read-only is refused whole, before anything is looked at: every fix would fail on its own."""
+    if store.read_only:
+        raise ReadOnlyStore(f"nothing repaired: {store.read_only_reason}")
     result = RepairResult()
     for _ in range(MAX_PASSES):
         report = check(store, progress)
@@ -49,6 +52,9 @@ def repair(store: Store, progress: Callable[[int, int], None] | None = None) -> 
         for finding in sorted(fixable, key=lambda f: ORDER.index(f.kind)):
             try:
                 message = FIXES[finding.kind](store, finding)
+            except DatabaseLocked as exc:  # every other fix would wait as long again: say so once, now
+                done = f" ({len(result.fixed)} fixes made before it)" if result.fixed else ""
+                raise DatabaseLocked(f"repair stopped{done}: {exc}; run it again once that process is done") from None
             except StoreError as exc:
                 result.failed.append(f"{finding.kind} {finding.path or ''}: {exc}")
                 continue

@@ -75,22 +75,40 @@ class KeyRing:
     kdf_iters: int = DEFAULT_KDF_ITERS
     passphrase: str | None = field(default=None, repr=False)
     confirmed: bool = False  # the passphrase was given twice, the same both times (see store.keyproof)
+    problem: str | None = None  # memoryd's config cannot be trusted to derive keys: nothing opens (see from_config)
     _keys: dict[str, bytes] = field(default_factory=dict, repr=False)
     _proven: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
-    def from_config(cls, config: dict, environ: dict[str, str] | None = None) -> KeyRing:
+    def from_config(cls, config: object, environ: dict[str, str] | None = None) -> KeyRing:
         """memoryd's ``[sensitive]`` settings, and the passphrase from the environment: given twice
-        (``$ENGRAM_CONFIRM_PASSPHRASE`` the same) it counts as typed twice, for scripts."""
+        (``$ENGRAM_CONFIRM_PASSPHRASE`` the same) it counts as typed twice, for scripts.
+
+        A setting of the wrong kind (``kdf_iters = 0``, a string, a table) is never guessed at: a key derived
+        with another iteration count than memoryd's would encrypt files memoryd cannot open. The key ring is
+        then locked with the reason (``problem``), and everything that needs no key works as usual."""
         env = os.environ if environ is None else environ
-        sensitive = config.get("sensitive", {}) if isinstance(config, dict) else {}
         passphrase = env.get(PASSPHRASE_ENV) or None
-        return cls(
-            key_source=str(sensitive.get("key_source", "passphrase")),
-            kdf_iters=int(sensitive.get("kdf_iters", DEFAULT_KDF_ITERS)),
-            passphrase=passphrase,
-            confirmed=passphrase is not None and env.get(CONFIRM_ENV) == passphrase,
-        )
+        confirmed = passphrase is not None and env.get(CONFIRM_ENV) == passphrase
+        sensitive = config.get("sensitive", {}) if isinstance(config, dict) else None
+        source = sensitive.get("key_source", "passphrase") if isinstance(sensitive, dict) else None
+        iters = sensitive.get("kdf_iters", DEFAULT_KDF_ITERS) if isinstance(sensitive, dict) else None
+        problem = None
+        if not isinstance(sensitive, dict):
+            problem = "memoryd's config.toml: [sensitive] is not a table"
+        elif not isinstance(source, str):
+            problem = f"memoryd's config.toml: [sensitive] key_source = {source!r} is not a name"
+        elif not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
+            problem = f"memoryd's config.toml: [sensitive] kdf_iters = {iters!r} is not a positive whole number"
+        if problem is not None:
+            return cls.locked_by(f"{problem}: sensitive scopes stay locked until it is fixed", passphrase)
+        assert isinstance(source, str) and isinstance(iters, int)
+        return cls(key_source=source, kdf_iters=iters, passphrase=passphrase, confirmed=confirmed)
+
+    @classmethod
+    def locked_by(cls, problem: str, passphrase: str | None = None) -> KeyRing:
+        """A key ring that opens nothing, and says why (memoryd's config cannot be read)."""
+        return cls(passphrase=passphrase, problem=problem)
 
     def set_passphrase(self, passphrase: str, *, confirmed: bool = False) -> None:
         """Use ``passphrase`` from now on (``confirmed``: it was typed twice); keys derived from an earlier one are
@@ -122,6 +140,8 @@ class KeyRing:
 
     def can_open(self, scope_hash: str) -> bool:
         """Whether this session can read the scope without asking: its key is derived or derivable."""
+        if self.problem is not None:
+            return False
         return scope_hash in self._keys or (self.key_source == "passphrase" and self.passphrase is not None)
 
     def key_for(self, scope_hash: str) -> bytes:
@@ -159,6 +179,8 @@ class KeyRing:
         return stored
 
     def _load(self, scope_hash: str) -> bytes:
+        if self.problem is not None:
+            raise KeyUnavailable(self.problem)
         if self.key_source == "passphrase":
             if self.passphrase is None:
                 self.passphrase = self._stored_passphrase(scope_hash)

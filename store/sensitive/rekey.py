@@ -108,6 +108,8 @@ def rekey_random(store: Store, scope: str, progress: Callable[[int, int], None] 
 
 def _check_source(store: Store, source: str) -> None:
     """Refuse a rekey memoryd could not follow: its config names one key source for every scope."""
+    if store.keys.problem is not None:
+        raise KeyUnavailable(store.keys.problem)
     if source != store.keys.key_source:
         raise Conflict(
             f"memoryd's config uses key_source = {store.keys.key_source!r}: a {source} rekey would "

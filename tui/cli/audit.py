@@ -95,12 +95,14 @@ def _audit_log(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(list(found), ensure_ascii=False, indent=2))
             return EXIT_OK
-        for e in found:
-            print(
-                f"{e['line']:>7} {e.get('ts', '')[:19]:<19} {e.get('event_type', '?'):<22} "
-                f"{e.get('scope_hash') or '-':<13} {e.get('target_id') or e.get('tool') or ''}"
-            )
+        for e in found:  # fields as text whatever JSON type a line gave them: the log is anyone's to append to
+            ts, kind, scope, target = (_text(e.get(k)) for k in ("ts", "event_type", "scope_hash", "target_id"))
+            print(f"{e['line']:>7} {ts[:19]:<19} {kind or '?':<22} {scope or '-':<13} {target or _text(e.get('tool'))}")
     return EXIT_OK
+
+
+def _text(value: object) -> str:
+    return "" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _audit_repair(args: argparse.Namespace) -> int:

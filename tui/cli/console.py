@@ -8,9 +8,14 @@ opened. ``engram open`` and ``engram demo`` come here too.
 from __future__ import annotations
 
 import argparse
+import os
+from typing import TYPE_CHECKING
 
 from engram.store.service import Store
 from engram.store.settings import settings_or_defaults
+
+if TYPE_CHECKING:
+    from engram.tui.app import EngramApp
 
 EXIT_OK = 0
 
@@ -28,9 +33,19 @@ def console_args(argv: list[str]) -> argparse.Namespace | None:
 
 
 def open_console(args: argparse.Namespace) -> int:
+    app = console_app(args.root)
+    try:
+        app.run()
+    finally:
+        app.store.close()
+    return EXIT_OK
+
+
+def console_app(root: str | os.PathLike[str] | None) -> EngramApp:
+    """The console on ``root``, its store open: a broken config.toml (engram's or memoryd's) or an index.db that
+    cannot be opened is said in the console, not fatal."""
     from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
 
-    settings, problem = settings_or_defaults()  # a broken config.toml is said in the console, not fatal
-    with Store.open(args.root, actor="engram-tui") as store:
-        EngramApp(store, settings, warnings=[problem] if problem else []).run()
-    return EXIT_OK
+    settings, problem = settings_or_defaults()
+    store = Store.open(root, actor="engram-tui", settings=settings, stand_in=True)
+    return EngramApp(store, settings, warnings=[problem] if problem else [])

@@ -15,6 +15,7 @@ from textual.containers import Vertical
 
 from engram.store.changes import Changes
 from engram.tui.shared import Shared
+from engram.tui.threads import failure
 
 
 class PaneBase(Vertical):
@@ -29,12 +30,15 @@ class PaneBase(Vertical):
         self.stale = False
 
     def on_show(self) -> None:
-        if not self.loaded:
-            self.loaded = True
-            self.load()
-        elif self.stale:
-            self.stale = False
-            self.follow()
+        try:
+            if not self.loaded:
+                self.loaded = True
+                self.load()
+            elif self.stale:
+                self.stale = False
+                self.follow()
+        except Exception as exc:  # noqa: BLE001 - a damaged table stops this pane's reading, never the console
+            self.app.notify(failure(exc), title=f"{self.id or 'pane'}: could not read", severity="error", timeout=10)
 
     def load(self) -> None:
         """Read what the pane shows (start a worker for anything slow). Called when the pane is first shown."""
