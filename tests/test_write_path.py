@@ -185,6 +185,10 @@ MUTATIONS = {
 NOT_ONE_EVENT = {
     "coexist.unregistered_scopes": "reads only",
     "coexist.lost_promotions": "reads only",
+    "coexist.lost_sealed": "reads only (decrypts sealed rows in memory)",
+    "coexist.seal_promotion": "engram's sealed copy of one promotion, inside its decision's transaction",
+    "coexist.sealing": "wraps a decision's index update with seal_promotion, inside its transaction",
+    "drift.seen.acknowledge": "one findings_seen event naming every finding seen (tests/test_seen_findings.py)",
     "coexist.register_again": "one sensitive_scope_restored event (needs a rebuilt index: test_coexist_rebuild)",
     "coexist.restore_promotions": "one promotions_restored event when anything is restored (test_coexist_rebuild)",
     "coexist.claim_index": "one index_rebuild_reconciled event once nothing is missing (test_coexist_rebuild)",

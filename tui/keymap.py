@@ -88,6 +88,7 @@ SCOPES_ACTIONS = (
     Action("scopes.rekey", "K", "rekey", "Rekey", show=False),
     Action("scopes.label", "l", "label", "Name", show=False),
     Action("scopes.recheck", "c", "recheck", "Re-check drift"),
+    Action("scopes.seen", "s", "seen", "Mark seen", show=False),
     *list_moves("scopes", "Top", "Bottom"),
 )
 

@@ -21,6 +21,7 @@ from engram.store import coexist
 from engram.store.audit.verify import events
 from engram.store.domain import DecayState
 from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
+from engram.store.drift import seen
 from engram.store.drift.scan import FileEntry, appeared_since, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
@@ -107,9 +108,9 @@ KINDS: dict[str, tuple[str, bool]] = {
 }
 # reported and counted, but the normal work of memoryd or of a missing key: they do not make ``check`` fail
 NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory"})
-# a person's work is named in full, in the text and in --json, never as a few examples: what repair cannot fix,
-# and the decisions a rebuild took away
-LISTED_IN_FULL = frozenset({k for k, (_, fixable) in KINDS.items() if not fixable} | {"promotion_lost"})
+# a person's work is named in full, in the text and in --json, never as a few examples: what repair cannot fix
+# (but a missing key, which is one finding a file), and the decisions a rebuild took away
+LISTED_IN_FULL = frozenset({k for k, (_, fixable) in KINDS.items() if not fixable} - {"locked_file"} | {"promotion_lost"})
 
 
 @dataclass
@@ -118,10 +119,19 @@ class Finding:
     path: str | None
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
+    seen: bool = False  # a person has seen it as it is (see engram.store.drift.seen): listed, not counted as drift
 
     @property
     def fixable(self) -> bool:
         return KINDS[self.kind][1]
+
+    @property
+    def ident(self) -> str:
+        return seen.finding_id(self.kind, self.path, self.detail, self.data)
+
+    @property
+    def fingerprint(self) -> str:
+        return seen.fingerprint(self.kind, self.ident, self.detail)
 
 
 @dataclass
@@ -144,8 +154,18 @@ class Report:
 
     @property
     def drift(self) -> bool:
-        """True when anything was found that is neither locked nor memoryd's normal work (:data:`NOT_DRIFT`)."""
-        return any(f.kind not in NOT_DRIFT for f in self.findings)
+        """True when anything was found that is neither locked nor memoryd's normal work (:data:`NOT_DRIFT`), nor
+        seen by a person as it is now."""
+        return any(f.kind not in NOT_DRIFT and not f.seen for f in self.findings)
+
+    def selected(self, selector: str) -> list[Finding]:
+        """The findings ``KIND`` or ``KIND:ID`` names, not yet seen as they are (see :mod:`.seen`)."""
+        kind, ident = seen.parse_selector(selector, KINDS)
+        return [f for f in self.of(kind) if not f.seen and (ident is None or f.ident == ident)]
+
+    def mark_seen(self, marks: dict[tuple[str, str], set[str]]) -> None:
+        for f in self.findings:
+            f.seen = f.fingerprint in marks.get((f.kind, f.ident), set())
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -168,9 +188,15 @@ class Report:
                     "fixable": KINDS[kind][1],
                     "drift": kind not in NOT_DRIFT,
                     "count": len(items),
+                    "seen": sum(f.seen for f in items),
                     "examples": [{"path": f.path, "detail": f.detail} for f in items[:EXAMPLES]],
                     **(
-                        {"items": [{"path": f.path, "detail": f.detail, **f.data} for f in items]}
+                        {
+                            "items": [
+                                {"id": f.ident, "path": f.path, "detail": f.detail, "seen": f.seen, **f.data}
+                                for f in items
+                            ]
+                        }
                         if every or kind in LISTED_IN_FULL
                         else {}
                     ),
@@ -237,6 +263,7 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     _check_engram_decisions(store, decided, lost, report)
     for op_id, _ in queued:
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
+    report.mark_seen(decided.seen)
     return report
 
 
@@ -375,6 +402,7 @@ class EngramDecisions:
 
     promotions: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # id -> (status, line, ts) standing
     links: dict[tuple[str, str], int] = field(default_factory=dict)  # (newer, older) -> line of the confirmation
+    seen: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (kind, id) -> fingerprints seen
 
 
 def _engram_decisions(store: Store) -> EngramDecisions:
@@ -383,7 +411,10 @@ def _engram_decisions(store: Store) -> EngramDecisions:
         if "this_hash" not in event:
             continue
         kind, target = event.get("event_type"), str(event.get("target_id"))
-        if kind in DECISIONS or kind == "undo_applied":
+        if kind == seen.SEEN:
+            for found, ident, print_ in seen.seen_in(_details(event)):
+                decided.seen.setdefault((found, ident), set()).add(print_)
+        elif kind in DECISIONS or kind == "undo_applied":
             pid = _promotion_of(kind, target, _details(event))
             if pid is not None:
                 decided.promotions.pop(pid, None)

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
-from engram.store.drift.check import KINDS, NOT_DRIFT, check
+from engram.store.drift.check import KINDS, NOT_DRIFT, Report, check
+from engram.store.drift.seen import acknowledge
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.errors import NoIndex
@@ -35,6 +36,14 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     demo.add_argument("--no-open", action="store_true", help="write the root but do not open the console")
     checking = sub.add_parser("check", parents=[common, report], help="report drift between files and index")
     checking.add_argument("--all", action="store_true", help="list every finding, not a few of each kind")
+    checking.add_argument(
+        "--ack",
+        action="append",
+        default=[],
+        metavar="KIND[:ID]",
+        help="record that you have seen these findings (audited): listed as seen, no longer counted for the exit "
+        "code until they change; for findings repair cannot fix",
+    )
     sub.add_parser("repair", parents=[common, report], help="fix what check finds, without loss")
     sub.add_parser(
         "rebuild-index",
@@ -87,17 +96,32 @@ def _check(args: argparse.Namespace) -> int:
     with opened as store:
         with cli_progress("checking files") as advance:
             report = check(store, advance)
-    lines = [f"{report.files} files, {report.rows} index rows"]
+        acked = [_ack(store, report, selector) for selector in args.ack]
+    lines = [f"{report.files} files, {report.rows} index rows", *acked]
     data = report.to_json(every=args.all)
     for kind, item in data["findings"].items():
-        lines.append(f"{item['count']:6d}  {kind}: {item['meaning']}" + ("  [repairable]" if item["fixable"] else ""))
+        seen = f" ({item['seen']} seen)" if item["seen"] else ""
+        lines.append(
+            f"{item['count']:6d}  {kind}{seen}: {item['meaning']}" + ("  [repairable]" if item["fixable"] else "")
+        )
         shown = item.get("items", item["examples"])
-        lines.extend(f"          {e['path'] or ''}  {e['detail']}".rstrip() for e in shown)
+        lines.extend(
+            f"          {e['path'] or ''}  {e['detail']}{'  (seen)' if e.get('seen') else ''}".rstrip() for e in shown
+        )
         if len(shown) < item["count"]:
             lines.append(f"          … {item['count'] - len(shown)} more: `engram check --all` lists every one")
     lines.append("drift found: run `engram repair`" if report.drift else "no drift")
     emit(args, data, "\n".join(lines))
     return EXIT_FINDING if report.drift else EXIT_OK
+
+
+def _ack(store: Store, report: Report, selector: str) -> str:
+    """Record the findings ``selector`` names as seen (see engram.store.drift.seen), and mark them so."""
+    found = report.selected(selector)
+    acknowledge(store, [(f.kind, f.ident, f.fingerprint) for f in found], selector)
+    for finding in found:
+        finding.seen = True
+    return f"seen: {len(found)} {selector} finding{'s' if len(found) != 1 else ''}, recorded in the audit log"
 
 
 def _repair(args: argparse.Namespace) -> int:

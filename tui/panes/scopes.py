@@ -14,7 +14,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
-from engram.store.drift.check import KINDS, Report, check
+from engram.store.drift.check import KINDS, Finding, Report, check
+from engram.store.drift.seen import acknowledge
 from engram.store.errors import PassphraseUnconfirmed, StoreError
 from engram.store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
 from engram.store.sensitive.convert import Progress, mark_sensitive, unmark_sensitive
@@ -40,6 +41,7 @@ class ScopesPane(PaneBase):
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="scopes-pane")
         self.infos: list[ScopeInfo] = []
+        self.report: Report | None = None  # the last drift check's
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="scopes-body"):
@@ -346,6 +348,39 @@ class ScopesPane(PaneBase):
             return
         deliver(self, self.show_report, found)
 
+    def action_seen(self) -> None:
+        """Mark the findings of the kind under the drift table's cursor as seen by a person (audited): true, nothing
+        repair can fix, and no longer news until they change (see engram.store.drift.seen)."""
+        table = self.query_one("#findings", DataTable)
+        if self.report is None or not table.row_count:
+            return
+        kind = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        if kind not in KINDS:
+            return
+        try:
+            found = self.report.selected(kind)
+        except StoreError as exc:
+            self.notify(str(exc), title="Mark seen", severity="warning")
+            return
+        if not found:
+            self.notify(f"every {kind} finding is marked seen already", title="Mark seen")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.mark_seen(kind, found)
+
+        many = f"{len(found)} {kind} finding{'s' if len(found) != 1 else ''}"
+        self.app.push_screen(
+            Confirm(f"Mark {many} as seen? They stay listed, marked seen, until they change. (y/n)"), answered
+        )
+
+    @background("scopes-seen")
+    def mark_seen(self, kind: str, found: list[Finding]) -> None:
+        acknowledge(self.store, [(f.kind, f.ident, f.fingerprint) for f in found], kind)
+        deliver(self, self.notify, f"marked {len(found)} {kind} finding(s) seen", title="Mark seen")
+        deliver(self, self.run_check)
+
     def show_counts(self, c: Counts) -> None:
         promos = ", ".join(f"{n} {s}" for s, n in sorted(c.promotions.items())) or "none"
         decay = ", ".join(f"{n:,} {s}" for s, n in c.by_decay.items())
@@ -356,11 +391,13 @@ class ScopesPane(PaneBase):
         )
 
     def show_report(self, report: Report) -> None:
+        self.report = report
         table = self.query_one("#findings", DataTable)
         table.clear(columns=True)
         table.add_columns("count", "repair", "finding")
         for kind, n in sorted(report.counts().items(), key=lambda kv: -kv[1]):
             meaning, fixable = KINDS[kind]
-            table.add_row(str(n), "yes" if fixable else "-", meaning)
+            seen = sum(f.seen for f in report.of(kind))
+            table.add_row(f"{n} ({seen} seen)" if seen else str(n), "yes" if fixable else "-", meaning, key=kind)
         if not report.drift:
             table.add_row("0", "", f"no drift in {report.files} files")
