@@ -256,6 +256,7 @@ CLI_FOR = {
     "scopes.rekey": "scope rekey",
     "scopes.label": "scopes",
     "scopes.recheck": "check",
+    "scopes.seen": "check",
     "app.unlock": "scope unlock-check",
     "app.import": "import",
     "app.refresh": "stats",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from sys import intern
 from typing import Any, NamedTuple, TypeVar
 
@@ -20,8 +21,8 @@ from peewee import Expression
 from engram.store import coexist
 from engram.store.audit.verify import events
 from engram.store.domain import DecayState
-from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
 from engram.store.drift import seen
+from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
 from engram.store.drift.scan import FileEntry, appeared_since, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
@@ -44,6 +45,11 @@ KINDS: dict[str, tuple[str, bool]] = {
     "locked_file": ("encrypted file locked: no key for its scope", False),
     "wrong_key": ("sensitive scope whose key opens none of its files: wrong passphrase?", False),
     "undecryptable_file": ("encrypted file that does not decrypt with its scope's key", False),
+    "old_key_file": (
+        "encrypted file saved after its scope's rekey that the new key does not open: memoryd, still running with "
+        "the key it started with, wrote it",
+        False,
+    ),
     "plaintext_in_sensitive_scope": ("plaintext memory file inside a sensitive scope", True),
     "change_unfinished": (
         "file a change retires (a move's old location, plaintext just encrypted) that a crash "
@@ -110,7 +116,9 @@ KINDS: dict[str, tuple[str, bool]] = {
 NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory"})
 # a person's work is named in full, in the text and in --json, never as a few examples: what repair cannot fix
 # (but a missing key, which is one finding a file), and the decisions a rebuild took away
-LISTED_IN_FULL = frozenset({k for k, (_, fixable) in KINDS.items() if not fixable} - {"locked_file"} | {"promotion_lost"})
+LISTED_IN_FULL = frozenset(
+    {k for k, (_, fixable) in KINDS.items() if not fixable} - {"locked_file"} | {"promotion_lost"}
+)
 
 
 @dataclass
@@ -259,6 +267,7 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
             scope_hash=rekey.scope_hash,
         )
     decided = _engram_decisions(store)
+    _old_key_files(store, decided.rekeys, report)
     lost = _check_rebuild(store, files, decided, report)
     _check_engram_decisions(store, decided, lost, report)
     for op_id, _ in queued:
@@ -403,6 +412,7 @@ class EngramDecisions:
     promotions: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # id -> (status, line, ts) standing
     links: dict[tuple[str, str], int] = field(default_factory=dict)  # (newer, older) -> line of the confirmation
     seen: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (kind, id) -> fingerprints seen
+    rekeys: dict[str, tuple[str, str]] = field(default_factory=dict)  # scope -> (when its last rekey started, source)
 
 
 def _engram_decisions(store: Store) -> EngramDecisions:
@@ -414,6 +424,10 @@ def _engram_decisions(store: Store) -> EngramDecisions:
         if kind == seen.SEEN:
             for found, ident, print_ in seen.seen_in(_details(event)):
                 decided.seen.setdefault((found, ident), set()).add(print_)
+        elif kind == "rekey_started":
+            details = _details(event)
+            for scope in details.get("scopes") or []:
+                decided.rekeys[str(scope)] = (str(event.get("ts", "")), str(details.get("new_source", "")))
         elif kind in DECISIONS or kind == "undo_applied":
             pid = _promotion_of(kind, target, _details(event))
             if pid is not None:
@@ -728,6 +742,36 @@ def _wrong_keys(files: list[FileEntry], report: Report) -> None:
         report.add(
             "wrong_key", f"scopes/{scope}", f"the key does not open any of its {len(found)} files", scope_hash=scope
         )
+
+
+def _old_key_files(store: Store, rekeys: dict[str, tuple[str, str]], report: Report) -> None:
+    """An encrypted file that does not open, in a scope engram rekeyed, saved since that rekey started: memoryd keeps
+    the key it started with, so this is memoryd's save under the old key, not damage. Said as such, with the one
+    command that fixes it (the rekey's own last step re-encrypts what memoryd saved while it ran)."""
+    for finding in report.of("undecryptable_file"):
+        scope = (finding.path or "").split("/")[1] if finding.path else ""
+        if scope not in rekeys:
+            continue
+        started, source = rekeys[scope]
+        try:
+            saved = datetime.fromtimestamp(store.layout.resolve(finding.path or "").stat().st_mtime, UTC)
+            since = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except (OSError, ValueError, StoreError):
+            continue
+        if saved < since:
+            continue
+        fix = (
+            "memoryd still runs with the old passphrase. Restart memoryd with the new one, then run "
+            "`MEMORYD_MASTER_PASSPHRASE=<old passphrase> ENGRAM_NEW_PASSPHRASE=<new passphrase> engram scope rekey` "
+            "to re-encrypt it"
+            if source == "passphrase"
+            else "memoryd still holds the scope's old key: restart memoryd; the file opens only with that old key"
+        )
+        finding.kind, finding.detail = (
+            "old_key_file",
+            f"saved {saved:%Y-%m-%d %H:%M}, after the rekey of {started}: {fix}",
+        )
+        finding.data["scope_hash"] = scope
 
 
 def _check_promotions(store: Store, report: Report) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from engram.store.coexist import lost_promotions
 from engram.store.drift.repair import adopt_file
 from engram.store.drift.scan import half_scrubbed, scope_files
-from engram.store.errors import Conflict, KeyUnavailable, WrongKey
+from engram.store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
 from engram.store.index import Memory, SensitiveScope
 from engram.store.paths import check_scope_name
 from engram.store.scopes import project_dir, resolve_scope
@@ -67,6 +67,7 @@ class Progress:
     files: int = 0
     done: int = 0
     batches: int = 0
+    late: int = 0  # a rekey's: files memoryd saved under the old key while it ran (see rekey._written_meanwhile)
 
 
 def mark_sensitive(
@@ -184,7 +185,13 @@ def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
     for entry in scope_files(store.layout, scope_hash):
         if entry.relpath not in indexed and not half_scrubbed(store.layout, entry):  # the sweep finishes those
-            adopt_file(store, entry.relpath)
+            try:
+                adopt_file(store, entry.relpath)
+            except (DecryptionFailed, KeyUnavailable):
+                if not entry.encrypted:
+                    raise
+                # an encrypted file this key does not open (memoryd saved it under an old passphrase) holds no
+                # plaintext: it stays as it is, named by `check`, and the scope's plaintext is encrypted all the same
 
 
 def _sweep_twins(store: Store, scope_hash: str, encrypt: bool) -> None:

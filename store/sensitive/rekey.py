@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engram.store.drift.scan import scope_files
-from engram.store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
+from engram.store.errors import BadMemoryFile, Conflict, DecryptionFailed, KeyUnavailable, StoreError, WrongKey
 from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.index import Rekey
 from engram.store.scopes import resolve_scope
@@ -37,6 +37,13 @@ from engram.store.sensitive.crypto import (
 from engram.store.service import Change, FileWrite, Store, index_entry
 from engram.store.write.atomic import read_regular
 
+# What a rekey's end says, in the CLI and the console: memoryd reads its passphrase once, when it starts.
+RESTART_MEMORYD = (
+    "Restart memoryd with the new passphrase: it keeps the one it started with, and what it saves under the old one "
+    "is named by `engram check` (old_key_file)"
+)
+LATE_ROUNDS = 3  # looks for files memoryd saved under the old key meanwhile; each round re-encrypts what it found
+
 
 @dataclass
 class RekeyResult:
@@ -49,6 +56,11 @@ class RekeyResult:
     @property
     def done(self) -> int:
         return sum(p.done for p in self.scopes)
+
+    @property
+    def late(self) -> int:
+        """Files memoryd saved under the old key while the rekey ran, re-encrypted by its last step."""
+        return sum(p.late for p in self.scopes)
 
 
 def plan_passphrase_rekey(store: Store) -> dict[str, int]:
@@ -156,35 +168,23 @@ def _rekey_scope(
     split: _Split | None = None,
     before_finish: Callable[[], None] | None = None,
 ) -> Progress:
-    """Re-encrypt the scope's files still under the old key, a batch per change; then ``before_finish`` (the
-    keyring step of random mode) and the ``scope_rekeyed`` change that closes the scope's rekey. That change
+    """Re-encrypt the scope's files still under the old key, a batch per change, then those memoryd saved under
+    the old key meanwhile (it keeps the key it started with), looking again until none is found; then
+    ``before_finish`` (the keyring step of random mode) and the ``scope_rekeyed`` change that closes the scope's
+    rekey. That change
     also binds again the files an interrupted run re-encrypted but could not record (killed between a file's
     rename and its batch's commit), so no file of engram's own rekey is left looking rolled back."""
     split = _still_under_old_key(store, scope_hash, new_key) if split is None else split
     todo = split.todo
     result = Progress(scope_hash, files=len(todo))
-    old_key = store.keys.key_for(scope_hash) if todo else None
-    for start in range(0, len(todo), BATCH):
-        batch = todo[start : start + BATCH]
-        store.keys.adopt(scope_hash, new_key)  # the write path encrypts and binds under the new key
-        try:
-            store.apply(
-                Change(
-                    "memory_rekeyed",
-                    scope_hash,
-                    scope_hash,
-                    {"count": len(batch), "slugs": [doc.frontmatter.slug for _, doc in batch]},
-                    writes=[FileWrite(rel, doc, encrypted=True) for rel, doc in batch],
-                )
-            )
-        except BaseException:
-            if old_key is not None:
-                store.keys.adopt(scope_hash, old_key)  # the files not yet done still need it
-            raise
-        result.done += len(batch)
-        result.batches += 1
-        if progress is not None:
-            progress(result.done, result.files)
+    old_key = store.keys.key_for(scope_hash)
+    for _ in range(LATE_ROUNDS):
+        _rekey_batches(store, scope_hash, todo, old_key, new_key, result, progress)
+        todo = _written_meanwhile(store, scope_hash, old_key, new_key)
+        if not todo:
+            break
+        result.files += len(todo)
+        result.late += len(todo)
     store.keys.adopt(scope_hash, new_key)
     if before_finish is not None:
         before_finish()
@@ -209,6 +209,64 @@ def _rekey_scope(
         )
     )
     return result
+
+
+def _rekey_batches(
+    store: Store,
+    scope_hash: str,
+    todo: list[tuple[str, MemoryDoc]],
+    old_key: bytes,
+    new_key: bytes,
+    result: Progress,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Re-encrypt ``todo`` under ``new_key``, a batch per change (one ``memory_rekeyed`` event each)."""
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start : start + BATCH]
+        store.keys.adopt(scope_hash, new_key)  # the write path encrypts and binds under the new key
+        try:
+            store.apply(
+                Change(
+                    "memory_rekeyed",
+                    scope_hash,
+                    scope_hash,
+                    {"count": len(batch), "slugs": [doc.frontmatter.slug for _, doc in batch]},
+                    writes=[FileWrite(rel, doc, encrypted=True) for rel, doc in batch],
+                )
+            )
+        except BaseException:
+            store.keys.adopt(scope_hash, old_key)  # the files not yet done still need it
+            raise
+        result.done += len(batch)
+        result.batches += 1
+        if progress is not None:
+            progress(result.done, result.files)
+
+
+def _written_meanwhile(store: Store, scope_hash: str, old_key: bytes, new_key: bytes) -> list[tuple[str, MemoryDoc]]:
+    """Files of the scope under the old key now: memoryd keeps the key it started with, so what it saved while the
+    rekey ran is under the old one. A file neither key opens is left as it is (``check`` names it)."""
+    late = []
+    for rel in _encrypted_files(store, scope_hash):
+        try:
+            data = read_regular(store.layout.resolve(rel))
+        except (OSError, StoreError):
+            continue  # moved since the walk (memoryd's sweep)
+        if _opens(data, new_key, scope_hash, rel):
+            continue
+        try:
+            late.append((rel, parse(decrypt(data, old_key, scope_hash, rel), rel)))
+        except (DecryptionFailed, BadMemoryFile):
+            continue
+    return late
+
+
+def _opens(data: bytes, key: bytes, scope_hash: str, rel: str) -> bool:
+    try:
+        decrypt(data, key, scope_hash, rel)
+    except DecryptionFailed:
+        return False
+    return True
 
 
 def _update_stored_passphrase(old: str | None, new: str) -> bool:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
 from engram.store.drift.check import KINDS, NOT_DRIFT, Report, check
-from engram.store.drift.seen import acknowledge
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
+from engram.store.drift.seen import acknowledge
 from engram.store.errors import NoIndex
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store

@@ -13,7 +13,7 @@ from engram.store.scopes import default_discovery_dirs, project_dir, resolve_sco
 from engram.store.sensitive.convert import check_key, mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.sensitive.grants import issue_grant, revoke_grant
-from engram.store.sensitive.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random
+from engram.store.sensitive.rekey import RESTART_MEMORYD, plan_passphrase_rekey, rekey_passphrase, rekey_random
 from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -128,20 +128,27 @@ def _rekey(args: argparse.Namespace) -> int:
                 result = rekey_passphrase(
                     store, new, None if advance is None else lambda scope, n, total: advance(n, total)
                 )
+            late = f" ({result.late} saved by memoryd under the old one meanwhile)" if result.late else ""
             text = (
                 "every memory is already under the new passphrase: nothing changed"
                 if result.already
-                else f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase; "
+                else f"{result.done} memories of {len(result.scopes)} scopes under the new passphrase{late}; "
                 "memoryd needs it from now on: "
                 + (
                     "the OS keyring holds it"
                     if result.keyring_updated
                     else f"set {PASSPHRASE_ENV} to it, or run `memoryd set-passphrase`"
                 )
+                + f". {RESTART_MEMORYD}"
             )
     emit(
         args,
-        {"scopes": [vars(p) for p in result.scopes], "done": result.done, "keyring_updated": result.keyring_updated},
+        {
+            "scopes": [vars(p) for p in result.scopes],
+            "done": result.done,
+            "late": result.late,
+            "keyring_updated": result.keyring_updated,
+        },
         text,
     )
     return EXIT_OK

@@ -20,7 +20,7 @@ from engram.store.errors import PassphraseUnconfirmed, StoreError
 from engram.store.scopes import ScopeInfo, default_discovery_dirs, scopes, set_label
 from engram.store.sensitive.convert import Progress, mark_sensitive, unmark_sensitive
 from engram.store.sensitive.grants import Grant, issue_grant, revoke_grant
-from engram.store.sensitive.rekey import rekey_passphrase, rekey_random
+from engram.store.sensitive.rekey import RESTART_MEMORYD, rekey_passphrase, rekey_random
 from engram.store.stats import Counts, counts
 from engram.tui.keymap import SCOPES_ACTIONS, bindings
 from engram.tui.messages import KeysChanged, StoreChanged
@@ -279,7 +279,8 @@ class ScopesPane(PaneBase):
             deliver(self, self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
         else:
             where = f"{len(done.scopes)} scopes" if passphrase is not None else f"scope {scope_hash}"
-            deliver(self, self.notify, f"{where}: {done.done:,} memories under the new key", timeout=5)
+            restart = f". {RESTART_MEMORYD}" if passphrase is not None else ""
+            deliver(self, self.notify, f"{where}: {done.done:,} memories under the new key{restart}", timeout=15)
         deliver(self, self.after_change, True)
 
     def action_grant(self) -> None:
