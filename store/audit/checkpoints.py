@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engram.store.audit import witness
 from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash
 from engram.store.errors import StoreError
 from engram.store.settings import Settings, load_settings
@@ -124,6 +125,7 @@ class CheckpointBook:
         self.root = str(root.resolve())
         self.path = state_dir / "checkpoints" / _file_name(self.root)
         self.copy_path = None if copy_dir is None else copy_dir / _file_name(self.root)
+        self.name = self.path.stem  # the root's name in the OS keyring's witness (see engram.store.audit.witness)
         self.key_path = config_dir / KEY_FILE
         self.warning: str | None = None  # set when the copy could not be kept up to date
         self._key: Ed25519PrivateKey | None = None
@@ -218,9 +220,11 @@ class CheckpointBook:
             return None
         ensure_dir(self.path.parent, mode=0o700)
         write_atomic(self.path, found.checkpoint.to_json().encode("utf-8"), mode=0o600)
+        self._witness(found.checkpoint)
         if found.moved:
             for old in self._files_of(found.checkpoint.root):
                 old.unlink(missing_ok=True)
+            witness.forget(Path(_file_name(found.checkpoint.root)).stem)
         return found.checkpoint
 
     def adoptable(self, log: Path) -> Adoption | None:
@@ -329,8 +333,21 @@ class CheckpointBook:
             current = self.sign(line_hash(first), size, head, offset, now)
             ensure_dir(self.path.parent, mode=0o700)
             write_atomic(self.path, current.to_json().encode("utf-8"), mode=0o600)
+            self._witness(current)
         self._keep_copy(current)
         return current
+
+    def witnessed(self) -> Checkpoint | None:
+        """The OS keyring's witness of this root's newest checkpoint, as an (unsigned) checkpoint to verify the
+        log against; None where there is no keyring or no witness."""
+        kept = witness.read(self.name)
+        if kept is None:
+            return None
+        return Checkpoint(self.root, kept.log_id, kept.size, kept.head, kept.offset, kept.ts, public_key="")
+
+    def _witness(self, checkpoint: Checkpoint, replace: bool = False) -> None:
+        kept = witness.Witness(checkpoint.log_id, checkpoint.size, checkpoint.head, checkpoint.offset, checkpoint.ts)
+        witness.raise_to(self.name, kept, replace=replace)
 
     def _keep_copy(self, checkpoint: Checkpoint) -> None:
         """Bring the copy up to ``checkpoint``; a copy directory that is gone is a warning, not an error (the
@@ -362,6 +379,7 @@ class CheckpointBook:
         checkpoint = self.sign(line_hash(first), *folded, now)
         ensure_dir(self.path.parent, mode=0o700)
         write_atomic(self.path, checkpoint.to_json().encode("utf-8"), mode=0o600)
+        self._witness(checkpoint, replace=True)
         self._keep_copy(checkpoint)
         return checkpoint
 

@@ -35,7 +35,16 @@ def verify_log(store: Store, progress: Callable[[int], None] | None = None) -> V
         checkpoint, copy = book.latest(), book.kept_copy()
     except CheckpointRejected as exc:
         return Verdict(TAMPERED, reason=str(exc), checkpoint="rejected")
-    verdict = verify(store.layout.audit_path, checkpoint, copy, progress=progress)
+    witnessed = book.witnessed()
+    verdict = verify(store.layout.audit_path, checkpoint, copy, witnessed, progress=progress)
+    if witnessed is not None and checkpoint is not None and _behind(checkpoint, witnessed):
+        verdict.add(
+            None,
+            f"checkpoint rolled back: the OS keyring's witness records a checkpoint of {witnessed.size} lines "
+            f"({witnessed.ts}), the stored one {checkpoint.size} ({checkpoint.ts}): an older checkpoint file was put "
+            "back in place of the newest. If you restored engram's state directory from a backup yourself, "
+            "`engram audit checkpoint --reset` accepts the log as it is",
+        )
     queued = _queued_ops(store) if checkpoint is None else set()
     missing = book.missing(store.layout.audit_path, queued) if checkpoint is None else None
     if missing:
@@ -45,6 +54,11 @@ def verify_log(store: Store, progress: Callable[[int], None] | None = None) -> V
         book.advance(store.layout.audit_path, utcnow(), (verdict.lines, verdict.head, verdict.offset), queued)
         store.audit_warning = book.warning
     return verdict
+
+
+def _behind(checkpoint: Checkpoint, witnessed: Checkpoint) -> bool:
+    """The stored checkpoint is older than the witness of it the keyring keeps (same log, fewer lines)."""
+    return checkpoint.log_id == witnessed.log_id and checkpoint.size < witnessed.size
 
 
 def _queued_ops(store: Store) -> set[str]:
