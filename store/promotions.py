@@ -104,21 +104,21 @@ def propose(store: Store, proposal: Proposal) -> int:
     """Queue a proposal as a pending promotion (importers and the demo use this)."""
     if Memory.get_or_none(Memory.slug == proposal.source_session_slug) is None:
         raise NotFound(f"no session memory {proposal.source_session_slug!r} to promote from")
-    created: dict[str, int] = {}
+    details: dict[str, Any] = {"type": proposal.type.value, "title": proposal.title}
 
-    def index_update() -> None:
-        created["id"] = Promotion.insert(**promotion_values(proposal, store.now().isoformat())).execute()
+    def index_update() -> None:  # the event names the promotion it made, so a reader can look its title up
+        details["promotion_id"] = Promotion.insert(**promotion_values(proposal, store.now().isoformat())).execute()
 
     store.apply(
         Change(
             "promotion_proposed",
             proposal.source_session_slug,
             proposal.scope_hash,
-            {"type": proposal.type.value, "title": proposal.title},
+            details,
             index_update=index_update,
         )
     )
-    return created["id"]
+    return int(details["promotion_id"])
 
 
 def promotion_values(proposal: Proposal, created_at: str) -> dict[str, Any]:

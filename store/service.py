@@ -325,10 +325,9 @@ class Store:
             retiring = {
                 op_id: retire.plan(self.layout, change.removals, change.scrubs, written) for op_id, change, _ in queued
             }
-            sensitive = self.sensitive_scopes()  # as the change leaves them: a scope being marked counts
-            for _, _, event in queued:
-                if event["scope_hash"] in sensitive:
-                    event["details"] = chain.private_details(event["details"])
+            for op_id, change, event in queued:  # details as the index update left them (it may add an id it made);
+                # identifiers only, whatever the scope: it may be marked sensitive later
+                event["details"] = chain.private_details({**change.details, "op_id": op_id})
             rows = [
                 {
                     "op_id": op_id,

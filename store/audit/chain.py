@@ -64,10 +64,11 @@ def accumulate(acc: str, raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(acc.encode("ascii") + b"\n" + raw.rstrip(b"\n")).hexdigest()
 
 
-# Detail keys whose values are identifiers, counts, states or times: kept as they are on lines about a sensitive
-# scope. Every other string there (a title, a reason, an entity's name, a project path, a source file's name) is
-# replaced by its sha256, because audit.jsonl is read by every tool of the root and kept for good, while the
-# scope's text is meant to exist only encrypted. An unknown key is hashed: a new event cannot leak by default.
+# Detail keys whose values are identifiers, counts, states or times: kept as they are on engram's lines. Every
+# other string there (a title, a reason, an entity's name, a project path, a source file's name) is replaced by
+# its sha256, on every scope's lines: audit.jsonl is read by every tool of the root and kept for good, and a scope
+# marked sensitive later must not leave its text behind in it (the chain cannot be rewritten). Titles are looked
+# up when a line is shown (see engram.store.audit.titles). An unknown key is hashed: a new event cannot leak.
 IDENTIFIER_KEYS = frozenset(
     {
         "op_id",
@@ -116,12 +117,23 @@ IDENTIFIER_KEYS = frozenset(
         "expires_at",
         "task_id",
         "head",
+        "signed",  # a root's move: when the adopted checkpoint was signed
+        "ts",
+        "line",  # a repair's set-aside lines: (line, sha256, cut)
+        "sha256",
+        "cut",
+        "id",  # findings seen: (kind, id, fingerprint), and the selector that chose them
+        "fingerprint",
+        "selector",
+        "engram",
+        "now",
+        "status",
     }
 )
 
 
 def private_details(details: dict[str, Any]) -> dict[str, Any]:
-    """``details`` as a line about a sensitive scope may carry them: identifiers as they are, text hashed."""
+    """``details`` as an engram line carries them: identifiers as they are, text hashed."""
     return {key: value if key in IDENTIFIER_KEYS else _hashed(value) for key, value in details.items()}
 
 

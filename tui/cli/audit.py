@@ -14,7 +14,9 @@ from engram.store.audit.ops import (
     restart_checkpoint,
     verify_log,
 )
+from engram.store.audit.titles import Titles
 from engram.store.audit.verify import UNREADABLE, VALID, EventFilter, events
+from engram.store.service import chunked
 from engram.tui.cli.common import (
     EXIT_ERROR,
     EXIT_FINDING,
@@ -88,16 +90,28 @@ def _audit_verify(args: argparse.Namespace) -> int:
     return {VALID: EXIT_OK, UNREADABLE: EXIT_ERROR}.get(verdict.status, EXIT_FINDING)
 
 
+PREFETCH = 500  # lines whose titles are looked up together
+
+
 def _audit_log(args: argparse.Namespace) -> int:
     where = EventFilter(scope=args.scope, since=args.since, event_type=args.event_type, target=args.target)
     with open_store(args) as store:
-        found = events(store.layout.audit_path, where)
+        titles = Titles(store)
         if args.json:
-            print(json.dumps(list(found), ensure_ascii=False, indent=2))
+            found = list(events(store.layout.audit_path, where))
+            titles.prefetch(found)
+            print(json.dumps([{**e, "title": titles.title(e)} for e in found], ensure_ascii=False, indent=2))
             return EXIT_OK
-        for e in found:  # fields as text whatever JSON type a line gave them: the log is anyone's to append to
-            ts, kind, scope, target = (_text(e.get(k)) for k in ("ts", "event_type", "scope_hash", "target_id"))
-            print(f"{e['line']:>7} {ts[:19]:<19} {kind or '?':<22} {scope or '-':<13} {target or _text(e.get('tool'))}")
+        for batch in chunked(events(store.layout.audit_path, where), PREFETCH):
+            titles.prefetch(batch)
+            for e in batch:  # fields as text whatever JSON type a line gave them: the log is anyone's to append to
+                ts, kind, scope, target = (_text(e.get(k)) for k in ("ts", "event_type", "scope_hash", "target_id"))
+                what = target or _text(e.get("tool"))
+                title = titles.title(e)
+                print(
+                    f"{e['line']:>7} {ts[:19]:<19} {kind or '?':<22} {scope or '-':<13} {what}"
+                    + (f"  {title}" if title else "")
+                )
     return EXIT_OK
 
 

@@ -18,6 +18,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, ProgressBar, Sparkline, Static
 
 from engram.store.audit.ops import current_checkpoint, verify_log
+from engram.store.audit.titles import Titles
 from engram.store.errors import StoreError
 from engram.tui.colours import role
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
@@ -242,7 +243,11 @@ class AuditPane(PaneBase):
                 data["details"] = json.loads(data["details"])
             except json.JSONDecodeError:
                 pass
-        self.show_detail(f"Line {n}", visible(json.dumps(data, indent=2, ensure_ascii=False)))
+        titles = Titles(self.store)  # engram's lines carry identifiers only: the title, while its scope is readable
+        titles.prefetch([data])
+        title = titles.title(data)
+        heading = f"Line {n}" + (f": {visible(title)}" if title else "")
+        self.show_detail(heading, visible(json.dumps(data, indent=2, ensure_ascii=False)))
 
     def show_detail(self, title: str, body: str) -> None:
         self.query_one("#audit-detail", Static).update(Text.assemble((title, "bold"), "\n\n", body))
