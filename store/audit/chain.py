@@ -128,6 +128,8 @@ IDENTIFIER_KEYS = frozenset(
         "engram",
         "now",
         "status",
+        "edited",  # the names of the fields an approval edited, and the kinds of secret it redacted
+        "redacted",
     }
 )
 
