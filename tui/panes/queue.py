@@ -79,6 +79,21 @@ def _kinds(found: list[tuple[str, Finding]]) -> frozenset[str]:
     return frozenset(f.kind for _, f in found) or _NO_KINDS
 
 
+_PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred", "merge": "merged"}
+
+
+def _short(title: str, width: int = 40) -> str:
+    return title if len(title) <= width else title[: width - 1] + "…"
+
+
+def _what(label: str, items: list[QueueItem]) -> str:
+    """ "Reject #12 'Keep PRs small'" or "Reject 3 promotions (#4, #7, #9)": a prompt that acts says on what."""
+    if len(items) == 1:
+        return f"{label.capitalize()} #{items[0].id} '{_short(items[0].title)}'"
+    ids = ", ".join(f"#{i.id}" for i in items[:6]) + (", …" if len(items) > 6 else "")
+    return f"{label.capitalize()} {len(items)} promotions ({ids})"
+
+
 def _decide_each(label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> Outcome:
     """Decide each promotion (in a worker). One that another writer (memoryd) decided or removed meanwhile is
     skipped and named; any other refusal stops the rest. The step redoes the promotions it decided."""
@@ -115,6 +130,8 @@ class QueuePane(PaneBase):
         self.undo_stack: list[Step] = []
         self.redo_stack: list[Step] = []
         self.busy = False  # a decision, an undo or a redo runs: the next waits (set and read on the UI thread)
+        self.land_on: int | None = None  # where the cursor goes once the running step's queue is shown
+        self.titles: dict[int, str] = {}  # the titles of the rows when the running step started
         self.settled_once = False  # the first load has told the console (messages.Settled)
         self.detail: PromotionDetail | None = None
         # promotion id -> kinds of secret-looking text it holds, for those scanned while pending (a reload after each
@@ -197,9 +214,12 @@ class QueuePane(PaneBase):
         added or decided rows above it: the row under the cursor must not silently become another one), or at
         its position when that promotion is gone."""
         table = self.query_one("#queue-table", DataTable)
+        land, self.land_on = self.land_on, None
         current = self.current() if keep is None and table.row_count and self.items else None
         if current is not None:
             keep = next((i for i, item in enumerate(items) if item.id == current.id), self.current_index())
+        if land is not None:  # after a decision, an undo or a redo: the row it said, not the one it left
+            keep = next((i for i, item in enumerate(items) if item.id == land), keep)
         self.items, self.total = items, None
         pending = {i.id for i in items}
         self.scanned = {pid: kinds for pid, kinds in (self.scanned | scanned).items() if pid in pending}
@@ -207,8 +227,9 @@ class QueuePane(PaneBase):
         self.marked &= pending
         if self.clusters is not None:
             self.items = self.grouped(items)
-            if current is not None:
-                keep = next((i for i, item in enumerate(self.items) if item.id == current.id), keep)
+            target = land if land is not None else (current.id if current is not None else None)
+            if target is not None:
+                keep = next((i for i, item in enumerate(self.items) if item.id == target), keep)
         index = min(keep or 0, max(len(items) - 1, 0))
         self.page_no = index // PAGE
         self.fill_page(index % PAGE)
@@ -610,15 +631,29 @@ class QueuePane(PaneBase):
     def run_decisions(self, label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> None:
         """Decide in a worker. Until it is done, another key that decides, undoes or redoes does nothing (so a
         second ``a`` pressed while the first runs never decides twice)."""
-        self.run_step(lambda: _decide_each(label, act, ids), None, f"{label}: {{n}}")
+        self.run_step(lambda: _decide_each(label, act, ids), None, label, land=self.next_undecided(set(ids)))
 
-    def run_step(self, work: Callable[[], Outcome], source: list[Step] | None, message: str) -> None:
+    def run_step(
+        self, work: Callable[[], Outcome], source: list[Step] | None, message: str, land: int | None = None
+    ) -> None:
         """The one path of decisions, undo and redo: ``work`` runs in a worker and returns the step it made;
-        ``source`` (undo's or redo's stack) loses its newest step only once the work succeeded."""
+        ``source`` (undo's or redo's stack) loses its newest step only once the work succeeded. The cursor then
+        lands on ``land`` (a promotion id), whatever order the queue has once reloaded."""
         if self.busy:
             return
         self.busy = True
+        self.land_on = land
+        self.titles = {item.id: item.title for item in self.items}  # for saying what was decided, once it is gone
         self.step_in_worker(work, source, message)
+
+    def next_undecided(self, decided: set[int]) -> int | None:
+        """The promotion the cursor goes to once ``decided`` are decided: the next one below the cursor in the
+        current order that is not among them, else the nearest above. (A deferred promotion sinks to the end of
+        the default order: following it there would lose the person's place.)"""
+        index = self.current_index()
+        below = (item.id for item in self.items[index:] if item.id not in decided)
+        above = (item.id for item in reversed(self.items[:index]) if item.id not in decided)
+        return next(below, next(above, None))
 
     @background("queue-act", exclusive=False)
     def step_in_worker(self, work: Callable[[], Outcome], source: list[Step] | None, message: str) -> None:
@@ -656,12 +691,29 @@ class QueuePane(PaneBase):
                 self.undo_stack.append(step)
         n = len(step.decisions)
         if n or source is self.undo_stack:
-            self.refresh_after(message.format(n=f"{n} promotion{'s' if n != 1 else ''}"))
+            self.refresh_after(self.told(message, step, undone=source is self.undo_stack))
         else:  # everything was skipped (and said): engram changed nothing, but the store had changed
             self.reload()
             self.post_message(StoreChanged())
         if self.store.audit_warning:
             self.notify(self.store.audit_warning, severity="warning")
+
+    def told(self, label: str, step: Step, undone: bool) -> str:
+        """What happened to what, for the toast: "rejected #12 'Keep PRs small'", "merged #116 into 'Deploys…'",
+        "approved 3: #4, #7, #9"."""
+        decisions = step.decisions if not undone else []
+        if undone:
+            return f"undid {step.label}"
+        verb = _PAST.get(label.split(" ")[0], label)
+        if len(decisions) == 1:
+            decision = decisions[0]
+            title = _short(self.titles.get(decision.promotion_id, ""))
+            if isinstance(decision, promotions.Merged):
+                return f"merged #{decision.promotion_id} '{title}' into '{_short(decision.before.frontmatter.title)}'"
+            return f"{verb} #{decision.promotion_id} '{title}'"
+        ids = ", ".join(f"#{d.promotion_id}" for d in decisions[:8])
+        more = f" and {len(decisions) - 8} more" if len(decisions) > 8 else ""
+        return f"{verb} {len(decisions)}: {ids}{more}"
 
     def action_approve(self) -> None:
         """Approve; promotions that hold secret-looking text ask first (:class:`SecretsPrompt`)."""
@@ -698,11 +750,15 @@ class QueuePane(PaneBase):
     ) -> None:
         """Ask for an optional reason, then decide (the prompt is the confirmation, for one or many)."""
 
+        targets = self.targets()
+        if not targets or self.busy:
+            return
+
         def with_reason(reason: str | None) -> None:
             if reason is not None:
-                self.decide(label, lambda pid: act(self.store, pid, reason or None), len(self.targets()))
+                self.decide(label, lambda pid: act(self.store, pid, reason or None), len(targets), targets)
 
-        self.app.push_screen(TextPrompt(f"{label.capitalize()}: why? (optional)", hint), with_reason)
+        self.app.push_screen(TextPrompt(f"{_what(label, targets)}: why? (optional)", hint), with_reason)
 
     def action_edit(self) -> None:
         if self.marked:
@@ -738,14 +794,17 @@ class QueuePane(PaneBase):
         )
 
     def action_undo(self) -> None:
+        """Undo the newest step; the cursor lands on the promotion it restores (the first, for a bulk step)."""
         if self.undo_stack:
             step = self.undo_stack[-1]
-            self.run_step(lambda: self.undo_step(step), self.undo_stack, f"undid {step.label}")
+            restored = step.decisions[0].promotion_id if step.decisions else None
+            self.run_step(lambda: self.undo_step(step), self.undo_stack, f"undid {step.label}", land=restored)
 
     def action_redo(self) -> None:
         if self.redo_stack:
             step = self.redo_stack[-1]
-            self.run_step(step.redo, self.redo_stack, f"redid {step.label}: {{n}}")
+            again = self.next_undecided({d.promotion_id for d in step.decisions})
+            self.run_step(step.redo, self.redo_stack, step.label, land=again)
 
     def undo_step(self, step: Step) -> Outcome:
         """Undo the step's decisions newest first, each dropped from the step once done. One that cannot be
