@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TypeVar
 
 from engram.store.audit.checkpoints import CheckpointRejected
@@ -44,8 +45,10 @@ from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, reject
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Change, MadeFile, Store, chunked, index_entry
+from engram.store.write.atomic import write_atomic
 
 DEMO_PASSPHRASE = "engram-demo-passphrase"
+MARKER = ".engram-demo"  # in a root the demo made: the demo opens it again, and writes into nothing else
 """The demo's sensitive scope opens with this (set ``MEMORYD_MASTER_PASSPHRASE`` to it, or type it to unlock)."""
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -406,6 +409,22 @@ CHUNK = 5000
 """Memories per transaction (and audit event): a chunk's files, rows and relations are all that is held."""
 
 
+def demo_target_problem(root: Path) -> str | None:
+    """Why ``engram demo`` must not write into ``root``, or None: it writes thousands of synthetic memories, so
+    only into a directory that is new, empty, or a demo it made (marked). A real memoryd root mid-rebuild has no
+    index.db and looks empty to a check of memories: this looks at the directory itself."""
+    if not root.exists():
+        return None
+    if not root.is_dir():
+        return f"{root} is not a directory: `engram demo --root DIR` makes its demo root in a new or empty directory"
+    if (root / MARKER).is_file() or not any(root.iterdir()):
+        return None
+    return (
+        f"{root} is not empty and is not a demo root engram made: the demo writes thousands of synthetic "
+        "memories, so it only writes into a new or empty directory"
+    )
+
+
 def build_demo(
     store: Store, memories: int = 400, seed: int = 7, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, int]:
@@ -413,6 +432,7 @@ def build_demo(
     if Memory.select().exists():
         raise Conflict(f"{store.layout.root} already has memories: the demo only fills an empty root")
     replaces = _checkpoint_of_a_root_gone(store)
+    write_atomic(store.layout.root / MARKER, f"engram demo: {memories} memories, seed {seed}\n".encode())
     store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE, confirmed=True)  # engram chose it
     store.clock = lambda: NOW
     when = (NOW - timedelta(days=3)).isoformat()

@@ -361,8 +361,9 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
 
 
 def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
-    """Fold a pending promotion into an existing memory: its body is appended under a heading, its triggers
-    joined; the promotion becomes ``merged`` (memoryd's readers only look for ``pending``)."""
+    """Fold a pending promotion into an existing memory: its body is appended under a heading (unless the memory
+    already says it), its triggers joined; the promotion becomes ``merged`` (memoryd's readers only look for
+    ``pending``)."""
     promotion = _pending(store, promotion_id)
     row = store.memory(into_slug)
     if row.scope_hash != promotion.scope_hash:
@@ -375,10 +376,14 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
     fm = before.frontmatter
     triggers = list(dict.fromkeys([*fm.triggers, *(str(t) for t in parse_json_list(promotion.proposed_triggers))]))
     body = (
-        before.body.rstrip("\n")
-        + f"\n\n## {promotion.proposed_title}\n\n"
-        + promotion.proposed_body.strip("\n")
-        + f"\n\n<!-- merged from promotion #{promotion.id} -->\n"
+        before.body
+        if _holds(before.body, promotion.proposed_body)
+        else (
+            before.body.rstrip("\n")
+            + f"\n\n## {promotion.proposed_title}\n\n"
+            + promotion.proposed_body.strip("\n")
+            + f"\n\n<!-- merged from promotion #{promotion.id} -->\n"
+        )
     )
     after = MemoryDoc(frontmatter=fm.replace(triggers=triggers, updated_at=store.now()), body=body)
     write = store.rewrite(rel, after)
@@ -403,6 +408,13 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
         )
     )
     return Merged(promotion_id, into_slug, before, after.fingerprint)
+
+
+def _holds(body: str, text: str) -> bool:
+    """Whether ``body`` already says ``text`` (whitespace aside): merging it again would only repeat it (a
+    cluster's near-duplicates are often the very same text)."""
+    words = " ".join(text.split())
+    return bool(words) and words in " ".join(body.split())
 
 
 def cluster_decider(store: Store, best: int, how: str) -> Callable[[int], Decision]:

@@ -183,6 +183,8 @@ class Store:
         cannot be opened is replaced by an empty read-only stand-in (see :meth:`Index.stand_in`), for the
         console, which must open and say what is wrong."""
         layout = RootLayout(resolve_data_root(root))
+        if layout.root.exists() and not layout.root.is_dir():
+            raise StoreError(f"{layout.root} is a file, not a data root (a data root is a directory: use --root DIR)")
         if not create and not layout.root.is_dir():
             raise StoreError(f"{layout.root}: no such data root (use --root, or `engram demo` to make one)")
         if create:

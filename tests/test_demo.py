@@ -249,3 +249,34 @@ def test_a_chunk_brings_each_memory_made_and_no_document(tmp_path):
             assert store.memory_write(doc, encrypted=made.encrypted).relpath == made.relpath
             assert index_entry(doc, made.relpath) == made.entry
     assert any(made.encrypted for made in chunk.files) and not all(made.encrypted for made in chunk.files)
+
+
+@pytest.mark.parametrize("what", ["a memoryd root mid-rebuild", "a file", "any other directory"])
+def test_demo_writes_only_into_a_new_empty_or_demo_directory(fixture_root, tmp_path, capsys, what):
+    from engram.tui.cli import main
+
+    target = {
+        "a memoryd root mid-rebuild": fixture_root,
+        "a file": tmp_path / "notes.txt",
+        "any other directory": tmp_path / "home",
+    }[what]
+    if what == "a memoryd root mid-rebuild":
+        (fixture_root / "index.db").unlink()  # memoryd's rebuild-index deletes it first
+    elif what == "a file":
+        target.write_text("mine")
+    else:
+        target.mkdir()
+        (target / "thesis.md").write_text("mine")
+    before = sorted(p.name for p in target.rglob("*")) if target.is_dir() else target.read_text()
+    assert main(["demo", "--root", str(target), "--memories", "10", "--no-open"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("engram: ") and len(err.strip().splitlines()) == 1 and str(target) in err
+    assert (sorted(p.name for p in target.rglob("*")) if target.is_dir() else target.read_text()) == before
+
+
+def test_a_demo_root_engram_made_opens_again(tmp_path, capsys):
+    from engram.tui.cli import main
+
+    assert main(["demo", "--root", str(tmp_path / "d"), "--memories", "10", "--no-open"]) == 0
+    assert main(["demo", "--root", str(tmp_path / "d"), "--memories", "10", "--no-open"]) == 0
+    assert "already holds a demo" in capsys.readouterr().err

@@ -75,7 +75,7 @@ async def test_c_groups_a_cluster_A_approves_the_best_rejects_the_rest_and_u_und
         table = app.query_one("#queue-table", DataTable)
         assert [item.id for item in pane.items[:3]] == [best, *rest]
         assert [str(table.get_row(str(pid))[4]) for pid in (best, *rest)] == ["best of 3", "dup", "dup"]
-        assert "clusters" in str(app.query_one("#queue-status").render())
+        assert "1 cluster" in str(app.query_one("#queue-status").render())
         await pilot.press("A")
         await pilot.press("y")
         await settle(app, pilot)

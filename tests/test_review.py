@@ -127,3 +127,17 @@ def test_merge_stays_within_its_scope(store):
     other = Memory.get((Memory.scope_hash != p.scope_hash) & Memory.body_path.endswith(".md"))
     with pytest.raises(Conflict, match="stays within its scope"):
         promotions.merge(store, p.id, other.slug)
+
+
+def test_merging_a_body_the_memory_already_holds_adds_nothing_but_its_triggers(store, fixture_root):
+    """A cluster's near-duplicates are often the same text: merged twice, the memory said it twice."""
+    p = pending()
+    target = alive_plain_memory(p.scope_hash)
+    holding = store.read_doc(target.body_path)
+    edit_memory(store, target.slug, body=holding.body.rstrip("\n") + "\n\n" + p.proposed_body.strip() + "\n")
+    Promotion.update(proposed_triggers='["merge-only-trigger"]').where(Promotion.id == p.id).execute()
+    promotions.merge(store, p.id, target.slug)
+    doc = store.read_doc(target.body_path)
+    assert doc.body.count(p.proposed_body.strip()) == 1 and "merged from promotion" not in doc.body
+    assert "merge-only-trigger" in doc.frontmatter.triggers
+    assert Promotion.get_by_id(p.id).status == "merged"

@@ -52,14 +52,22 @@ class EngramApp(App[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = bindings(CONSOLE_ACTIONS)
 
-    def __init__(self, store: Store, settings: Settings = Settings(), warnings: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings = Settings(),
+        warnings: Sequence[str] = (),
+        notices: Sequence[str] = (),
+    ) -> None:
         """``warnings``: what the person should know as the console opens (a config.toml that could not be
-        used, say); shown as notifications once it is up."""
+        used, say); ``notices``: what they should read (the demo's passphrase); both shown as notifications
+        once it is up."""
         super().__init__()
         self.store = store
         self.shared = Shared(store)
         self.settings = settings
         self.warnings = list(warnings)
+        self.notices = list(notices)
         self.sub_title = str(store.layout.root)
         self.audit_state = "audit: checking…"
         self.feed: ChangeFeed | None = None
@@ -129,6 +137,8 @@ class EngramApp(App[None]):
             self.notify(self.store.keys.problem, title="memoryd's config", severity="warning", timeout=15)
         for warning in self.warnings:
             self.notify(warning, title="Settings", severity="warning", timeout=15)
+        for notice in self.notices:
+            self.notify(notice, timeout=20)
         for bad in unknown_ids(self.settings.keys, ALL_ACTIONS):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()

@@ -96,7 +96,8 @@ class Verdict:
                 "run `engram audit repair`)"
             )
         where = f"line {self.bad_line}: " if self.bad_line else ""
-        more = f" (and {self.problem_count - 1} more problems)" if self.problem_count > 1 else ""
+        others = self.problem_count - 1
+        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
         return f"{self.status}: {where}{self.reason}{more}"
 
 
@@ -248,11 +249,16 @@ def _check_pin(verdict: Verdict, n: int, raw: bytes, checkpoint: Checkpoint) -> 
     if n == 1 and line_hash(raw) != checkpoint.log_id:
         verdict.add(n, "checkpoint log_id mismatch: the log was replaced since the checkpoint")
     elif n == checkpoint.size and verdict.head != checkpoint.head:
+        earlier = [p.line for p in verdict.problems if p.line is not None and p.line <= n]
         verdict.add(
             n,
-            f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts}: the history was "
-            "rewritten with recomputed hashes, or this root was restored from a backup older than that checkpoint "
-            f"and written to since ({RESTORED})",
+            f"checkpoint mismatch: lines 1-{n} are not what was checkpointed at {checkpoint.ts}: "
+            + (
+                f"this follows from the problem at line {earlier[0]}, not a second change"
+                if earlier
+                else "the history was rewritten with recomputed hashes, or this root was restored from a backup "
+                f"older than that checkpoint and written to since ({RESTORED})"
+            ),
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram.store.service import Store
@@ -32,8 +33,9 @@ def console_args(argv: list[str]) -> argparse.Namespace | None:
     return None
 
 
-def open_console(args: argparse.Namespace) -> int:
-    app = console_app(args.root)
+def open_console(args: argparse.Namespace, notices: Sequence[str] = ()) -> int:
+    """``notices``: what the person should read once the console is up (the demo's passphrase)."""
+    app = console_app(args.root, notices)
     try:
         app.run()
     finally:
@@ -41,11 +43,11 @@ def open_console(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def console_app(root: str | os.PathLike[str] | None) -> EngramApp:
+def console_app(root: str | os.PathLike[str] | None, notices: Sequence[str] = ()) -> EngramApp:
     """The console on ``root``, its store open: a broken config.toml (engram's or memoryd's) or an index.db that
     cannot be opened is said in the console, not fatal."""
     from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
 
     settings, problem = settings_or_defaults()
     store = Store.open(root, actor="engram-tui", settings=settings, stand_in=True)
-    return EngramApp(store, settings, warnings=[problem] if problem else [])
+    return EngramApp(store, settings, warnings=[problem] if problem else [], notices=notices)

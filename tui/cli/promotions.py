@@ -173,7 +173,7 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
     text = "\n".join(
         [
             *(f"{PAST[verb]} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
-            *(f"engram: #{f['id']}: {f['error']}" for f in failed),
+            *(f"engram: {_about(f['id'], f['error'])}" for f in failed),
         ]
     )
     emit(args, {"done": done, "failed": failed}, text)
@@ -239,3 +239,8 @@ def _body(args: argparse.Namespace) -> str | None:
         return args.body_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"--body-file {args.body_file}: {exc}") from None
+
+
+def _about(pid: int, error: str) -> str:
+    """A refusal about promotion ``pid``, naming it once ("no promotion #9", not "#9: no promotion #9")."""
+    return error if f"#{pid}" in error else f"#{pid}: {error}"

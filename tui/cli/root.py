@@ -7,12 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from engram.store.demo import DEMO_PASSPHRASE, build_demo
+from engram.store.demo import DEMO_PASSPHRASE, build_demo, demo_target_problem
 from engram.store.drift.check import KINDS, NOT_DRIFT, Report, check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.drift.seen import acknowledge
-from engram.store.errors import NoIndex
+from engram.store.errors import BadInput, NoIndex
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store
 from engram.store.stats import counts, list_memories
@@ -68,6 +68,9 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 def _demo(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else engram_state_dir() / "demo-root"
+    problem = demo_target_problem(root) if args.root else None  # the default is engram's own directory
+    if problem:
+        raise BadInput(problem)
     with Store.open(root, actor="engram-demo", create=True) as store:
         if counts(store).memories:
             print(f"{root} already holds a demo; opening it", file=sys.stderr)
@@ -79,7 +82,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.no_open:
         return EXIT_OK
     args.root = str(root)
-    return open_console(args)
+    return open_console(args, [f"demo root: the sensitive scope's passphrase is {DEMO_PASSPHRASE!r}"])
 
 
 def _completion(args: argparse.Namespace) -> int:

@@ -91,7 +91,13 @@ def _clusters(args: argparse.Namespace) -> int:
     emit(
         args,
         {"clusters": data, "repeat_a_memory": known},
-        "\n".join([*lines, f"{len(known)} pending repeat a memory of their scope (filter: dup:known)"]),
+        "\n".join(
+            [
+                *lines,
+                f"{len(known)} pending {'repeats' if len(known) == 1 else 'repeat'} a memory of their scope "
+                "(filter: dup:known)",
+            ]
+        ),
     )
     return EXIT_OK
 

@@ -401,7 +401,8 @@ class QueuePane(PaneBase):
         elif self.filter_text:
             parts.append(f"filter: {self.filter_text}")
         if self.clustered:
-            parts.append(f"{len(self.clusters.members)} clusters" if self.clusters else "clusters: finding…")
+            found = len(self.clusters.members) if self.clusters else 0
+            parts.append(f"{found} cluster{'s' if found != 1 else ''}" if self.clusters else "clusters: finding…")
         if self.marked:
             parts.append(f"{len(self.marked)} marked")
         if self.undo_stack:

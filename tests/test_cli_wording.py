@@ -1,0 +1,35 @@
+"""What the command line says reads as a sentence: a file is called a file, a promotion is named once, counts
+agree with their nouns, and one edit to the audit log reads as one edit."""
+
+from __future__ import annotations
+
+from engram.tui.cli import main
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_file_given_as_the_root_is_called_a_file(tmp_path, capsys):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    code, _, err = run(capsys, "ls", "--root", str(notes))
+    assert code == 2 and f"{notes} is a file, not a data root" in err
+
+
+def test_a_missing_promotion_is_named_once(fixture_root, capsys):
+    code, out, err = run(capsys, "promotions", "approve", "99999", "--root", str(fixture_root))
+    assert (out + err).strip() == "engram: no promotion #99999"
+
+
+def test_one_edited_audit_line_reads_as_one_edit_with_its_consequence(fixture_root, capsys):
+    assert run(capsys, "audit", "verify", "--root", str(fixture_root))[0] == 0  # checkpointed
+    log = fixture_root / "audit" / "audit.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    lines[4] = lines[4].replace("access_granted", "access_GRANTED", 1)
+    log.write_text("".join(lines))
+    code, out, _ = run(capsys, "audit", "verify", "--root", str(fixture_root))
+    assert code == 1 and "(and 1 more problem)" in out
+    assert "checkpoint mismatch" in out and "follows from the problem at line 6, not a second change" in out
