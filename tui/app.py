@@ -288,12 +288,18 @@ class EngramApp(App[None]):
     # ------------------------------------------------------------------ keys of sensitive scopes
 
     def action_unlock(self) -> None:
+        """From anywhere, a text box included (the status line says ctrl+u unlocks); not over another dialog,
+        which has the keyboard until it is answered."""
         from engram.tui.screens.unlock import ask_unlock
 
+        if len(self.screen_stack) > 1:
+            return
         ask_unlock(self, self.store, sorted(self.store.sensitive_scopes()), lambda: None)
 
     def action_lock(self) -> None:
         """Forget every key; search drops the bodies of sensitive scopes it had read."""
+        if len(self.screen_stack) > 1:
+            return
         from engram.store.sensitive.convert import lock
 
         lock(self.store)

@@ -19,9 +19,10 @@ class Action:
     action: str  # the Textual action it runs on its owner (the app or a pane)
     description: str
     show: bool = True  # in the footer
+    priority: bool = False  # before a focused text box's own use of the key (ctrl+u: unlock, not "clear the line")
 
     def binding(self) -> Binding:
-        return Binding(self.keys, self.action, self.description, show=self.show, id=self.id)
+        return Binding(self.keys, self.action, self.description, show=self.show, id=self.id, priority=self.priority)
 
 
 def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
@@ -37,9 +38,9 @@ def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
 APP_ACTIONS = (
     Action("app.quit", "q", "quit", "Quit"),
     Action("app.help", "question_mark", "help", "Help"),
-    Action("app.palette", "colon", "command_palette", "Commands", show=False),
-    Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False),
-    Action("app.lock", "ctrl+l", "lock", "Lock", show=False),
+    Action("app.palette", "colon,ctrl+p", "command_palette", "Commands", show=False),
+    Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False, priority=True),
+    Action("app.lock", "ctrl+l", "lock", "Lock", show=False, priority=True),
     Action("app.import", "I", "import", "Import from another system", show=False),
     Action("app.refresh", "f5", "refresh", "Look for changes now", show=False),
 )  # the keys that show each pane come from the table of panes (tui.panes.table)

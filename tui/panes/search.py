@@ -265,9 +265,14 @@ class SearchPane(PaneBase):
         deliver(self, self.query_one("#search-memory", Markdown).update, visible(text))
 
     def action_back(self) -> None:
+        """esc: close the opened memory, else leave the query for the results (where the pane digits, j and k
+        work), else go back to the query."""
         panel = self.query_one("#search-open")
+        query = self.query_one("#search-query", Input)
         if panel.display:
             panel.display = False
             self.query_one(HitList).focus()
+        elif query.has_focus:
+            self.query_one(HitList).focus()
         else:
-            self.query_one("#search-query", Input).focus()
+            query.focus()
