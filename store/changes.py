@@ -123,14 +123,14 @@ class ChangeFeed:
         return Token(version, (*files, _stat(layout.audit_path)))
 
     def _audit_appended(self) -> tuple[int, bool]:
-        """Lines appended since the last look, counted in the new bytes only; a shorter or other file is a
-        rewrite."""
+        """Lines appended since the last look, counted in the new bytes only; a shorter or other file, or one
+        changed without growing, is a rewrite."""
         before, now = self._audit, _stat(self.store.layout.audit_path)
         self._audit = now
         if before == now:
             return 0, False
-        if before is None or now is None or before[:2] != now[:2] or now[2] < before[2]:
-            return 0, True
+        if before is None or now is None or before[:2] != now[:2] or now[2] <= before[2]:
+            return 0, True  # another file, cut, or changed in place (a line edited or put back): verify again
         with self.store.layout.audit_path.open("rb") as fh:
             fh.seek(before[2])
             return fh.read(now[2] - before[2]).count(b"\n"), False

@@ -75,3 +75,25 @@ async def test_print_checkpoint(store):
         await pilot.press("p")
         await settle(app, pilot)
         assert "engram-checkpoint/1" in str(app.query_one("#audit-detail", Static).render())
+
+
+async def test_the_pane_shows_the_verdict_the_console_has_and_follows_a_restored_line(fixture_root):
+    """The status line said TAMPERED while the pane said nothing found until v; once the line was put back, the
+    status line stayed TAMPERED until v. One verdict, followed as the log changes."""
+    log = fixture_root / "audit" / "audit.jsonl"
+    good = log.read_bytes()
+    lines = good.splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"duration": "task"', b'"duration": "sessn"', 1)  # the same length
+    log.write_bytes(b"".join(lines))
+    with Store.open(fixture_root, keys=KeyRing()) as store:
+        app = EngramApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            listing = await open_pane(app, pilot)
+            assert "TAMPERED" in str(app.query_one("#status", Static).render())
+            assert "TAMPERED" in str(app.query_one("#audit-status", Static).render())  # no v pressed
+            assert listing.bad_line == 4
+            log.write_bytes(good)  # put back as it was
+            app.action_refresh()
+            await settle(app, pilot)
+            assert "audit: valid" in str(app.query_one("#status", Static).render())
+            assert "VALID" in str(app.query_one("#audit-status", Static).render()) and listing.bad_line is None

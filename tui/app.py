@@ -38,6 +38,7 @@ from engram.tui.widgets.safe import ControlFilter
 if TYPE_CHECKING:
     from engram.store.audit.verify import Verdict
     from engram.store.importers.run import ImportResult
+    from engram.tui.panes.audit import AuditPane
     from engram.tui.panes.search import SearchPane
 
 CONTROL_FILTER = ControlFilter()
@@ -179,6 +180,10 @@ class EngramApp(App[None]):
         }.get(verdict.status, f"audit: {verdict.status.upper()} {where}")
         if tell and verdict.status == "tampered":
             self.notify(verdict.summary(), title="Audit log", severity="error", timeout=30)
+        self.shared.verdict = verdict  # one verdict: the audit pane shows the one the status line does
+        audit = self.built.get("audit")
+        if audit is not None:
+            cast("AuditPane", audit).show_verdict(verdict)
         self.refresh_status()
 
     def tick(self) -> None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from engram.store import promotions
 from engram.store.domain import MemoryType
@@ -147,7 +148,7 @@ def _agreed(args: argparse.Namespace, verb: str, chosen: list[QueueItem]) -> boo
 
 def _decide_ids(args: argparse.Namespace, verb: str) -> int:
     done: list[dict[str, object]] = []
-    failed: list[dict[str, object]] = []
+    failed: list[dict[str, Any]] = []
 
     def act(store: Store, pid: int) -> dict[str, object]:
         if verb == "approve":

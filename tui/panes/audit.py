@@ -19,6 +19,7 @@ from textual.widgets import Input, ProgressBar, Sparkline, Static
 
 from engram.store.audit.ops import current_checkpoint, verify_log
 from engram.store.audit.titles import Titles
+from engram.store.audit.verify import Verdict
 from engram.store.errors import StoreError
 from engram.tui.colours import role
 from engram.tui.keymap import AUDIT_ACTIONS, bindings
@@ -131,6 +132,8 @@ class AuditPane(PaneBase):
         listing.show(log, log.every_line(), at_line=listing.current_line)  # new lines come in above, not under it
         self.show_timeline(per_day)
         self.query_one("#audit-status", Static).update(f"{len(log):,} lines · v verifies the chain")
+        if self.shared.verdict is not None:  # the console checked the log already: say what it found
+            self.show_verdict(self.shared.verdict)
         if self.query_one("#audit-filter", Input).value:
             self.run_filter(self.query_one("#audit-filter", Input).value)
 
@@ -194,7 +197,15 @@ class AuditPane(PaneBase):
             return
         deliver(self, self.verified, verdict)
 
-    def verified(self, verdict) -> None:  # noqa: ANN001 (a Verdict)
+    def verified(self, verdict: Verdict) -> None:
+        self.show_verdict(verdict)
+        if verdict.bad_line:
+            self.action_jump_bad()
+        self.post_message(AuditStateChanged(verdict))  # the status line follows
+
+    def show_verdict(self, verdict: Verdict) -> None:
+        """The verdict in the pane's header and its bad line marked: the pane's own v, or the console's check
+        (at start, and each time the log changes), so the pane and the status line never disagree."""
         hint = " · b jumps to it" if verdict.bad_line else ""
         self.query_one("#audit-status", Static).update(
             f"[b]{escape(verdict.status.upper())}[/b] {escape(verdict.summary())}{hint}"
@@ -202,9 +213,6 @@ class AuditPane(PaneBase):
         listing = self.query_one(AuditList)
         listing.bad_line = verdict.bad_line
         listing.refresh()
-        if verdict.bad_line:
-            self.action_jump_bad()
-        self.post_message(AuditStateChanged(verdict))  # the status line follows
 
     def action_jump_bad(self) -> None:
         """Show the first bad line (the filter is cleared if it hid it), its neighbours around it."""
