@@ -63,6 +63,15 @@ def engram_state_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 
+def screenshots_dir() -> Path:
+    """Where the console's screenshots go, made if missing: engram's state directory, which is writable wherever
+    engram runs (Textual's default, the Downloads folder, is missing on most servers, and the save then failed
+    without saying why)."""
+    folder = engram_state_dir() / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def engram_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/engram`` (``~/.cache/engram``): what engram can build again, such as the search index."""
     return Path(platformdirs.user_cache_dir(APP, appauthor=False))

@@ -49,3 +49,30 @@ async def test_esc_leaves_the_search_query_and_the_digits_switch_panes_again(sto
         await pilot.press("1")
         await settle(app, pilot)
         assert app.query_one("TabbedContent").active == "queue" and query.value == "kafka"
+
+
+async def test_textuals_own_notifications_show_no_markup(store):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("ctrl+c")  # Textual's hint: how to quit
+        await pilot.pause()
+        said = [str(n.message) for n in app._notifications]
+        assert any("ctrl+q" in m and "to quit" in m for m in said) and not any("[b]" in m for m in said)
+
+
+async def test_a_screenshot_is_saved_where_engram_can_write_and_the_toast_names_it(store):
+    from engram.store.paths import engram_state_dir
+
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.action_screenshot()
+        for _ in range(50):
+            await pilot.pause(0.05)
+            saved = list((engram_state_dir() / "screenshots").glob("*.svg"))
+            if saved and any("Saved screenshot" in str(n.message) for n in app._notifications):
+                break
+        [shot] = saved
+        said = [str(n.message) for n in app._notifications if "Saved screenshot" in str(n.message)]
+        assert said and str(shot) in said[0] and "[$" not in said[0]

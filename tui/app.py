@@ -8,11 +8,13 @@ an action or a later pane needs is imported there: the first frame waits for eve
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from textual.app import App, ComposeResult, SystemCommand
+from textual.content import Content
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -22,6 +24,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from engram.store import heap
 from engram.store.changes import ChangeFeed, Changes
 from engram.store.errors import StoreError
+from engram.store.paths import screenshots_dir
 from engram.store.service import Store
 from engram.store.settings import Settings
 from engram.store.stats import pending_count
@@ -98,8 +101,21 @@ class EngramApp(App[None]):
     ) -> None:
         """Every notification as plain text, whatever the caller asked (widgets pass ``markup=True`` on): messages
         carry data (titles, paths, errors quoting a file), which must neither be read as markup nor drive the
-        terminal."""
+        terminal. Textual's own messages ("Press [b]ctrl+q[/b] to quit", the screenshot's path) are its markup,
+        not data: their tags are rendered away rather than shown."""
+        if markup and sys._getframe(1).f_globals.get("__name__", "").startswith("textual."):
+            message = Content.from_markup(message).plain
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's screenshot, saved where engram can always write (see ``screenshots_dir``); the toast names
+        the file."""
+        try:
+            folder = path or str(screenshots_dir())
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc}", title="Screenshot", severity="error")
+            return
+        super().action_screenshot(filename, folder)
 
     def compose(self) -> ComposeResult:
         yield Header()
