@@ -30,6 +30,14 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "password assignment": re.compile(
         r"(?i:(?<![a-z0-9])(?:password|passwd|secret|api[_-]?key|token)\s*[:=]\s*['\"]?[^\s'\"]{8,})"
     ),
+    # "the staging DB password is Sup3rS3cret", "密码是 hunter42": a credential said in a sentence. The value must
+    # hold a digit or a symbol, so that "the password is required" or "password is in the vault" is not one; only
+    # the value (the group) is masked and redacted, so the sentence still says what it was.
+    "password in prose": re.compile(
+        r"(?i:(?<![a-z0-9])(?:password|passphrase|passwd|pwd)s?\s+(?:is|was|are)\s+(?:now\s+|still\s+)?"
+        r"['\"\u201c]?(?P<value>(?=[^\s'\"\u201d]*[0-9!@#$%^&*])[^\s'\"\u201d,;]{6,}))"
+        r"|(?:密码|口令)\s*(?:是|为|:|：)\s*(?P<zh>[A-Za-z0-9!@#$%^&*_.-]{4,})"
+    ),
     "e-mail address": re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
     "phone number": re.compile(
         r"(?<![\w+.-])(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)|\d{1,4})[ .-]?\d{3,4}[ .-]?\d{3,4}"
@@ -54,6 +62,7 @@ GATES: dict[str, tuple[str, ...]] = {
     "password in URL": ("://",),
     "connection string": ("password", "pwd"),
     "password assignment": ("passw", "secret", "api", "token"),
+    "password in prose": ("passw", "passphrase", "pwd", "密码", "口令"),
     "e-mail address": ("@",),
 }
 _GATE = re.compile("|".join(re.escape(word) for words in GATES.values() for word in words))  # any of them: one pass
@@ -84,12 +93,21 @@ def scan(text: str) -> list[Finding]:
     )
     if _phone_shaped(text):
         kinds.append("phone number")
-    found = [
-        Finding(kind, match.start(), match.end(), mask(match.group(0)))
-        for kind in kinds
-        for match in PATTERNS[kind].finditer(text)
-    ]
+    found = []
+    for kind in kinds:
+        for match in PATTERNS[kind].finditer(text):
+            start, end = _span(match)
+            found.append(Finding(kind, start, end, mask(text[start:end])))
     return sorted(found, key=lambda f: (f.start, f.end))
+
+
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    """Where the secret itself is: a pattern's ``value`` (or ``zh``) group where it has one (the words around it
+    stay), else the whole match."""
+    for group in ("value", "zh"):
+        if group in match.re.groupindex and match.group(group) is not None:
+            return match.span(group)
+    return match.span()
 
 
 def kinds_in(*texts: str) -> list[str]:
@@ -121,7 +139,13 @@ def mask(value: str) -> str:
 
 
 def redact(text: str) -> str:
-    """``text`` with every match replaced by ``[redacted <kind>]``."""
+    """``text`` with every match (its value, where the pattern names one) replaced by ``[redacted <kind>]``."""
     for kind, pattern in PATTERNS.items():
-        text = pattern.sub(f"[redacted {kind}]", text)
+
+        def replaced(match: re.Match[str], kind: str = kind) -> str:
+            start, end = _span(match)
+            whole = match.group(0)
+            return whole[: start - match.start()] + f"[redacted {kind}]" + whole[end - match.start() :]
+
+        text = pattern.sub(replaced, text)
     return text

@@ -40,6 +40,7 @@ SYNTHETIC = {
     "password in URL": "clone https://deploy:" + "hunter2hunter2" + "@git.example.com/repo.git",
     "connection string": "Server=db.internal;Database=ledger;User Id=app;Password=" + "Tr0ub4dor&3;",
     "password assignment": "DB_PASSWORD = '" + "correct-horse-battery" + "'",
+    "password in prose": "Staging DB password is " + "Sup3rS3cret",
     "e-mail address": "ask jane.doe+ops@example.co.uk about it",
     "phone number": "on call: +44 20 7946 0958, or (415) 555-0134",
 }
@@ -54,6 +55,8 @@ NOT_SECRET = [
     "see config/ledger.yaml and src/app/main.py line 1024",
     "roll out to 30% of traffic, p95 under 16 ms, 1,000,000 memories",
     "the token count is 4096 and the password field is required",
+    "the password is stored in the vault; passwords are rotated every 90 days",
+    "密码在保险库里，每季度轮换一次",
     "ports 8080-8090 and 192.168.1.20",
 ]
 
@@ -98,8 +101,10 @@ def test_every_kind_but_phone_numbers_has_its_gate_and_each_gate_lets_its_matche
     assert set(GATES) == set(PATTERNS) - {"phone number"}
     for kind, words in GATES.items():
         text = SYNTHETIC[kind]
-        for f in (f for f in scan(text) if f.kind == kind):
-            assert any(word in text[f.start : f.end].lower() for word in words), kind
+        matches = list(PATTERNS[kind].finditer(text))  # the whole match: a finding may be its value only
+        assert matches, kind
+        for match in matches:
+            assert any(word in match.group(0).lower() for word in words), kind
 
 
 @pytest.mark.parametrize(
@@ -297,3 +302,45 @@ def test_a_reader_holding_the_log_never_fails_a_redacted_approval(store):
         reader.close()
     assert Promotion.get_by_id(flagged).status == "approved" and KEY not in _everywhere(store.layout.root)
     assert Memory.get(Memory.slug == approved.slug)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Staging DB password is Sup3rS3cret", "Staging DB password is [redacted password in prose]"),
+        ("测试库的密码是 Hunter42，别外传", "测试库的密码是 [redacted password in prose]，别外传"),
+        ("the VPN passphrase is now Blue-Otter-77", "the VPN passphrase is now [redacted password in prose]"),
+    ],
+)
+def test_a_password_said_in_a_sentence_is_found_and_only_the_value_redacted(text, kept):
+    [finding] = scan(text)
+    assert finding.kind == "password in prose" and "*" in finding.masked
+    assert redact(text) == kept
+
+
+def test_a_password_in_a_title_is_flagged_and_redacted_from_the_approved_memory(store):
+    from engram.store.domain import MemoryType
+    from engram.store.index import Memory, Promotion
+    from engram.store.promotions import Proposal, propose
+    from engram.store.queue import pending_findings
+
+    session = Memory.get((Memory.scope_hash == "710d5aaf7a15") & (Memory.type == "session"))
+    scores = {"D": 0.9, "U": 0.9, "R": 0.9, "A": 0.9}
+    pid = propose(
+        store,
+        Proposal(
+            session.slug,
+            MemoryType.FACT,
+            "Staging DB password is Sup3rS3cret",
+            "body",
+            ["db"],
+            scores,
+            "",
+            "710d5aaf7a15",
+        ),
+    )
+    assert [field for field, _ in pending_findings(store, [pid])[pid]] == ["title"]
+    approved = promotions.approve(store, pid, redact_secrets=True)
+    doc = store.read_doc(approved.relpath)
+    assert doc.frontmatter.title == "Staging DB password is [redacted password in prose]"
+    assert "Sup3rS3cret" not in Promotion.get_by_id(pid).proposed_title
