@@ -58,6 +58,9 @@ async def test_tab_then_enter_opens_the_closest_memory_and_m_merges_into_it(stor
         await settle(app, pilot)
         await pilot.press("tab", "m")
         await settle(app, pilot)
+        assert status(pid) == "pending" and memory.title[:20] in app.screen.question  # named before it acts
+        await pilot.press("y")
+        await settle(app, pilot)
         assert status(pid) == "merged"
         assert "said again" in store.read_doc(store.safe_relpath(memory.body_path)).body
 
@@ -148,3 +151,19 @@ async def test_a_cluster_in_a_locked_scope_asks_for_the_passphrase_first(fixture
 def test_the_cli_refuses_a_promotion_that_is_not_pending(capsys, fixture_root):
     code, _, err = cli(capsys, fixture_root, "promotions", "similar", "99999")
     assert code == 2 and "no pending promotion #99999" in err
+
+
+async def test_m_opens_the_picker_on_the_similar_memories_of_the_scope(store, fixture_root):
+    memory = Memory.get((Memory.scope_hash == PLAIN) & (Memory.type == "warning"))
+    pid = memoryd_proposes(fixture_root, title=memory.title, body="said again", dura=0.99)
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert app.query_one(QueuePane).current().id == pid
+        await pilot.press("m")
+        await settle(app, pilot)
+        offered = app.screen.query_one("#results")
+        assert offered.get_option_at_index(0).id == memory.slug  # the closest first, before anything is typed
+        await pilot.press("down", "enter", "y")
+        await settle(app, pilot)
+        assert status(pid) == "merged"

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 from helpers import events, settle
-from textual.widgets import DataTable, Input, Markdown, Static, Tree
+from textual.widgets import DataTable, Input, Markdown, OptionList, Static, Tree
 
 from engram.store.domain import MemoryType
 from engram.store.drift.check import KINDS
@@ -28,6 +28,7 @@ from engram.tui.panes.table import PANES
 from engram.tui.screens.edit import EditScreen
 from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.pick import MemoryPicker
+from engram.tui.screens.prompt import Confirm
 from engram.tui.widgets.hitlist import MATCH, HitList
 
 SIZE = (140, 45)
@@ -142,11 +143,23 @@ async def test_merge_into_a_memory_picked_by_search(console, fixture_root):
         await settle(console, pilot)
         picker = console.screen
         assert isinstance(picker, MemoryPicker)
-        assert picker.query_one("#query", Input).value.startswith("scope:")
+        assert picker.query_one("#query", Input).value == ""  # the scope is fixed, not text to type over
+        scope = Promotion.get_by_id(first).scope_hash
+        await pilot.press(*"kafka")  # words of other scopes' memories too: only this scope's are offered
         await pilot.pause()
-        await pilot.press("enter", "enter")
+        offered = picker.query_one("#results", OptionList)
+        slugs = [offered.get_option_at_index(i).id for i in range(offered.option_count)]
+        assert slugs and all(Memory.get(Memory.slug == slug).scope_hash == scope for slug in slugs)
+        await pilot.press("down", "down", "enter")  # ↓ into the list, down one, one enter picks the second
+        await pilot.pause()
+        confirm = console.screen
+        target_title = Memory.get(Memory.slug == slugs[1]).title
+        assert isinstance(confirm, Confirm) and target_title[:20] in confirm.question  # named, with a preview
+        assert Promotion.get_by_id(first).status == "pending"  # nothing merged before the yes
+        await pilot.press("y")
         await settle(console, pilot)
     note = PromotionNote.get_by_id(first)
+    assert note.merged_into == slugs[1]
     assert Promotion.get_by_id(first).status == "merged" and note.merged_into
     target = Memory.get(Memory.slug == note.merged_into)
     assert f"merged from promotion #{first}" in (fixture_root / target.body_path).read_text()

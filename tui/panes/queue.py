@@ -305,9 +305,9 @@ class QueuePane(PaneBase):
                 f"A promotion merges into a memory: approve #{found.key} first, or merge the cluster (c, then M)",
                 severity="warning",
             )
-        elif not self.marked:
-            self.decide("merge", lambda pid: promotions.merge(self.store, pid, found.key))
+        elif not self.marked and (item := self.current()) is not None:
             self.query_one("#queue-table", DataTable).focus()
+            self.confirm_merge(item, found.key)
 
     def action_calibrate(self) -> None:
         from engram.tui.screens.calibration import CalibrationScreen  # a screen of an action: imported by it
@@ -777,6 +777,8 @@ class QueuePane(PaneBase):
         self.app.push_screen(EditScreen(detail, detail.scope_hash in self.store.sensitive_scopes()), approve_edited)
 
     def action_merge(self) -> None:
+        """Pick the memory to merge into: the similar ones of the promotion's scope first (the detail ranked
+        them), the scope fixed; then a preview of the target and a confirmation naming it."""
         item = self.current()
         if item is None or self.marked:
             return
@@ -784,14 +786,37 @@ class QueuePane(PaneBase):
         if index is None:
             self.notify("The search index is still loading; try again in a moment", severity="warning")
             return
-        from engram.tui.screens.pick import MemoryPicker
+        from engram.tui.screens.pick import Candidate, MemoryPicker
 
-        def merge_into(slug: str | None) -> None:
+        similar = [
+            Candidate(found.key, f"{found.score:.0%} alike", found.title)
+            for found in self.query_one(SimilarList).found
+            if found.kind == "memory" and found.scope_hash == item.scope_hash
+        ]
+
+        def picked(slug: str | None) -> None:
             if slug:
-                self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug))
+                self.confirm_merge(item, slug)
+
+        question = f"Merge #{item.id} '{_short(item.title)}' into which memory?"
+        self.app.push_screen(MemoryPicker(question, index, scope=item.scope_hash, first=similar), picked)
+
+    def confirm_merge(self, item: QueueItem, slug: str) -> None:
+        """What the promotion would be merged into, shown before anything changes."""
+        try:
+            target = self.store.memory(slug)
+            body = self.store.read_doc(self.store.safe_relpath(target.body_path)).body
+        except StoreError as exc:  # a locked scope, a file gone: said, nothing merged
+            self.notify(str(exc), title="Merge", severity="warning")
+            return
+        preview = "\n".join(masked(line) for line in body.strip().splitlines()[:6])
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug), items=[item])
 
         self.app.push_screen(
-            MemoryPicker(f"Merge #{item.id} into which memory?", index, f"scope:{item.scope_hash} "), merge_into
+            Confirm(f"Merge #{item.id} into '{_short(masked(target.title), 60)}'?\n\n{preview}\n\n(y/n)"), answered
         )
 
     def action_undo(self) -> None:

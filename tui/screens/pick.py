@@ -1,15 +1,19 @@
-"""Pick a memory by searching for it (the merge target)."""
+"""Pick a memory by searching for it: the target of a merge, or of a supersedes link."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
+from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from engram.store.secrets import masked
 from engram.tui.keymap import CANCEL, bindings
 from engram.tui.widgets.safe import plain
 
@@ -17,19 +21,51 @@ if TYPE_CHECKING:  # numpy and rapidfuzz load with the search index's worker, no
     from engram.store.search.index import SearchIndex
 
 
+class Candidate(NamedTuple):
+    """A memory offered before anything is typed (the ones the queue's detail found most similar)."""
+
+    slug: str
+    type: str
+    title: str
+
+
+class PickerQuery(Input):
+    """The picker's query: ``down`` goes to the list (as its hint says), ``enter`` too."""
+
+    BINDINGS = [Binding("down", "to_list", "To the list", show=False)]
+
+    def action_to_list(self) -> None:
+        self.screen.query_one("#results", OptionList).focus()
+
+
 class MemoryPicker(ModalScreen[str | None]):
-    """Type to search; Enter on a result picks it; Escape cancels."""
+    """Type to search; ``down`` or ``enter`` reaches the list; ``enter`` on a line picks it; ``esc`` cancels.
+
+    ``scope``: only memories of that scope are offered (a merge stays within its scope), said above the query
+    and never part of its text, so typing cannot widen it. ``first``: what to offer before anything is typed
+    (the similar memories the queue's detail ranked); without it, the best matches of an empty query."""
 
     BINDINGS = bindings((CANCEL,))
 
-    def __init__(self, question: str, index: SearchIndex, query: str = "") -> None:
+    def __init__(
+        self,
+        question: str,
+        index: SearchIndex,
+        query: str = "",
+        *,
+        scope: str | None = None,
+        first: Sequence[Candidate] = (),
+    ) -> None:
         super().__init__()
         self.question, self.index, self.initial = question, index, query
+        self.scope, self.first = scope, list(first)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
             yield Label(self.question, classes="dialog-title", markup=False)
-            yield Input(self.initial, id="query", placeholder="search: words, type:, scope: …")
+            if self.scope:
+                yield Label(f"in scope {self.scope} (a merge stays within its scope)", classes="hint")
+            yield PickerQuery(self.initial, id="query", placeholder="search: words, type: …")
             yield OptionList(id="results")
             yield Label("type to search · ↓ to the list · enter pick · esc cancel", classes="hint")
 
@@ -40,19 +76,23 @@ class MemoryPicker(ModalScreen[str | None]):
         self.refresh_results(event.value)
 
     def on_input_submitted(self) -> None:
-        results = self.query_one("#results", OptionList)
-        if results.option_count:
-            results.focus()
-            results.highlighted = 0
+        self.query_one("#results", OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#results")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
 
     def refresh_results(self, text: str) -> None:
         results = self.query_one("#results", OptionList)
         results.clear_options()
-        found = self.index.search(text, limit=50)
-        results.add_options(Option(plain(f"{h.type:<10} {h.title}"), id=h.slug) for h in found.hits)
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(event.option.id)
+        if not text.strip() and self.first:
+            lines = [(c.slug, c.type, c.title) for c in self.first]
+        else:
+            query = f"{text} scope:{self.scope}" if self.scope else text
+            lines = [(h.slug, h.type, h.title) for h in self.index.search(query, limit=50).hits]
+        results.add_options(Option(plain(f"{kind:<10} {masked(title)}"), id=slug) for slug, kind, title in lines)
+        if results.option_count:
+            results.highlighted = 0
 
     def action_cancel(self) -> None:
         self.dismiss(None)
