@@ -101,6 +101,6 @@ def test_the_cli_says_one_line_for_a_scope_climbing_out(fixture_root, capsys):
     code = main(["promotions", "approve", str(pid), "--root", str(fixture_root)])
     said = capsys.readouterr()
     assert code == 1 and (said.out + said.err).strip() == (
-        f"engram: #{pid}: promotion #{pid} cannot become a memory: field scope_hash: "
+        f"engram: promotion #{pid} cannot become a memory: field scope_hash: "
         "Value error, scope_hash '../../evil' is not a directory name; nothing changed"
     )
