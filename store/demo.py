@@ -42,7 +42,7 @@ from engram.store.index import (
 )
 from engram.store.paths import RootLayout
 from engram.store.processes import produced_elsewhere
-from engram.store.promotions import Proposal, approve, promotion_values, reject
+from engram.store.promotions import Proposal, approve, promotion_values, propose, reject
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Change, MadeFile, Store, chunked, index_entry
 from engram.store.write.atomic import write_atomic
@@ -456,6 +456,7 @@ def build_demo(
                 progress(made["memories"], memories)
             del chunk  # not held while the next one is drawn
     reviewed = _review_some(store, seed)
+    made["promotions"] += _propose_secrets(store)
     if replaces:
         restart_checkpoint(store)  # audited, naming the old checkpoint
     return {**made, **reviewed}
@@ -595,6 +596,36 @@ def _supersedes(w: _Writer) -> list[dict]:
                 )
             )
     return chains
+
+
+# Proposals an agent should not have made: a credential in a title, an access key in a body (AWS's own documented
+# example key, which opens nothing). The queue flags them, and approving one offers to redact it.
+SECRET_BEARING = (
+    ("Staging DB password is Demo-Pa55w0rd-2026", "Use it for the nightly restore job.", MemoryType.FACT),
+    (
+        "Deploy with the CI access key",
+        "Export aws_access_key_id AKIAIOSFODNN7EXAMPLE before running the deploy script.",
+        MemoryType.PLAYBOOK,
+    ),
+)
+
+
+def _propose_secrets(store: Store) -> int:
+    """The demo's secret-bearing proposals, left pending so the redaction flow can be tried."""
+    sensitive = store.sensitive_scopes()
+    session = (
+        Memory.select(Memory.slug, Memory.scope_hash)
+        .where(Memory.type == MemoryType.SESSION.value, Memory.scope_hash.not_in(list(sensitive)))
+        .order_by(Memory.slug)
+        .first()
+    )
+    if session is None:
+        return 0
+    for title, body, mtype in SECRET_BEARING:
+        scores = {"D": 0.9, "U": 0.88, "R": 0.86, "A": 0.9}  # high enough for memoryd to approve it unseen
+        words = [w for w in title.split() if len(w) > 3][:2]
+        propose(store, Proposal(session.slug, mtype, title, body, words, scores, "said in session", session.scope_hash))
+    return len(SECRET_BEARING)
 
 
 def _review_some(store: Store, seed: int, most: int = 150) -> dict[str, int]:

@@ -103,3 +103,27 @@ def _string(value: object, where: str, hint: str) -> str:
     if not isinstance(value, str):
         raise _Problem(f"{where}: Input should be a valid string ({_HINTS[hint]})")
     return value
+
+
+def save_theme(name: str, path: Path | None = None) -> Path:
+    """Keep ``name`` as the theme in config.toml (a theme picked in the console's palette outlives the session),
+    every other line and comment of the file kept. A file engram cannot read is left as it is: an error."""
+    import tomlkit  # edits TOML keeping comments and order: only when a theme is saved
+
+    from engram.store.write.atomic import ensure_dir, write_atomic
+
+    path = path or settings_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: theme not saved ({exc})") from None
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise StoreError(f"{path}: not valid TOML, theme not saved ({exc})") from None
+    doc["theme"] = name
+    ensure_dir(path.parent, mode=0o700)
+    write_atomic(path, tomlkit.dumps(doc).encode("utf-8"), mode=0o600)
+    return path

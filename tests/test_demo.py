@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from peewee import SQL
 
-from engram.store.demo import DEMO_PASSPHRASE, build_demo
+from engram.store.demo import DEMO_PASSPHRASE, SECRET_BEARING, build_demo
 from engram.store.drift.check import check
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.index import BULK_CACHE_KIB, Entity, Memory, Promotion, Relation, SupersedesChain
@@ -105,7 +105,7 @@ def test_demo_has_everything_a_person_should_see(tmp_path):
         reasons = [p.reasoning for p in Promotion.select()]
         assert all(reasons) and all(set(json.loads(p.dura_score)) == set("DURA") for p in Promotion.select())
     events = (tmp_path / "d" / "audit" / "audit.jsonl").read_text().splitlines()
-    assert len(events) == 1 + made["approved"] + made["rejected"]
+    assert len(events) == 1 + made["approved"] + made["rejected"] + len(SECRET_BEARING)
 
 
 def test_a_demo_where_a_deleted_root_was_starts_its_own_checkpoint(tmp_path):
@@ -280,3 +280,17 @@ def test_a_demo_root_engram_made_opens_again(tmp_path, capsys):
     assert main(["demo", "--root", str(tmp_path / "d"), "--memories", "10", "--no-open"]) == 0
     assert main(["demo", "--root", str(tmp_path / "d"), "--memories", "10", "--no-open"]) == 0
     assert "already holds a demo" in capsys.readouterr().err
+
+
+def test_the_demo_has_secret_bearing_promotions_to_try_the_redaction_on(tmp_path):
+    from engram.store.queue import pending_findings
+
+    make(tmp_path / "d", n=100)
+    with Store.open(tmp_path / "d") as store:
+        titles = [title for title, _, _ in SECRET_BEARING]
+        pending = Promotion.select().where(Promotion.status == "pending", Promotion.proposed_title.in_(titles))
+        ids = [p.id for p in pending]
+        assert len(ids) == 2
+        found = pending_findings(store, ids)
+        kinds = {f.kind for hits in found.values() for _, f in hits}
+        assert kinds == {"password in prose", "AWS access key"}

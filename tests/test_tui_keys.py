@@ -76,3 +76,28 @@ async def test_a_screenshot_is_saved_where_engram_can_write_and_the_toast_names_
         [shot] = saved
         said = [str(n.message) for n in app._notifications if "Saved screenshot" in str(n.message)]
         assert said and str(shot) in said[0] and "[$" not in said[0]
+
+
+async def test_the_palette_shows_keys_where_it_showed_action_ids(store):
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert commands["Queue: Approve"] == "key: a"
+        assert commands["Commands"] == "key: : or ^p"  # as the footer and help show keys
+        assert not any(str(help).startswith(("queue.", "app.")) for help in commands.values())
+
+
+async def test_a_theme_picked_in_the_console_is_kept_for_the_next_start(store):
+    from engram.store.settings import load_settings, settings_path
+
+    settings_path().parent.mkdir(parents=True, exist_ok=True)
+    settings_path().write_text('# my settings\n[keys]\n"queue.approve" = "a,y"\n')
+    app = EngramApp(store, load_settings())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        app.theme = "engram-light"  # what the palette's theme picker does
+        await settle(app, pilot)
+    kept = load_settings()
+    assert kept.theme == "engram-light" and kept.keys == {"queue.approve": "a,y"}
+    assert settings_path().read_text().startswith("# my settings")

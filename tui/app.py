@@ -11,9 +11,11 @@ import asyncio
 import sys
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
 from textual.content import Content
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
@@ -26,7 +28,7 @@ from engram.store.changes import ChangeFeed, Changes
 from engram.store.errors import StoreError
 from engram.store.paths import screenshots_dir
 from engram.store.service import Store
-from engram.store.settings import Settings
+from engram.store.settings import Settings, save_theme
 from engram.store.stats import pending_count
 from engram.themes import theme_specs
 from engram.tui.keymap import Action, bindings, unknown_ids
@@ -159,6 +161,7 @@ class EngramApp(App[None]):
         for bad in unknown_ids(self.settings.keys, ALL_ACTIONS):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
+        self.theme_changed_signal.subscribe(self, self.keep_theme)  # after start: the one set above is no pick
         await self.action_show_pane("queue")
         self.set_interval(WATCH_SECONDS, self.tick)
 
@@ -354,13 +357,13 @@ class EngramApp(App[None]):
         command runs on that pane, which is shown first, so it never acts on a row nobody sees."""
         yield from super().get_system_commands(screen)
         for action in CONSOLE_ACTIONS:
-            yield SystemCommand(action.description, action.id, lambda a=action: self.run_action(a.action))
+            yield SystemCommand(action.description, self.keys_of(action), lambda a=action: self.run_action(a.action))
         showing = BY_ID.get(self.showing) if screen is self.screen else None
         for pane in sorted(PANES, key=lambda p: p is not showing):
             for action in pane.actions:
                 yield SystemCommand(
                     f"{pane.title}: {action.description}",
-                    action.id,
+                    self.keys_of(action),
                     lambda a=action, p=pane: self.run_pane_action(p, a),
                 )
         for view in getattr(self.built.get("queue"), "known_views", list)():  # the queue's saved views, once built
@@ -370,6 +373,24 @@ class EngramApp(App[None]):
                 f"filter {view.filter or '(none)'}, sort {view.sort}",
                 lambda a=show: self.run_pane_action(BY_ID["queue"], a),
             )
+
+    def keys_of(self, action: Action) -> str:
+        """The keys of ``action`` as the person has them (their keymap applied), for the palette's second line."""
+        keys = self.settings.keys.get(action.id, action.keys)
+        shown = " or ".join(self.get_key_display(Binding(key.strip(), "")) for key in keys.split(",") if key.strip())
+        return f"key: {shown}" if shown else "no key"
+
+    def keep_theme(self, theme: Theme) -> None:
+        """A theme picked in the palette is kept in config.toml, so the next start has it too."""
+        if theme.name == (self.settings.theme or DEFAULT_THEME):
+            return
+        try:
+            path = save_theme(theme.name)
+        except StoreError as exc:
+            self.notify(str(exc), title="Theme", severity="warning")
+            return
+        self.settings = replace(self.settings, theme=theme.name)
+        self.notify(f"theme {theme.name} kept in {path}", title="Theme", timeout=4)
 
     async def run_pane_action(self, pane: Pane, action: Action) -> None:
         """Show ``pane``, then run ``action`` on it (after the switch has been drawn, so the person sees what
