@@ -101,3 +101,25 @@ async def test_a_theme_picked_in_the_console_is_kept_for_the_next_start(store):
     kept = load_settings()
     assert kept.theme == "engram-light" and kept.keys == {"queue.approve": "a,y"}
     assert settings_path().read_text().startswith("# my settings")
+
+
+async def test_at_80x24_the_footer_holds_filter_sort_clusters_and_help(store):
+    from textual.widgets._footer import FooterKey
+
+    app = EngramApp(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        shown = {key.key_display for key in app.query(FooterKey) if key.region.right <= 80 and key.region.width}
+        assert {"a", "r", "d", "m", "u", "/", "s", "c", "?"} <= shown, shown
+
+
+async def test_a_long_confirmation_keeps_its_answer_line_in_view_at_80x24(store):
+    from engram.tui.screens.prompt import Confirm
+
+    app = EngramApp(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.push_screen(Confirm("\n".join(f"line {n} of a long sweep plan" for n in range(40))))
+        await pilot.pause()
+        hint = app.screen.query(".hint").last()
+        assert hint.region.bottom <= 24 and hint.region.height

@@ -8,6 +8,7 @@ an action or a later pane needs is imported there: the first frame waits for eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 from collections.abc import Iterable, Sequence
@@ -18,6 +19,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.content import Content
 from textual.filter import LineFilter
+from textual.markup import MarkupError
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
@@ -103,10 +105,12 @@ class EngramApp(App[None]):
     ) -> None:
         """Every notification as plain text, whatever the caller asked (widgets pass ``markup=True`` on): messages
         carry data (titles, paths, errors quoting a file), which must neither be read as markup nor drive the
-        terminal. Textual's own messages ("Press [b]ctrl+q[/b] to quit", the screenshot's path) are its markup,
-        not data: their tags are rendered away rather than shown."""
-        if markup and sys._getframe(1).f_globals.get("__name__", "").startswith("textual."):
-            message = Content.from_markup(message).plain
+        terminal. Textual's app's own messages ("Press [b]ctrl+q[/b] to quit", the screenshot's path) are its
+        markup, not data: their tags are rendered away rather than shown. (A widget's ``notify`` comes through
+        textual.widget with engram's data: that stays plain.)"""
+        if markup and sys._getframe(1).f_globals.get("__name__") == "textual.app":  # not a widget passing data on
+            with contextlib.suppress(MarkupError):
+                message = Content.from_markup(message).plain
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
@@ -127,7 +131,7 @@ class EngramApp(App[None]):
                 with TabPane(pane.tab_label, id=pane.id):
                     if pane is PANES[0]:  # the queue: the others are made once it has its first page
                         yield self.made(pane)
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)  # 80 columns hold the keys that matter
 
     def made(self, pane: Pane) -> PaneBase:
         widget = pane.widget(self.shared)

@@ -36,8 +36,8 @@ def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
 
 
 APP_ACTIONS = (
+    Action("app.help", "question_mark", "help", "Help"),  # before quit: the one key the footer must always hold
     Action("app.quit", "q", "quit", "Quit"),
-    Action("app.help", "question_mark", "help", "Help"),
     Action("app.palette", "colon,ctrl+p", "command_palette", "Commands", show=False),
     Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False, priority=True),
     Action("app.lock", "ctrl+l", "lock", "Lock", show=False, priority=True),
@@ -45,27 +45,29 @@ APP_ACTIONS = (
     Action("app.refresh", "f5", "refresh", "Look for changes now", show=False),
 )  # the keys that show each pane come from the table of panes (tui.panes.table)
 
+# The footer at 80 columns holds the decisions, undo, filter, sort, clusters and help; the rest (marks, views,
+# similar, redo, thresholds) are in ? and the palette.
 QUEUE_ACTIONS = (
     Action("queue.approve", "a", "approve", "Approve"),
     Action("queue.reject", "r", "reject", "Reject"),
     Action("queue.defer", "d", "defer", "Defer"),
-    Action("queue.edit", "e", "edit", "Edit+approve"),
+    Action("queue.edit", "e", "edit", "Edit", show=False),
     Action("queue.merge", "m", "merge", "Merge"),
     Action("queue.undo", "u", "undo", "Undo"),
-    Action("queue.redo", "ctrl+r", "redo", "Redo"),
-    Action("queue.mark", "space", "mark", "Mark"),
+    Action("queue.redo", "ctrl+r", "redo", "Redo", show=False),
+    Action("queue.mark", "space", "mark", "Mark", show=False),
     Action("queue.range", "v", "mark_range", "Range", show=False),
     Action("queue.mark_all", "ctrl+a", "mark_all", "Mark all", show=False),
     Action("queue.filter", "slash", "filter", "Filter"),
     Action("queue.sort", "s", "cycle_sort", "Sort"),
-    Action("queue.view", "w", "next_view", "View"),
+    Action("queue.view", "w", "next_view", "View", show=False),
     Action("queue.save_view", "W", "save_view", "Save view", show=False),
     Action("queue.open_session", "enter", "open_session", "Session", show=False),
-    Action("queue.similar", "tab", "similar", "Similar"),
+    Action("queue.similar", "tab", "similar", "Similar", show=False),
     Action("queue.clusters", "c", "clusters", "Clusters"),
-    Action("queue.cluster_approve", "A", "cluster('approve')", "Best of cluster"),
+    Action("queue.cluster_approve", "A", "cluster('approve')", "Best of cluster", show=False),
     Action("queue.cluster_merge", "M", "cluster('merge')", "Merge cluster", show=False),
-    Action("queue.calibrate", "t", "calibrate", "Thresholds"),
+    Action("queue.calibrate", "t", "calibrate", "Thresholds", show=False),
     Action("queue.down", "j", "cursor(1)", "Down", show=False),
     Action("queue.up", "k", "cursor(-1)", "Up", show=False),
     Action("queue.top", "g", "jump('top')", "Top", show=False),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, TextArea
 
@@ -30,11 +30,20 @@ class EditScreen(ModalScreen[Edits | None]):
         kind = d.type if d.type in {t.value for t in MemoryType} else MemoryType.DECISION.value
         with Vertical(classes="dialog wide"):
             yield Label(f"Edit promotion #{d.id} before approving", classes="dialog-title")
-            yield Input(d.title, id="title", placeholder="title")
-            yield Select([(t.value, t.value) for t in MemoryType], value=kind, id="type", allow_blank=False)
-            yield Input(", ".join(d.triggers), id="triggers", placeholder="triggers, comma separated")
+            with Horizontal(classes="field"):  # a label beside each field; compact, so the body keeps the rows
+                yield Label("title", classes="field-label")
+                yield Input(d.title, id="title", placeholder="title", compact=True)
+            with Horizontal(classes="field"):
+                yield Label("type", classes="field-label")
+                yield Select(
+                    [(t.value, t.value) for t in MemoryType], value=kind, id="type", allow_blank=False, compact=True
+                )
+            with Horizontal(classes="field"):
+                yield Label("triggers", classes="field-label")
+                yield Input(", ".join(d.triggers), id="triggers", placeholder="comma separated", compact=True)
+            yield Label("body", classes="field-label")
             yield TextArea(d.body, id="body", language="markdown")
-            yield Label("ctrl+s approve with these edits · ctrl+e body in $EDITOR · esc cancel", classes="hint")
+            yield Label("ctrl+s approve as edited · ctrl+e body in $EDITOR · esc cancel", classes="hint")
 
     def action_save(self) -> None:
         title = self.query_one("#title", Input).value.strip()

@@ -26,7 +26,7 @@ class HelpScreen(ModalScreen[None]):
             yield Label(
                 Text("Keys (remap them in ~/.config/engram/config.toml, section [keys])"), classes="dialog-title"
             )
-            yield Input(placeholder="type to filter", id="filter")
+            yield Input(placeholder="type to filter", id="filter", compact=True)  # rows are for keys at 80x24
             yield PlainTable(id="keys", cursor_type="row", zebra_stripes=True)
             yield Label("esc close", classes="hint")
 

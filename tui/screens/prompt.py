@@ -4,7 +4,7 @@ promotions that hold secret-looking text."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
@@ -44,7 +44,8 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, classes="dialog-title", markup=False)
+            with VerticalScroll(classes="question"):  # a long question scrolls; the y/n line stays in view
+                yield Label(self.question, classes="dialog-title", markup=False)
             yield Label("y / enter yes · n / esc no", classes="hint")
 
     def action_answer(self, yes: bool) -> None:
