@@ -205,6 +205,8 @@ CLI_FOR = {
     "secret.reject": "promotions reject",
     "queue.reject": "promotions reject",
     "queue.defer": "promotions defer",
+    "queue.reject_now": "promotions reject",
+    "queue.defer_now": "promotions defer",
     "queue.edit": "promotions edit",
     "queue.merge": "promotions merge",
     "queue.mark_all": "promotions approve",  # bulk: --where

@@ -97,3 +97,22 @@ async def test_a_toast_says_what_happened_to_what(console):
         await pilot.press("space", "space", "a", "y")
         await settle(console, pilot)
         assert any(t.startswith("approved 2: #") for t in toasts(console)), toasts(console)
+
+
+async def test_capital_r_and_d_decide_at_once_and_the_status_counts_progress(console):
+    from engram.store.index import Promotion, PromotionNote
+
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        first, second = (item.id for item in queue(console).items[:2])
+        await pilot.press("R")  # no prompt: rejected at once
+        await settle(console, pilot)
+        assert Promotion.get_by_id(first).status == "rejected" and at_cursor(console) == second
+        await pilot.press("D")
+        await settle(console, pilot)
+        assert PromotionNote.get_by_id(second).deferred_at is not None
+        status = str(console.query_one("#queue-status").render())
+        assert "2 decided this session, 5 left" in status, status
+        await pilot.press("u")
+        await settle(console, pilot)
+        assert "1 decided this session, 6 left" in str(console.query_one("#queue-status").render())

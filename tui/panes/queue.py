@@ -132,6 +132,8 @@ class QueuePane(PaneBase):
         self.busy = False  # a decision, an undo or a redo runs: the next waits (set and read on the UI thread)
         self.land_on: int | None = None  # where the cursor goes once the running step's queue is shown
         self.titles: dict[int, str] = {}  # the titles of the rows when the running step started
+        self.decided: set[int] = set()  # promotions decided in this session (and not undone): the progress shown
+        self.undoing: list[int] = []  # the ids the running undo reverses
         self.settled_once = False  # the first load has told the console (messages.Settled)
         self.detail: PromotionDetail | None = None
         # promotion id -> kinds of secret-looking text it holds, for those scanned while pending (a reload after each
@@ -405,6 +407,9 @@ class QueuePane(PaneBase):
             parts.append(f"{found} cluster{'s' if found != 1 else ''}" if self.clusters else "clusters: finding…")
         if self.marked:
             parts.append(f"{len(self.marked)} marked")
+        if self.decided:  # progress: what this session decided, and what is left here (deferred ones aside)
+            left = sum(not item.deferred for item in self.items)
+            parts.append(f"{len(self.decided)} decided this session, {left} left")
         if self.undo_stack:
             parts.append(f"undo: {self.undo_stack[-1].label}")
         self.query_one("#queue-status", Static).update(Text("  ·  ".join(parts)))
@@ -679,6 +684,7 @@ class QueuePane(PaneBase):
         if outcome.stopped:
             self.notify(outcome.stopped, title="Stopped", severity="error", timeout=8)
         if source is self.undo_stack:
+            self.decided -= set(self.undoing) - {d.promotion_id for d in step.decisions}
             if not step.decisions:  # all undone (a stopped undo keeps the rest on the stack)
                 self.undo_stack.pop()
                 self.redo_stack.append(step)
@@ -690,6 +696,7 @@ class QueuePane(PaneBase):
                 self.marked.clear()
             if step.decisions:
                 self.undo_stack.append(step)
+                self.decided |= {d.promotion_id for d in step.decisions}
         n = len(step.decisions)
         if n or source is self.undo_stack:
             self.refresh_after(self.told(message, step, undone=source is self.undo_stack))
@@ -739,6 +746,25 @@ class QueuePane(PaneBase):
 
     def approve_redacted(self, pid: int, flagged: set[int]) -> promotions.Decision:
         return promotions.approve(self.store, pid, redact_secrets=pid in flagged)
+
+    def action_reject_now(self) -> None:
+        """One key, no reason asked; several marked are named in a confirmation first."""
+        targets = self.targets()
+        self.decide(
+            "reject",
+            lambda pid: promotions.reject(self.store, pid),
+            items=targets,
+            question=f"{_what('reject', targets)}?",
+        )
+
+    def action_defer_now(self) -> None:
+        targets = self.targets()
+        self.decide(
+            "defer",
+            lambda pid: promotions.defer(self.store, pid),
+            items=targets,
+            question=f"{_what('defer', targets)}?",
+        )
 
     def action_reject(self) -> None:
         self.decide_with_reason("reject", promotions.reject, "duplicate, wrong, too vague …")
@@ -824,6 +850,7 @@ class QueuePane(PaneBase):
         if self.undo_stack:
             step = self.undo_stack[-1]
             restored = step.decisions[0].promotion_id if step.decisions else None
+            self.undoing = [d.promotion_id for d in step.decisions]
             self.run_step(lambda: self.undo_step(step), self.undo_stack, f"undid {step.label}", land=restored)
 
     def action_redo(self) -> None:
