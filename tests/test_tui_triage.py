@@ -116,3 +116,16 @@ async def test_capital_r_and_d_decide_at_once_and_the_status_counts_progress(con
         await pilot.press("u")
         await settle(console, pilot)
         assert "1 decided this session, 6 left" in str(console.query_one("#queue-status").render())
+
+
+async def test_esc_on_a_session_opened_from_the_queue_goes_back_to_the_same_row(console):
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("j", "j")
+        row = at_cursor(console)
+        await pilot.press("enter")  # the source session, in the search pane's reader
+        await settle(console, pilot)
+        assert console.showing == "search"
+        await pilot.press("escape")
+        await settle(console, pilot)
+        assert console.showing == "queue" and at_cursor(console) == row

@@ -34,7 +34,7 @@ from engram.store.settings import Settings, save_theme
 from engram.store.stats import pending_count
 from engram.themes import theme_specs
 from engram.tui.keymap import Action, bindings, unknown_ids
-from engram.tui.messages import AuditStateChanged, KeysChanged, OpenMemory, Settled, StoreChanged
+from engram.tui.messages import AuditStateChanged, Closed, KeysChanged, OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.panes.table import ALL_ACTIONS, BY_ID, CONSOLE_ACTIONS, PANES, Pane
 from engram.tui.shared import Shared
@@ -81,6 +81,7 @@ class EngramApp(App[None]):
         self.feed: ChangeFeed | None = None
         self.feed_lock = threading.Lock()
         self.look_again = False
+        self.back_to: str | None = None  # the pane a memory was opened from: esc on it returns there
         self.built: dict[str, PaneBase] = {}  # the panes made so far, by id
         for spec in theme_specs():
             self.register_theme(Theme(**spec))
@@ -292,13 +293,21 @@ class EngramApp(App[None]):
             widget.settled()
 
     async def on_open_memory(self, message: OpenMemory) -> None:
+        self.back_to = self.showing if self.showing != "search" else self.back_to  # where esc returns (a back stack)
         await self.action_show_pane("search")
         cast("SearchPane", self.built["search"]).open_memory(message.slug)
+
+    async def on_closed(self, message: Closed) -> None:
+        back, self.back_to = self.back_to, None
+        if back is not None:
+            await self.action_show_pane(back)
 
     def on_audit_state_changed(self, message: AuditStateChanged) -> None:
         self.show_audit(message.verdict)
 
     async def action_show_pane(self, name: str) -> None:
+        if name != "search":
+            self.back_to = None  # the person went somewhere themselves: no way back to remember
         await self.mounted(BY_ID[name])
         self.query_one("#panes", TabbedContent).active = name
         # Focus must leave the pane that was hidden: TabbedContent shows the pane holding the focused widget.

@@ -37,6 +37,11 @@ class OpenMemory(Message):
         self.slug = slug
 
 
+class Closed(Message):
+    """A pane closed what it had opened for another (a memory opened from the queue): the console goes back to
+    the pane it was opened from, which still has its row under the cursor."""
+
+
 class AuditStateChanged(Message):
     """The audit pane verified the log: the status line shows ``verdict`` without verifying it again."""
 

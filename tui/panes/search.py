@@ -16,6 +16,7 @@ from engram.store.changes import Changes
 from engram.store.errors import StoreError
 from engram.store.explain import explain
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
+from engram.tui.messages import Closed
 from engram.tui.panes.base import PaneBase
 from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
@@ -272,6 +273,7 @@ class SearchPane(PaneBase):
         if panel.display:
             panel.display = False
             self.query_one(HitList).focus()
+            self.post_message(Closed())  # opened from another pane (the queue's enter): back there
         elif query.has_focus:
             self.query_one(HitList).focus()
         else:
