@@ -283,6 +283,7 @@ class PromotionNote(_Own):
     defer_reason = TextField(null=True)
     reject_reason = TextField(null=True)
     merged_into = TextField(null=True)
+    snoozed_until = TextField(null=True)  # migration 109: out of the queue until then
 
     class Meta:
         table_name = "engram_promotion_notes"

@@ -11,7 +11,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -201,7 +201,13 @@ class Merged:
     fingerprint: str  # the target's fingerprint after the merge
 
 
-Decision = Approved | Rejected | Deferred | Merged
+@dataclass(frozen=True)
+class Snoozed:
+    promotion_id: int
+    before: str | None  # the snoozed_until it had
+
+
+Decision = Approved | Rejected | Deferred | Merged | Snoozed
 
 
 def target_scopes(store: Store, promotion_ids: Iterable[int]) -> set[str]:
@@ -360,6 +366,26 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
     return Deferred(promotion_id, before)
 
 
+def snooze(store: Store, promotion_id: int, until: datetime) -> Snoozed:
+    """Take a pending promotion out of engram's queue until ``until`` (it comes back on its own); memoryd still
+    sees it pending."""
+    promotion = _pending(store, promotion_id)
+    note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
+    before = note.snoozed_until if note else None
+    until = until.astimezone(UTC)  # kept in UTC: the queue compares the text with now's
+    store.apply(
+        Change(
+            "promotion_snoozed",
+            str(promotion_id),
+            promotion.scope_hash,
+            {"until": until.isoformat()},
+            index_update=lambda: _note(promotion_id, snoozed_until=until.isoformat()),
+            precondition=_still_pending(promotion_id),
+        )
+    )
+    return Snoozed(promotion_id, before)
+
+
 def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
     """Fold a pending promotion into an existing memory: its body is appended under a heading (unless the memory
     already says it), its triggers joined; the promotion becomes ``merged`` (memoryd's readers only look for
@@ -446,7 +472,9 @@ def undo(store: Store, decision: Decision) -> None:
     promotion = Promotion.get_or_none(Promotion.id == decision.promotion_id)
     if promotion is None:
         raise NotFound(f"no promotion #{decision.promotion_id}")
-    expected = {Approved: "approved", Rejected: "rejected", Deferred: "pending", Merged: "merged"}[type(decision)]
+    expected = {Approved: "approved", Rejected: "rejected", Deferred: "pending", Merged: "merged", Snoozed: "pending"}[
+        type(decision)
+    ]
     if promotion.status != expected:
         raise Conflict(f"promotion #{promotion.id} is {promotion.status} now: nothing to undo")
     change = _UNDO[type(decision)](store, decision)
@@ -549,11 +577,22 @@ def _undo_merged(store: Store, done: Merged) -> Change:
     )
 
 
+def _undo_snoozed(store: Store, done: Snoozed) -> Change:
+    return Change(
+        "undo_applied",
+        str(done.promotion_id),
+        Promotion.get_by_id(done.promotion_id).scope_hash,
+        {},
+        index_update=lambda: _note(done.promotion_id, snoozed_until=done.before),
+    )
+
+
 _UNDO: dict[type, Callable[[Store, Any], Change]] = {
     Approved: _undo_approved,
     Rejected: _undo_rejected,
     Deferred: _undo_deferred,
     Merged: _undo_merged,
+    Snoozed: _undo_snoozed,
 }
 
 

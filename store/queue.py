@@ -62,6 +62,7 @@ def pending_queue(
     sensitive = store.sensitive_scopes()
     sources = dict(tuples(Memory.select(Memory.slug, Memory.source))) if not query.empty else {}
     now = store.now()
+    snoozed = set(snoozed_ids(store))
     items, repeats = [], Repeats()
     columns = [
         Promotion.id,
@@ -83,6 +84,8 @@ def pending_queue(
     for pid, title, ptype, scope, dura, created, triggers, session, *body in tuples(
         Promotion.select(*columns).where(Promotion.status == "pending")
     ):
+        if pid in snoozed:
+            continue  # out of the queue until its time (see snooze)
         note = notes.get(pid)
         item = _item((pid, title, ptype, scope, dura, created, triggers), note, sensitive, repeats)
         if query.empty:
@@ -127,14 +130,15 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
     known, so that ordering reads no more of each pending row than its score."""
     if sort not in SORTS:
         raise StoreError(f"unknown sort {sort!r} (one of {', '.join(SORTS)})")
-    deferred = json.dumps(_deferred_ids(store))
+    deferred, snoozed = json.dumps(_deferred_ids(store)), snoozed_ids(store)
+    asleep = json.dumps(snoozed)
     try:
         if sort not in _BY_SCORE:
             raise LookupError(sort)
         with queue_scores.with_kept(store) as con:
-            order = con.execute(_order_sql(sort, kept=True), (deferred, limit)).fetchall()
+            order = con.execute(_order_sql(sort, kept=True), (deferred, asleep, limit)).fetchall()
     except (LookupError, sqlite3.Error, OSError):
-        order = store.index.db.execute_sql(_order_sql(sort, kept=False), (deferred, limit)).fetchall()
+        order = store.index.db.execute_sql(_order_sql(sort, kept=False), (deferred, asleep, limit)).fetchall()
     columns = "id, proposed_title, proposed_type, scope_hash, dura_score, created_at, proposed_triggers"
     marks = ", ".join("?" * len(order))
     rows = {
@@ -143,7 +147,7 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
             f"SELECT {columns} FROM {table_of(Promotion)} WHERE id IN ({marks})", [pid for pid, _ in order]
         )
     }
-    total = Promotion.select().where(Promotion.status == "pending").count()
+    total = Promotion.select().where(Promotion.status == "pending", Promotion.id.not_in(snoozed)).count()
     notes = _deferred_notes(store, [pid for pid, deferred in order if deferred])
     sensitive = store.sensitive_scopes()
     repeats = Repeats()
@@ -155,16 +159,28 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
 
 
 def _order_sql(sort: str, kept: bool) -> str:
-    """The query of the first page's ids and whether each is deferred (its parameters: the deferred ids as a JSON
-    list, and how many), by ``sort``; with ``kept``, the scores of ``kept.scores`` stand for the JSON of the
-    promotions they hold."""
+    """The query of the first page's ids and whether each is deferred (its parameters: the deferred ids and the
+    snoozed ids as JSON lists, and how many), by ``sort``; with ``kept``, the scores of ``kept.scores`` stand for
+    the JSON of the promotions they hold."""
     scores = ", ".join(f"{_score_sql(key, kept)} AS {key}" for key in DURA_LABELS)
     joined = "LEFT JOIN kept.scores k ON k.id = p.id " if kept else ""
     return (
         "SELECT id, deferred FROM (SELECT p.id, p.scope_hash, p.created_at, p.proposed_type, "
         f"p.id IN (SELECT value FROM json_each(?)) AS deferred, {scores} FROM {table_of(Promotion)} p {joined}"
-        f"WHERE p.status = 'pending') ORDER BY deferred, {_ORDER_SQL[sort]}, id LIMIT ?"
+        f"WHERE p.status = 'pending' AND p.id NOT IN (SELECT value FROM json_each(?))) "
+        f"ORDER BY deferred, {_ORDER_SQL[sort]}, id LIMIT ?"
     )
+
+
+def snoozed_ids(store: Store) -> list[int]:
+    """The promotions snoozed until a time still to come: out of the queue (memoryd still sees them pending)."""
+    if not store.index.has(PromotionNote) or "snoozed_until" not in store.index.columns(
+        "engram_promotion_notes", "engram"
+    ):
+        return []
+    now = store.now().isoformat()
+    query = PromotionNote.select(PromotionNote.promotion_id).where(PromotionNote.snoozed_until > now)
+    return [pid for (pid,) in tuples(query)]
 
 
 def _deferred_ids(store: Store) -> list[int]:

@@ -207,6 +207,7 @@ CLI_FOR = {
     "queue.defer": "promotions defer",
     "queue.reject_now": "promotions reject",
     "queue.defer_now": "promotions defer",
+    "queue.snooze": "promotions snooze",
     "queue.edit": "promotions edit",
     "queue.merge": "promotions merge",
     "queue.mark_all": "promotions approve",  # bulk: --where

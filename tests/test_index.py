@@ -45,6 +45,7 @@ ENGRAM_MIGRATIONS = [
     "106_engram_own_records.sql",
     "107_engram_key_verifier.sql",
     "108_engram_sealed_promotions.sql",
+    "109_engram_snooze.sql",
 ]
 
 

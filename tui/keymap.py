@@ -53,6 +53,7 @@ QUEUE_ACTIONS = (
     Action("queue.defer", "d", "defer", "Defer"),
     Action("queue.reject_now", "R", "reject_now", "Reject, no reason", show=False),
     Action("queue.defer_now", "D", "defer_now", "Defer, no reason", show=False),
+    Action("queue.snooze", "z", "snooze", "Snooze", show=False),
     Action("queue.edit", "e", "edit", "Edit", show=False),
     Action("queue.merge", "m", "merge", "Merge"),
     Action("queue.undo", "u", "undo", "Undo"),

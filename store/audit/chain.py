@@ -128,6 +128,7 @@ IDENTIFIER_KEYS = frozenset(
         "engram",
         "now",
         "status",
+        "until",  # a snooze's end
         "edited",  # the names of the fields an approval edited, and the kinds of secret it redacted
         "redacted",
     }

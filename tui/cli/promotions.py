@@ -18,6 +18,8 @@ from engram.store.external_edit import edit_in_editor
 from engram.store.queue import QueueItem, pending_findings, pending_queue, promotion_detail, queue_query
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
+from engram.store.snooze import FORMS as SNOOZE_FORMS
+from engram.store.snooze import parse_until
 from engram.tui.cli import triage
 from engram.tui.cli.common import (
     EXIT_FINDING,
@@ -32,7 +34,7 @@ from engram.tui.cli.common import (
 )
 from engram.tui.completion import complete_pending
 
-PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred"}
+PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred", "snooze": "snoozed"}
 WHERE_HELP = (
     "every pending promotion matching this filter (the queue's syntax: words, type: scope: source: state:, "
     "dura:>0.7, age:>7 ...)"
@@ -52,7 +54,9 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         p.add_argument("--where", metavar="QUERY", help=WHERE_HELP)
         p.add_argument("--dry-run", action="store_true", help="say what would be decided; change nothing")
         p.add_argument("--yes", action="store_true", help="decide what --where matches without asking")
-        if verb != "approve":
+        if verb == "snooze":
+            p.add_argument("--until", required=True, metavar="WHEN", help=f"when it comes back: {SNOOZE_FORMS}")
+        elif verb != "approve":
             p.add_argument("--reason", help="why (kept in engram's notes and the audit event)")
         else:
             secret = p.add_mutually_exclusive_group()
@@ -160,6 +164,10 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
                 "id": pid,
                 "slug": promotions.approve(store, pid, redact_secrets=bool(flagged and args.redact)).slug,
             }
+        if verb == "snooze":
+            until = parse_until(args.until, store.now())
+            promotions.snooze(store, pid, until)
+            return {"id": pid, "until": until.isoformat()}
         (promotions.reject if verb == "reject" else promotions.defer)(store, pid, args.reason)
         return {"id": pid}
 

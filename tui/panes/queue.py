@@ -79,7 +79,7 @@ def _kinds(found: list[tuple[str, Finding]]) -> frozenset[str]:
     return frozenset(f.kind for _, f in found) or _NO_KINDS
 
 
-_PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred", "merge": "merged"}
+_PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred", "merge": "merged", "snooze": "snoozed"}
 
 
 def _short(title: str, width: int = 40) -> str:
@@ -765,6 +765,27 @@ class QueuePane(PaneBase):
             items=targets,
             question=f"{_what('defer', targets)}?",
         )
+
+    def action_snooze(self) -> None:
+        """Out of the queue until a time the person says (memoryd still sees it pending); it comes back on its
+        own."""
+        from engram.store.snooze import FORMS, parse_until
+
+        targets = self.targets()
+        if not targets or self.busy:
+            return
+
+        def until(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                when = parse_until(text, self.store.now())
+            except StoreError as exc:
+                self.notify(str(exc), title="Snooze", severity="warning")
+                return
+            self.decide("snooze", lambda pid: promotions.snooze(self.store, pid, when), len(targets), targets)
+
+        self.app.push_screen(TextPrompt(f"{_what('snooze', targets)} until? ({FORMS})", "3d"), until)
 
     def action_reject(self) -> None:
         self.decide_with_reason("reject", promotions.reject, "duplicate, wrong, too vague …")
