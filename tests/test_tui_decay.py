@@ -79,9 +79,7 @@ async def test_sweep_is_a_dry_run_until_confirmed(store, fixture_root):
     async with app.run_test(size=SIZE) as pilot:
         await open_pane(app, pilot)
         await pilot.press("s")
-        assert isinstance(app.screen, Confirm) and f"{len(planned)} memories would change" in str(
-            app.screen.query_one("Label").render()
-        )
+        assert isinstance(app.screen, Confirm) and f"{len(planned)} memories would change" in app.screen.question
         await pilot.press("n")
         await settle(app, pilot)
         assert plan_sweep(store) == planned  # nothing changed

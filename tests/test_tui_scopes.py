@@ -82,7 +82,7 @@ async def test_mark_asks_confirms_shows_progress_and_encrypts(store, fixture_roo
         await settle(app, pilot)
         await to_scope(app, pilot, WEB)
         await pilot.press("m")
-        assert isinstance(app.screen, Confirm) and "54 memories" in str(app.screen.query_one("Label").render())
+        assert isinstance(app.screen, Confirm) and "54 memories" in app.screen.question
         await pilot.press("y")
         await settle(app, pilot)
         bar = app.query_one("#scope-progress", ProgressBar)
