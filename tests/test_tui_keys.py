@@ -123,3 +123,30 @@ async def test_a_long_confirmation_keeps_its_answer_line_in_view_at_80x24(store)
         await pilot.pause()
         hint = app.screen.query(".hint").last()
         assert hint.region.bottom <= 24 and hint.region.height
+
+
+async def test_at_120_columns_search_previews_the_result_under_the_cursor_with_its_words(store):
+    from engram.tui.panes.search import SearchPane
+    from engram.tui.widgets.hitlist import HitList
+
+    app = EngramApp(store)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2")
+        await settle(app, pilot)
+        await pilot.press(*"kafka")
+        await settle(app, pilot)
+        listing = app.query_one(HitList)
+        titled = next(i for i, h in enumerate(listing.hits) if "kafka" in h.title.lower())
+        await pilot.press("escape", *["j"] * titled)  # the cursor on a result whose title says the word
+        await settle(app, pilot)
+        hit = listing.current
+        preview = app.query_one(SearchPane).query_one("#search-preview-text").content
+        assert hit is not None and hit.title[:15] in str(preview)
+        assert any(str(span.style) == "bold reverse" for span in preview.spans)  # the word, highlighted
+    narrow = EngramApp(store)
+    async with narrow.run_test(size=(100, 30)) as pilot:
+        await settle(narrow, pilot)
+        await pilot.press("2")
+        await settle(narrow, pilot)
+        assert not narrow.query_one("#search-preview").display

@@ -56,8 +56,9 @@ WATCH_SECONDS = 1.0  # how often the store's change feed is asked (a few stat ca
 class EngramApp(App[None]):
     CSS_PATH = "engram.tcss"
     TITLE = "engram"
-    # Below 110 columns every screen has the class -narrow: details go below their lists (engram.tcss)
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    # Below 110 columns every screen has the class -narrow: details go below their lists; from 120, -roomy: the
+    # search pane previews the result under the cursor beside the list (engram.tcss)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (120, "-roomy")]
     BINDINGS = bindings(CONSOLE_ACTIONS)
 
     def __init__(

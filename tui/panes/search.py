@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Markdown, ProgressBar, Static
 
 from engram.store.changes import Changes
 from engram.store.errors import StoreError
 from engram.store.explain import explain
+from engram.store.secrets import masked
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
 from engram.tui.messages import Closed
 from engram.tui.panes.base import PaneBase
@@ -22,12 +23,14 @@ from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import background, deliver, progress
 from engram.tui.widgets.hitlist import HitList
+from engram.tui.widgets.safe import plain
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
     # numpy and rapidfuzz load with the index's worker, not with the console
     from engram.store.search.index import SearchIndex, SearchResult
+    from engram.store.search.rows import Hit
 
 SHOWN = 100
 IDLE = 30.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
@@ -66,9 +69,45 @@ class SearchPane(PaneBase):
         )
         yield Static("loading the index…", id="search-status")
         yield ProgressBar(id="search-progress", show_eta=False)
-        yield HitList(id="search-results")
+        with Horizontal(id="search-body"):
+            yield HitList(id="search-results")
+            with VerticalScroll(id="search-preview"):  # at 120 columns and more: why the result under the cursor
+                yield Static(id="search-preview-text")
         with VerticalScroll(id="search-open"):
             yield Markdown(id="search-memory")
+
+    def on_mount(self) -> None:
+        self.watch(self.query_one(HitList), "cursor", self.preview_current, init=False)
+
+    def preview_current(self, _row: int = 0) -> None:
+        listing = self.query_one(HitList)
+        hit = listing.current if self.screen.has_class("-roomy") else None
+        if hit is not None:
+            self.preview(hit, list(listing.words))
+
+    @background("search-preview")
+    def preview(self, hit: Hit, words: list[str]) -> None:
+        """The highlighted result beside the list: what it is, the words found in its body, its first lines. A
+        sensitive memory is not read for a preview (opening it is audited): enter opens it."""
+        title = plain(hit.title, "bold")
+        title.highlight_words([w for w in words if w], style="bold reverse", case_sensitive=False)
+        head = Text.assemble(title, "\n", (f"{hit.type} · scope {hit.scope_hash} · {hit.decay_state}", "dim"))
+        from engram.store.search.index import snippet  # with the index, loaded by now
+
+        if hit.encrypted:
+            body = Text("\n\nsensitive scope: enter opens it (recorded in the audit log)", style="dim")
+        else:
+            try:
+                text = self.store.read_doc(self.store.safe_relpath(self.store.memory(hit.slug).body_path)).body
+            except StoreError as exc:
+                body = Text(f"\n\n{exc}", style="dim")
+            else:
+                said = [w for w in words if w and w.lower() in text.lower()]
+                found = plain(snippet(masked(text), said)) if said else Text()
+                found.highlight_words(said, style="bold reverse", case_sensitive=False)
+                first = "\n".join(masked(text).strip().splitlines()[:12])
+                body = Text.assemble("\n\n", found, "\n\n" if said else "", plain(first, "dim"))
+        deliver(self, self.query_one("#search-preview-text", Static).update, Text.assemble(head, body))
 
     def settled(self) -> None:
         """The index loads once the queue has its first page (it would compete with it), or when the pane is
@@ -220,6 +259,7 @@ class SearchPane(PaneBase):
         if self.index is None or self.result is None:
             return
         self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
+        self.preview_current()
         scope = self.index.searching
         total = self.result.total
         matches = "match" if total == 1 else "matches"
