@@ -863,7 +863,7 @@ class QueuePane(PaneBase):
                 self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug), items=[item])
 
         self.app.push_screen(
-            Confirm(f"Merge #{item.id} into '{_short(masked(target.title), 60)}'?\n\n{preview}\n\n(y/n)"), answered
+            Confirm(f"Merge #{item.id} into '{_short(masked(target.title), 60)}'?\n\n{preview}"), answered
         )
 
     def action_undo(self) -> None:

@@ -373,7 +373,7 @@ class ScopesPane(PaneBase):
 
         many = f"{len(found)} {kind} finding{'s' if len(found) != 1 else ''}"
         self.app.push_screen(
-            Confirm(f"Mark {many} as seen? They stay listed, marked seen, until they change. (y/n)"), answered
+            Confirm(f"Mark {many} as seen? They stay listed, marked seen, until they change."), answered
         )
 
     @background("scopes-seen")

@@ -1,0 +1,80 @@
+"""A day's triage on a fresh demo root, pressed key by key: ``python docs/walkthrough.py`` writes the screenshots
+docs/triage.md shows (docs/walkthrough/*.svg), at 80x24 and, for the wide steps, 200x50."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engram.store.demo import build_demo  # noqa: E402
+from engram.store.service import Store  # noqa: E402
+from engram.tui.app import EngramApp  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "walkthrough"
+
+# (file name, keys pressed before the screenshot); each step goes on from where the one before left the console
+SMALL = [
+    ("01-queue", []),
+    ("02-approve-a-secret", ["a"]),  # the demo's first proposal says a password: engram asks first
+    ("03-redacted-and-approved", ["r"]),
+    ("04-approve", ["a"]),  # the second holds an access key: reject it
+    ("05-rejected-a-secret", ["x"]),
+    ("06-approve-plain", ["a"]),
+    ("07-reject-with-a-reason", ["r", *"out of date", "enter"]),
+    ("08-reject-at-once", ["R"]),
+    ("09-snooze-prompt", ["z", *"3d"]),
+    ("10-snoozed", ["enter"]),
+    ("11-merge-picker", ["m"]),
+    ("12-merge-confirm", ["down", "enter"]),
+    ("13-merged", ["y"]),
+    ("14-undo", ["u"]),
+    ("15-bulk-prompt", ["space", "space", "space", "d"]),
+    ("16-bulk-deferred", ["enter"]),
+    ("17-clusters", ["c"]),
+    ("18-unlock", ["ctrl+u"]),
+    ("19-unlocked", [*"engram-demo-passphrase", "enter"]),
+    ("20-help", ["question_mark"]),
+    ("21-audit-verified", ["escape", "6", "v"]),
+]
+WIDE = [
+    ("30-queue-wide", []),
+    ("31-search-wide", ["2", *"rotate", "escape", "j"]),
+    ("32-session-opened", ["1", "enter"]),
+    ("33-back-to-the-queue", ["escape"]),
+]
+
+
+async def walk(store: Store, size: tuple[int, int], steps: list[tuple[str, list[str]]]) -> None:
+    app = EngramApp(store)
+    async with app.run_test(size=size) as pilot:
+
+        async def settled() -> None:
+            for _ in range(3):
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.3)
+
+        await settled()
+        for name, keys in steps:
+            for key in keys:
+                await pilot.press(key)
+                await pilot.pause(0.2)  # a key that opens a dialog: the next one goes to the dialog
+            await settled()
+            app.save_screenshot(str(OUT / f"{name}.svg"))
+
+
+def main() -> None:
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as home:
+        with Store.open(Path(home) / "demo", create=True, actor="engram-demo") as store:
+            build_demo(store, 3000, 7)
+        with Store.open(Path(home) / "demo") as store:
+            asyncio.run(walk(store, (80, 24), SMALL))
+            asyncio.run(walk(store, (200, 50), WIDE))
+
+
+if __name__ == "__main__":
+    main()
