@@ -14,6 +14,7 @@ import textual._wait
 from forked import pbkdf2_once
 from hypothesis import settings
 from keyring.backend import KeyringBackend
+from keyring.backends import fail
 
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -69,6 +70,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.delenv("MEMORYD_MASTER_PASSPHRASE", raising=False)
     monkeypatch.delenv("ENGRAM_CRASH_AT", raising=False)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # never the machine's keyring
+    keyring.set_keyring(fail.Keyring())  # and no backend a test before this one chose (memory_keyring restores it)
 
 
 @pytest.fixture

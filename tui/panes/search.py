@@ -77,12 +77,14 @@ class SearchPane(PaneBase):
             yield Markdown(id="search-memory")
 
     def on_mount(self) -> None:
-        self.watch(self.query_one(HitList), "cursor", self.preview_current, init=False)
+        for listing in self.query(HitList):  # composed by now; none if the pane is being torn down
+            self.watch(listing, "cursor", self.preview_current, init=False)
 
     def preview_current(self, _row: int = 0) -> None:
-        listing = self.query_one(HitList)
-        hit = listing.current if self.screen.has_class("-roomy") else None
-        if hit is not None:
+        found = self.query(HitList)
+        listing = found.first() if found else None
+        hit = listing.current if listing is not None and self.screen.has_class("-roomy") else None
+        if hit is not None and listing is not None:
             self.preview(hit, list(listing.words))
 
     @background("search-preview")
