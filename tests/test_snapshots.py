@@ -84,3 +84,32 @@ def test_import_preview(app, snap_compare, tmp_path):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=preview)
+
+
+# Every dialog of the day's triage, at 80x24 and at 200x50: what a person answers must fit the smallest terminal,
+# and the largest must use its room. Keys go in one at a time, each dialog given a moment to open.
+DIALOGS = {
+    "edit": ("e",),
+    "reject-reason": ("r",),
+    "bulk-defer": ("space", "space", "d"),
+    "snooze": ("z",),
+    "merge-picker": ("m",),
+    "merge-confirm": ("m", "down", "enter"),
+    "unlock": ("ctrl+u",),
+    "thresholds": ("t",),
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+@pytest.mark.parametrize("dialog", sorted(DIALOGS))
+def test_dialog(app, snap_compare, dialog, size):
+    async def opened(pilot) -> None:
+        await settle(pilot)
+        for key in DIALOGS[dialog]:
+            await pilot.press(key)
+            await settle(pilot)
+        for box in pilot.app.screen.query(Input):
+            box.cursor_blink = False  # shown steadily (see test_help)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=opened)

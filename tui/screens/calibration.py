@@ -45,7 +45,7 @@ class CalibrationScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="calibration"):
             yield Static("Reading your decisions…", id="calibration-body")
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)  # as the console's: its keys fit 80 columns
 
     def on_mount(self) -> None:
         self.read()
