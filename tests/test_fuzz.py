@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers import settle
+from textual.pilot import Pilot
 
 from engram.store.service import Store
 from engram.tui.app import EngramApp
@@ -144,6 +145,16 @@ def test_every_command_answers_in_one_line_on_damage(fixture_root, kind, case, c
     assert outside(fixture_root) == before
 
 
+async def every_pane_then_approve(app: EngramApp, pilot: Pilot) -> None:
+    """Show every pane, each reading what it shows, then approve whatever is first, damaged or not."""
+    await settle(app, pilot)
+    for pane in ("search", "supersedes", "decay", "graph", "audit", "scopes", "queue"):
+        await app.action_show_pane(pane)
+        await settle(app, pilot)
+    await pilot.press("a")
+    await settle(app, pilot)
+
+
 @pytest.mark.parametrize("kind", ["frontmatter", "row", "audit"])
 async def test_the_console_opens_on_every_damage_at_once_and_keeps_running(fixture_root, unlocked_keys, kind):
     cases = {"frontmatter": FRONTMATTER, "row": ROWS, "audit": AUDIT}[kind]
@@ -156,10 +167,5 @@ async def test_the_console_opens_on_every_damage_at_once_and_keeps_running(fixtu
         app = EngramApp(store)
         with time_limit(SECONDS * 2):
             async with app.run_test(size=(120, 40)) as pilot:
-                await settle(app, pilot)
-                for pane in ("search", "supersedes", "decay", "graph", "audit", "scopes", "queue"):
-                    await app.action_show_pane(pane)
-                    await settle(app, pilot)
-                await pilot.press("a")  # approve whatever is first, damaged or not
-                await settle(app, pilot)
+                await every_pane_then_approve(app, pilot)
                 assert app.is_running

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURE
 from helpers import settle
-from test_fuzz import COMMANDS, SECONDS, outside, time_limit
+from test_fuzz import COMMANDS, SECONDS, every_pane_then_approve, outside, time_limit
 
 from engram.store.service import Store
 from engram.store.settings import Settings, settings_or_defaults
@@ -161,12 +161,7 @@ async def test_the_console_opens_on_each_damage_and_keeps_running(fixture_root, 
     with time_limit(SECONDS * 2):
         app = open_as_engram_does(fixture_root)
         async with app.run_test(size=(120, 40)) as pilot:
-            await settle(app, pilot)
-            for pane in ("search", "supersedes", "decay", "graph", "audit", "scopes", "queue"):
-                await app.action_show_pane(pane)
-                await settle(app, pilot)
-            await pilot.press("a")  # approve whatever is first, damaged or not
-            await settle(app, pilot)
+            await every_pane_then_approve(app, pilot)
             assert app.is_running
     app.store.close()
 

@@ -748,23 +748,15 @@ class QueuePane(PaneBase):
         return promotions.approve(self.store, pid, redact_secrets=pid in flagged)
 
     def action_reject_now(self) -> None:
-        """One key, no reason asked; several marked are named in a confirmation first."""
-        targets = self.targets()
-        self.decide(
-            "reject",
-            lambda pid: promotions.reject(self.store, pid),
-            items=targets,
-            question=f"{_what('reject', targets)}?",
-        )
+        self.decide_now("reject", promotions.reject)
 
     def action_defer_now(self) -> None:
+        self.decide_now("defer", promotions.defer)
+
+    def decide_now(self, label: str, act: Callable[[Store, int], promotions.Decision]) -> None:
+        """One key, no reason asked; several marked are named in a confirmation first."""
         targets = self.targets()
-        self.decide(
-            "defer",
-            lambda pid: promotions.defer(self.store, pid),
-            items=targets,
-            question=f"{_what('defer', targets)}?",
-        )
+        self.decide(label, lambda pid: act(self.store, pid), items=targets, question=f"{_what(label, targets)}?")
 
     def action_snooze(self) -> None:
         """Out of the queue until a time the person says (memoryd still sees it pending); it comes back on its
