@@ -75,6 +75,7 @@ async def test_z_snoozes_from_the_queue_and_the_cursor_moves_on(store):
         await pilot.press("z", *"3d", "enter")
         await settle(app, pilot)
         assert first not in [i.id for i in pane.items] and pane.current().id == second
+        assert "(1 snoozed)" in str(app.query_one("#status").render())  # still pending for memoryd
         await pilot.press("u")
         await settle(app, pilot)
         assert first in [i.id for i in pane.items] and pane.current().id == first

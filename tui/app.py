@@ -29,6 +29,7 @@ from engram.store import heap
 from engram.store.changes import ChangeFeed, Changes
 from engram.store.errors import StoreError
 from engram.store.paths import screenshots_dir
+from engram.store.queue import snoozed_ids
 from engram.store.service import Store
 from engram.store.settings import Settings, save_theme
 from engram.store.stats import pending_count
@@ -173,9 +174,10 @@ class EngramApp(App[None]):
 
     def refresh_status(self) -> None:
         pending = pending_count(self.store)
+        asleep = len(snoozed_ids(self.store))  # pending for memoryd, out of the queue for now
         locked = [s for s in self.store.sensitive_scopes() if not self.store.keys.can_open(s)]
         parts = [
-            f"{pending} pending",
+            f"{pending} pending" + (f" ({asleep} snoozed)" if asleep else ""),
             f"{len(locked)} locked scope{'s' if len(locked) != 1 else ''}" + (" (ctrl+u unlocks)" if locked else ""),
             self.audit_state,
         ]
