@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from peewee import fn
+
 from engram.store import queue_scores
 from engram.store.columns import Repeats, dura_average, dura_of, dura_scores, parse_json_list, shared
 from engram.store.errors import StoreError
@@ -174,13 +176,25 @@ def _order_sql(sort: str, kept: bool) -> str:
 
 def snoozed_ids(store: Store) -> list[int]:
     """The promotions snoozed until a time still to come: out of the queue (memoryd still sees them pending)."""
-    if not store.index.has(PromotionNote) or "snoozed_until" not in store.index.columns(
-        "engram_promotion_notes", "engram"
-    ):
+    if not _snoozing(store):
         return []
     now = store.now().isoformat()
     query = PromotionNote.select(PromotionNote.promotion_id).where(PromotionNote.snoozed_until > now)
     return [pid for (pid,) in tuples(query)]
+
+
+def next_wake(store: Store) -> str | None:
+    """When the first snoozed promotion comes back (UTC, ISO), or None: the console reads the queue again then."""
+    if not _snoozing(store):
+        return None
+    now = store.now().isoformat()
+    query = PromotionNote.select(fn.MIN(PromotionNote.snoozed_until)).where(PromotionNote.snoozed_until > now)
+    return query.scalar()
+
+
+def _snoozing(store: Store) -> bool:
+    """Whether engram.db has the snooze column (migration 109): a read-only root's older engram.db may not."""
+    return store.index.has(PromotionNote) and "snoozed_until" in store.index.columns("engram_promotion_notes", "engram")
 
 
 def _deferred_ids(store: Store) -> list[int]:

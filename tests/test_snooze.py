@@ -79,3 +79,19 @@ async def test_z_snoozes_from_the_queue_and_the_cursor_moves_on(store):
         await pilot.press("u")
         await settle(app, pilot)
         assert first in [i.id for i in pane.items] and pane.current().id == first
+
+
+async def test_a_snooze_that_ends_brings_its_promotion_back_in_an_idle_console(store):
+    app = EngramApp(store)
+    start = datetime.now(UTC)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(QueuePane)
+        first = pane.items[0].id
+        await pilot.press("z", *"1h", "enter")
+        await settle(app, pilot)
+        assert first not in [i.id for i in pane.items]
+        store.clock = lambda: start + timedelta(hours=2)  # the hour has passed; nothing else changed
+        app.tick()
+        await settle(app, pilot)
+        assert first in [i.id for i in pane.items]

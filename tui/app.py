@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from engram.store.audit.verify import Verdict
     from engram.store.importers.run import ImportResult
     from engram.tui.panes.audit import AuditPane
+    from engram.tui.panes.queue import QueuePane
     from engram.tui.panes.search import SearchPane
 
 CONTROL_FILTER = ControlFilter()
@@ -219,6 +220,9 @@ class EngramApp(App[None]):
         the change feed what changed."""
         self.store.index.release()
         self.watch_store()
+        queue = self.built.get("queue")
+        if queue is not None:
+            cast("QueuePane", queue).wake_if_due()  # a snooze ended: back in the queue without any other change
 
     def action_refresh(self) -> None:
         """F5: ask the change feed now instead of at the next tick."""

@@ -22,6 +22,7 @@ from engram.store.queue import (
     PromotionDetail,
     QueueItem,
     first_page,
+    next_wake,
     pending_findings,
     pending_queue,
     promotion_detail,
@@ -133,6 +134,7 @@ class QueuePane(PaneBase):
         self.land_on: int | None = None  # where the cursor goes once the running step's queue is shown
         self.titles: dict[int, str] = {}  # the titles of the rows when the running step started
         self.decided: set[int] = set()  # promotions decided in this session (and not undone): the progress shown
+        self.wake_at: str | None = None  # when the first snoozed promotion comes back: the queue is read again
         self.undoing: list[int] = []  # the ids the running undo reverses
         self.settled_once = False  # the first load has told the console (messages.Settled)
         self.detail: PromotionDetail | None = None
@@ -185,6 +187,7 @@ class QueuePane(PaneBase):
                 painted(self)
                 deliver(self, self.first_painted)
             items = pending_queue(self.store, self.sort, queue_query(self.filter_text), self.clusters)
+            self.wake_at = next_wake(self.store)
             known = frozenset(self.scanned)  # scanned while pending: their text has not changed since
             found = pending_findings(self.store, [i.id for i in items if i.id not in known])
             scanned = {i.id: _kinds(found.get(i.id, [])) for i in items if i.id not in known}
@@ -896,6 +899,13 @@ class QueuePane(PaneBase):
         self.post_message(StoreChanged())
 
     # ------------------------------------------------------------------ sensitive scopes
+
+    def wake_if_due(self) -> None:
+        """Called every few seconds: a snoozed promotion whose time has come is back in the queue, in an idle
+        console too."""
+        if self.wake_at is not None and self.store.now().isoformat() >= self.wake_at:
+            self.wake_at = None
+            self.reload()
 
     def keys_changed(self, showing: bool) -> None:
         """Scopes were unlocked or locked: the page's lock marks follow."""
