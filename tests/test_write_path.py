@@ -250,6 +250,7 @@ NOT_ONE_EVENT = {
     "scopes.scope_hashes": "reads only",
     "queue.pending_ids": "reads only",
     "queue.snoozed_ids": "reads only",
+    "queue.next_wake": "reads only",
     "promotions.snooze": "one promotion_snoozed event (tests/test_snooze.py)",
     "sensitive.convert.mark_sensitive": "one scope_marked_sensitive event, then one memory_encrypted per batch "
     "of files (tests/test_sensitive.py counts them)",
