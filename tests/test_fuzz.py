@@ -134,15 +134,20 @@ def test_every_command_answers_in_one_line_on_damage(fixture_root, kind, case, c
     (fixture_root.parent / "neighbour.txt").write_text("not engram's")
     damage(fixture_root, kind, case)
     before = outside(fixture_root)
-    for command in COMMANDS:
+    each_answers_in_one_line(fixture_root, COMMANDS, capsys)
+    assert outside(fixture_root) == before
+
+
+def each_answers_in_one_line(root: Path, commands: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command ends with 0, 1 or 2 within the time limit, never a traceback; exit 2 is one line."""
+    for command in commands:
         with time_limit(SECONDS):
-            code = main([*command, "--root", str(fixture_root)])
+            code = main([*command, "--root", str(root)])
         said = capsys.readouterr()
         assert code in (0, 1, 2), command
         assert "Traceback" not in said.err and "Traceback" not in said.out, (command, said.err)
         if code == 2:
             assert said.err.startswith("engram: ") and len(said.err.strip().splitlines()) == 1, (command, said.err)
-    assert outside(fixture_root) == before
 
 
 async def every_pane_then_approve(app: EngramApp, pilot: Pilot) -> None:

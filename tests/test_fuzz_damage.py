@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURE
 from helpers import settle
-from test_fuzz import COMMANDS, SECONDS, every_pane_then_approve, outside, time_limit
+from test_fuzz import COMMANDS, SECONDS, each_answers_in_one_line, every_pane_then_approve, outside, time_limit
 
 from engram.store.service import Store
 from engram.store.settings import Settings, settings_or_defaults
@@ -136,14 +136,7 @@ def test_every_command_answers_in_one_line_on_damage(fixture_root, kind, case, c
     (fixture_root.parent / "neighbour.txt").write_text("not engram's")
     damage(fixture_root, monkeypatch, kind, case)
     before = outside(fixture_root)
-    for command in [*COMMANDS, *EXTRA]:
-        with time_limit(SECONDS):
-            code = main([*command, "--root", str(fixture_root)])
-        said = capsys.readouterr()
-        assert code in (0, 1, 2), command
-        assert "Traceback" not in said.err and "Traceback" not in said.out, (command, said.err)
-        if code == 2:
-            assert said.err.startswith("engram: ") and len(said.err.strip().splitlines()) == 1, (command, said.err)
+    each_answers_in_one_line(fixture_root, [*COMMANDS, *EXTRA], capsys)
     after = {k: v for k, v in outside(fixture_root).items() if not k.startswith("memoryd-config")}
     assert after == {k: v for k, v in before.items() if not k.startswith("memoryd-config")}
 
