@@ -39,6 +39,7 @@ SMALL = [
     ("19-unlocked", [*"engram-demo-passphrase", "enter"]),
     ("20-help", ["question_mark"]),
     ("21-audit-verified", ["escape", "6", "v"]),
+    ("22-search", ["2", *"rotate", "escape"]),
 ]
 WIDE = [
     ("30-queue-wide", []),

@@ -27,54 +27,50 @@ async def settle(pilot) -> None:
     await settled(pilot.app, pilot)
 
 
-def test_queue_wide(app, snap_compare):
-    assert snap_compare(app, terminal_size=(140, 40), run_before=settle)
+# Every pane at 80x24 and at 200x50: the smallest terminal must hold all a pane needs, the largest use its room.
+PANES = {
+    "queue": (),
+    "search": ("2", *"type:warning kafka"),
+    "supersedes": ("3",),
+    "decay": ("4",),
+    "graph": ("5",),
+    "audit": ("6",),
+    "scopes": ("7", "down", "down", "down"),
+}
+SIZES = pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 
 
-def test_queue_80x24(app, snap_compare):
-    assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
+async def steady(pilot) -> None:
+    """Text boxes' cursors shown steadily: a blink caught at its off half failed a loaded CI run."""
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+    await pilot.pause()
 
 
-def test_search(app, snap_compare):
-    async def search(pilot) -> None:
+@SIZES
+@pytest.mark.parametrize("pane", list(PANES))
+def test_pane(app, snap_compare, pane, size):
+    async def pane_open(pilot) -> None:
         await settle(pilot)
-        await pilot.press("2")
+        await pilot.press(*PANES[pane])
         await settle(pilot)
-        await pilot.press(*"type:warning kafka")
-        query = pilot.app.focused
-        assert isinstance(query, Input)
-        query.cursor_blink = False  # the query's cursor shown steadily (see test_help)
-        await pilot.pause()
+        await steady(pilot)
 
-    assert snap_compare(app, terminal_size=(140, 40), run_before=search)
+    assert snap_compare(app, terminal_size=size, run_before=pane_open)
 
 
-def test_help(app, snap_compare):
+@SIZES
+def test_help(app, snap_compare, size):
     async def help_open(pilot) -> None:
         await settle(pilot)
         await pilot.press("question_mark")
-        # the filter's cursor shown steadily: a blink caught at its off half failed a loaded CI run
-        pilot.app.screen.query_one("#filter", Input).cursor_blink = False
-        await pilot.pause()
+        await steady(pilot)
 
-    assert snap_compare(app, terminal_size=(120, 40), run_before=help_open)
+    assert snap_compare(app, terminal_size=size, run_before=help_open)
 
 
-@pytest.mark.parametrize(
-    "keys",
-    [("3",), ("4",), ("5",), ("6",), ("7", "down", "down", "down")],
-    ids=["supersedes", "decay", "graph", "audit", "scopes"],
-)
-def test_pane(app, snap_compare, keys):
-    async def pane_open(pilot) -> None:
-        await settle(pilot)
-        await pilot.press(*keys)
-        await settle(pilot)
-
-    assert snap_compare(app, terminal_size=(140, 40), run_before=pane_open)
-
-
-def test_import_preview(app, snap_compare, tmp_path):
+@SIZES
+def test_import_preview(app, snap_compare, tmp_path, size):
     source = tmp_path / "openrelix"
     shutil.copytree(Path(__file__).parent / "fixtures" / "importers" / "openrelix", source)
 
@@ -83,7 +79,7 @@ def test_import_preview(app, snap_compare, tmp_path):
         await pilot.press("I", "enter", *str(source), "enter")
         await settle(pilot)
 
-    assert snap_compare(app, terminal_size=(140, 40), run_before=preview)
+    assert snap_compare(app, terminal_size=size, run_before=preview)
 
 
 # Every dialog of the day's triage, at 80x24 and at 200x50: what a person answers must fit the smallest terminal,
@@ -100,7 +96,7 @@ DIALOGS = {
 }
 
 
-@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+@SIZES
 @pytest.mark.parametrize("dialog", sorted(DIALOGS))
 def test_dialog(app, snap_compare, dialog, size):
     async def opened(pilot) -> None:
@@ -108,8 +104,6 @@ def test_dialog(app, snap_compare, dialog, size):
         for key in DIALOGS[dialog]:
             await pilot.press(key)
             await settle(pilot)
-        for box in pilot.app.screen.query(Input):
-            box.cursor_blink = False  # shown steadily (see test_help)
-        await pilot.pause()
+        await steady(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=opened)

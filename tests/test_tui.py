@@ -266,7 +266,7 @@ async def test_search_results_move_by_keys_and_open_by_click(console):
         assert hits.scroll_offset.y > 0  # the cursor row was scrolled into view
         await pilot.press("g", "k")
         assert hits.cursor == 0 and hits.scroll_offset.y == 0
-        await pilot.click(HitList, offset=(5, 3))  # line 0 is the header: line 3 is the third hit
+        await pilot.click(HitList, offset=(5, 5))  # line 0 is the header, then two lines a hit: the third hit
         await settle(console, pilot)
         assert hits.cursor == 2
         shown = console.query_one("#search-memory", Markdown).source
@@ -372,6 +372,28 @@ async def test_search_highlights_the_typed_words(console):
         line = console.query_one(HitList).row_text(0)
         start = next(span.start for span in line.spans if span.style == MATCH)
         assert line.plain[start : start + 5].lower() == "kafka"
+
+
+async def test_each_result_shows_the_body_around_the_match(console):
+    """The line under each result's title is its body around the typed word (why it was found); a sensitive
+    memory's body is not read for it, and a locked one says how to unlock."""
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("2")
+        await settle(console, pilot)
+        await pilot.press(*"kafka")
+        await settle(console, pilot)
+        listing = console.query_one(HitList)
+        lines = {hit.slug: listing.row_detail(row, 1) for row, hit in enumerate(listing.hits)}
+        found = [line for line in lines.values() if any(span.style == MATCH for span in line.spans)]
+        assert found, "no result shows the word in its body"
+        start = next(span.start for span in found[0].spans if span.style == MATCH)
+        assert found[0].plain[start : start + 5].lower() == "kafka"
+        for hit in listing.hits:
+            if hit.encrypted:
+                assert "ctrl+u unlocks" in lines[hit.slug].plain or "enter opens it" in lines[hit.slug].plain
+            else:
+                assert "kafka" not in hit.title.lower() or lines[hit.slug].plain.strip(), hit.slug
 
 
 async def test_no_color_still_says_every_state(fixture_root, monkeypatch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import settle
-from textual.widgets import Label
+from textual.widgets import DataTable, Label
 
 from engram.tui.app import EngramApp
 from engram.tui.panes.queue import QueuePane
@@ -129,3 +129,21 @@ async def test_esc_on_a_session_opened_from_the_queue_goes_back_to_the_same_row(
         await pilot.press("escape")
         await settle(console, pilot)
         assert console.showing == "queue" and at_cursor(console) == row
+
+
+async def test_esc_on_a_memory_opened_from_the_decay_pane_goes_back_to_its_row(console):
+    """The back stack is the console's, not the queue's: a memory opened from the decay pane's list returns there."""
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("4")
+        await settle(console, pilot)
+        listing = console.query_one("#decay-list", DataTable)
+        listing.focus()
+        await pilot.press("down")
+        row = listing.cursor_row
+        await pilot.press("enter")
+        await settle(console, pilot)
+        assert console.showing == "search"
+        await pilot.press("escape")
+        await settle(console, pilot)
+        assert console.showing == "decay" and listing.has_focus and listing.cursor_row == row == 1

@@ -14,6 +14,7 @@ key at a time recomputes only the term being typed; AND, OR and NOT are single i
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -489,10 +490,14 @@ def _value_bits(codes: np.ndarray, names: Sequence[str]) -> dict[str, int]:
     return {name: bits(order[a : a + n], len(codes)) for name, a, n in zip(lowered, starts, counts, strict=True) if n}
 
 
+_LINE_MARK = re.compile(r"^[ \t]*(?:#{1,6}|[-*+>]|\d+[.)])[ \t]+", re.MULTILINE)
+
+
 def snippet(text: str, words: list[str], width: int = 120) -> str:
     """About ``width`` characters of ``text`` around the first of ``words`` it contains (case-insensitive), on
-    one line; the start of the text when it contains none."""
-    flat = " ".join(text.split())
+    one line; the start of the text when it contains none. Markdown's line marks (headings, list bullets,
+    quotes) are left out: on one line they read as noise."""
+    flat = " ".join(_LINE_MARK.sub("", text).split())
     lowered = flat.lower()
     at = min((i for w in words if w and (i := lowered.find(w.lower())) >= 0), default=0)
     start = max(0, at - width // 3)

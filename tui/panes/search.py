@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -11,6 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Markdown, ProgressBar, Static
+from textual.worker import get_current_worker
 
 from engram.store.changes import Changes
 from engram.store.errors import StoreError
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from engram.store.search.rows import Hit
 
 SHOWN = 100
+SNIPPETS_AT_ONCE = 25  # results whose body lines are read and shown together
+SNIPPET_WIDTH = 160  # characters of body kept around a match; the list crops them to its width
 IDLE = 30.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
 # (mapping them again costs the next broad term ~100 ms at 1M: a pause to read the results must not pay it)
 INLINE = 50_000  # memories up to which a keystroke's search runs on the UI thread (a few ms); above, in a worker
@@ -100,7 +104,7 @@ class SearchPane(PaneBase):
             body = Text("\n\nsensitive scope: enter opens it (recorded in the audit log)", style="dim")
         else:
             try:
-                text = self.store.read_doc(self.store.safe_relpath(self.store.memory(hit.slug).body_path)).body
+                text = self.body(hit)
             except StoreError as exc:
                 body = Text(f"\n\n{exc}", style="dim")
             else:
@@ -110,6 +114,33 @@ class SearchPane(PaneBase):
                 first = "\n".join(masked(text).strip().splitlines()[:12])
                 body = Text.assemble("\n\n", found, "\n\n" if said else "", plain(first, "dim"))
         deliver(self, self.query_one("#search-preview-text", Static).update, Text.assemble(head, body))
+
+    def body(self, hit: Hit) -> str:
+        """The body of a plain memory found, from its file (raises StoreError)."""
+        return self.store.read_doc(self.store.safe_relpath(self.store.memory(hit.slug).body_path)).body
+
+    @background("search-snippets")
+    def read_snippets(self, hits: Sequence[Hit], words: list[str]) -> None:
+        """Each plain result's line of body around the words found in it, read from its file, best results first
+        and a screenful at a time so the first are shown at once. A newer search cancels the rest."""
+        from engram.store.search.index import snippet  # with the index, loaded by now
+
+        worker = get_current_worker()
+        listing = self.query_one(HitList)
+        for start in range(0, len(hits), SNIPPETS_AT_ONCE):
+            found: dict[str, str] = {}
+            for hit in hits[start : start + SNIPPETS_AT_ONCE]:
+                if worker.is_cancelled:
+                    return
+                if hit.encrypted:
+                    continue
+                try:
+                    text = masked(self.body(hit))
+                except StoreError:
+                    continue
+                said = [w for w in words if w and w.lower() in text.lower()]
+                found[hit.slug] = snippet(text, said, width=SNIPPET_WIDTH)
+            deliver(self, listing.add_snippets, hits, found)
 
     def settled(self) -> None:
         """The index loads once the queue has its first page (it would compete with it), or when the pane is
@@ -260,7 +291,10 @@ class SearchPane(PaneBase):
     def show_hits(self) -> None:
         if self.index is None or self.result is None:
             return
-        self.query_one(HitList).show(self.result.hits, self.result.words, self.locked)
+        listing = self.query_one(HitList)
+        listing.show(self.result.hits, self.result.words, self.locked)
+        if self.result.hits:
+            self.read_snippets(listing.hits, list(listing.words))
         self.preview_current()
         scope = self.index.searching
         total = self.result.total

@@ -28,19 +28,33 @@ MATCH = Style(bold=True, underline=True)
 
 
 class HitList(LineList):
-    """One line per hit: type, scope, state, created, and the title with the typed words highlighted."""
+    """Two lines per hit: type, scope, state, created and the title with the typed words highlighted; under the
+    title, the words in the body that matched, with a little around them (why it was found). The second line is
+    filled in once the pane has read the bodies (``snippets``); a sensitive memory's body is not read for it."""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self.hits: Sequence[Hit] = ()
         self.words: list[str] = []
         self.locked: frozenset[str] = frozenset()
+        self.snippets: dict[str, str] = {}
 
     def show(self, hits: Sequence[Hit], words: list[str], locked: frozenset[str] = frozenset()) -> None:
         """Replace the list (a new search): the cursor goes back to the best hit. Encrypted hits of ``locked``
         scopes say so (their bodies are not searched until an unlock)."""
         self.hits, self.words, self.locked = hits, words, locked
+        self.snippets = {}
         self.reset()
+
+    def add_snippets(self, hits: Sequence[Hit], snippets: dict[str, str]) -> None:
+        """The bodies' lines for ``hits``, if they are still the ones shown."""
+        if hits is self.hits:
+            self.snippets.update(snippets)
+            self.refresh()
+
+    @property
+    def row_lines(self) -> int:
+        return 2
 
     @property
     def row_count(self) -> int:
@@ -64,12 +78,25 @@ class HitList(LineList):
         title.highlight_words(self.words, style=MATCH, case_sensitive=False)
         return self._line(cells, title)
 
+    def row_detail(self, row: int, line: int) -> Text:
+        hit = self.hits[row]
+        indent = " " * (1 + sum(width + GAP for _, width in self._columns()))
+        if hit.encrypted:
+            said = "locked: ctrl+u unlocks" if hit.scope_hash in self.locked else "sensitive: enter opens it"
+            return Text(indent + said, style="dim italic", no_wrap=True, end="")
+        text = plain(self.snippets.get(hit.slug, ""), "dim")
+        text.highlight_words(self.words, style=MATCH, case_sensitive=False)
+        return Text(indent, no_wrap=True, end="").append_text(text)
+
+    def _columns(self) -> tuple[tuple[str, int], ...]:
+        return COLUMNS if self.size.width >= NARROW else NARROW_COLUMNS
+
     def header_text(self) -> Text:
         return self._line({name: name for name, _ in COLUMNS}, Text("title"))
 
     def _line(self, cells: dict[str, str], last: Text) -> Text:
         line = Text(" ", no_wrap=True, end="")
-        for name, width in COLUMNS if self.size.width >= NARROW else NARROW_COLUMNS:
+        for name, width in self._columns():
             line.append(set_cell_size(cells[name], width) + " " * GAP)
         line.append_text(last)
         return line
