@@ -7,6 +7,7 @@ from textual.command import CommandPalette
 from textual.widgets import Input
 
 from engram.tui.app import EngramApp
+from engram.tui.screens.help import HelpScreen
 from engram.tui.screens.prompt import TextPrompt
 
 SIZE = (120, 40)
@@ -31,6 +32,28 @@ async def test_ctrl_p_opens_the_palette_as_colon_does(store):
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
+
+
+def footer_keys(app: EngramApp) -> set[str]:
+    """The keys the footer shows whole within 80 columns."""
+    from textual.widgets._footer import FooterKey
+
+    return {key.key_display for key in app.query(FooterKey) if key.region.right <= 80 and key.region.width}
+
+
+async def test_help_opens_from_inside_a_text_box_by_f1_and_the_footer_says_so(store):
+    """In a text box ``?`` is typed: f1 opens help there, and the footer names it, so help is never out of reach."""
+    app = EngramApp(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("2")
+        await settle(app, pilot)
+        await pilot.press("question_mark")
+        assert app.query_one("#search-query", Input).value == "?"
+        assert "f1" in footer_keys(app)
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
 
 
 async def test_esc_leaves_the_search_query_and_the_digits_switch_panes_again(store):
@@ -104,12 +127,10 @@ async def test_a_theme_picked_in_the_console_is_kept_for_the_next_start(store):
 
 
 async def test_at_80x24_the_footer_holds_filter_sort_clusters_and_help(store):
-    from textual.widgets._footer import FooterKey
-
     app = EngramApp(store)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
-        shown = {key.key_display for key in app.query(FooterKey) if key.region.right <= 80 and key.region.width}
+        shown = footer_keys(app)
         assert {"a", "r", "d", "m", "u", "/", "s", "c", "?"} <= shown, shown
 
 

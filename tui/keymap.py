@@ -36,7 +36,7 @@ def list_moves(owner: str, top: str, bottom: str) -> tuple[Action, ...]:
 
 
 APP_ACTIONS = (
-    Action("app.help", "question_mark", "help", "Help"),  # before quit: the one key the footer must always hold
+    Action("app.help", "question_mark,f1", "help", "Help"),  # before quit: the footer always holds it (f1 in a box)
     Action("app.quit", "q", "quit", "Quit"),
     Action("app.palette", "colon,ctrl+p", "command_palette", "Commands", show=False),
     Action("app.unlock", "ctrl+u", "unlock", "Unlock", show=False, priority=True),
