@@ -1,0 +1,243 @@
+"""``screen``: every field of an item read through every view ``reveal`` offers, every rule applied, and the lane
+decided from the findings and the context signals."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from engram.store.screen import reveal
+from engram.store.screen.gates import branches, gate
+from engram.store.screen.rules import (
+    DISCUSSION,
+    OFFICIAL_INSTALLERS,
+    QUARANTINE,
+    QUOTED,
+    REVIEW,
+    RULES,
+    Rule,
+)
+from engram.store.screen.typosquats import typosquats
+from engram.store.secrets import find_secrets, masked
+
+CLEAN = "clean"
+LANES = (CLEAN, REVIEW, QUARANTINE)
+EXCERPT = 80  # characters of text around a finding
+DEPTH = 2  # hidden inside hidden inside the text: read that deep
+
+# A secret written next to an order to use it: a planted credential (the agent will send it where told).
+PLANTING = re.compile(
+    r"\b(?:use|always use|authenticate with|log ?in with|sign in with|set|export|configure|paste|put|switch to|"
+    r"replace [^.\n]{0,20} with|the (?:new|correct|right|real|updated|current) (?:key|token|password|credential)s? "
+    r"(?:is|are)|from now on)\b|(?:使用|改用|一律用|统一用|新的?(?:密钥|令牌|密码)(?:是|为))"
+)
+UNTRUSTED_SOURCES = ("web", "browser", "fetch", "tool", "import", "mcp", "email", "issue", "pr-comment")
+
+
+@dataclass(frozen=True)
+class Item:
+    """What the screen reads of a proposal or a memory. ``source`` is where its text came from when known (a
+    session captured from tool output or web content is context, never proof); ``signals`` are context the caller
+    found (a burst of proposals, a re-proposal of a rejected one)."""
+
+    title: str = ""
+    body: str = ""
+    triggers: Sequence[str] = ()
+    reasoning: str = ""
+    source: str = ""
+    signals: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    category: str
+    field: str
+    excerpt: str
+    revealed: str  # how the words were found: "" when written plainly, else "base64", "tag characters"...
+    weight: str
+
+    def as_json(self) -> dict[str, str]:
+        return {
+            "rule": self.rule,
+            "category": self.category,
+            "field": self.field,
+            "excerpt": self.excerpt,
+            "revealed": self.revealed,
+        }
+
+
+@dataclass(frozen=True)
+class Screening:
+    lane: str
+    findings: tuple[Finding, ...] = ()
+    signals: tuple[str, ...] = field(default=())
+
+    @property
+    def rules(self) -> list[str]:
+        return sorted({f.rule for f in self.findings})
+
+    def as_json(self) -> dict[str, object]:
+        return {"lane": self.lane, "findings": [f.as_json() for f in self.findings], "signals": list(self.signals)}
+
+
+def screen(item: Item) -> Screening:
+    """The lane of ``item`` and every finding that put it there."""
+    fields = {"title": item.title, "triggers": "\n".join(item.triggers), "body": item.body, "reasoning": item.reasoning}
+    findings: dict[tuple[str, str], Finding] = {}
+    for name, text in fields.items():
+        if text:
+            for finding in _read(text, name, "", DEPTH):
+                findings.setdefault((finding.rule, finding.field), finding)
+    signals = list(item.signals)
+    if item.source and any(word in item.source.lower() for word in UNTRUSTED_SOURCES):
+        signals.append(f"source: {item.source}")
+    found = tuple(findings.values())
+    return Screening(_lane(found, signals), found, tuple(signals))
+
+
+def _lane(findings: Sequence[Finding], signals: Sequence[str]) -> str:
+    """Quarantine for any finding of that weight, or for review findings of two categories (or one, with a
+    context signal beside it); review for any other finding. Signals alone decide nothing."""
+    if not findings:
+        return CLEAN
+    if any(f.weight == QUARANTINE for f in findings):
+        return QUARANTINE
+    categories = {f.category for f in findings if not f.rule.startswith("context.")}
+    weighty = (
+        len(categories) + (1 if signals else 0) + (1 if any(f.rule.startswith("context.") for f in findings) else 0)
+    )
+    return QUARANTINE if len(categories) >= 1 and weighty >= 3 or len(categories) >= 2 else REVIEW
+
+
+def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
+    """Findings in ``text`` of field ``name`` (``how`` it was uncovered, "" when written plainly), then in what
+    it hides, ``depth`` levels down."""
+    yield from _hidden(text, name)
+    plain = reveal.normalised(text)
+    seen: set[str] = set()
+    views = list(dict.fromkeys((plain, reveal.deobfuscated(plain))))
+    for view in views:
+        for rule, match in _matches(view, seen):
+            if not _innocent(rule, view, match):
+                seen.add(rule.id)
+                yield Finding(rule.id, rule.category, name, _excerpt(view, match), how, rule.weight)
+    yield from _planted(text, views, name, how)
+    squats = {squat for view in views for squat in typosquats(view)}
+    for squat in sorted(squats)[:1]:
+        yield Finding("supply.typosquat", "supply_chain", name, squat, how, QUARANTINE)
+    if depth:
+        turns = frozenset(t for t in reveal.TURNS if t not in how)  # a line turned is not turned back
+        for hidden in reveal.uncovered(reveal.unhidden(text), turns=turns):
+            label = hidden.how if not how else f"{how}, then {hidden.how}"
+            inner = list(_read(hidden.text, name, label, depth - 1))
+            yield from inner
+            if inner and hidden.how.endswith(("rot13", "reversed")):
+                yield Finding("hidden.encoded", "hidden", name, _cut(hidden.text), label, QUARANTINE)
+            elif inner or hidden.suspicious:
+                weight = QUARANTINE if inner or hidden.suspicious else REVIEW
+                yield Finding(
+                    "hidden.encoded" if not hidden.suspicious else "hidden.markup",
+                    "hidden",
+                    name,
+                    _cut(hidden.text),
+                    label,
+                    weight,
+                )
+
+
+def _compiled() -> tuple[
+    list[tuple[Rule, list[tuple[int, re.Pattern[str]]]]], dict[str, list[tuple[str, int]]], set[int]
+]:
+    """Every rule's branches compiled and numbered, the gate words of each indexed by their first three characters
+    (two for a two-character word), and the numbers of the branches that have no gate."""
+    rules: list[tuple[Rule, list[tuple[int, re.Pattern[str]]]]] = []
+    index: dict[str, list[tuple[str, int]]] = {}
+    always: set[int] = set()
+    number = 0
+    for rule in RULES:
+        compiled = []
+        for branch in branches(rule.pattern):
+            words = gate(branch)
+            if words is None:
+                always.add(number)
+            for word in words or ():
+                index.setdefault(word[:3], []).append((word, number))
+            compiled.append((number, re.compile(branch, rule.pattern.flags)))
+            number += 1
+        rules.append((rule, compiled))
+    return rules, index, always
+
+
+GATED, GATE_INDEX, UNGATED = _compiled()
+
+
+def _matches(view: str, skip: set[str]) -> Iterable[tuple[Rule, re.Match[str]]]:
+    """The first match of each rule not in ``skip``. Only branches whose gate words are in the view run: the
+    view's three-character pieces meet the index of gate words in one set operation, and only the words met
+    are looked for."""
+    heads = {view[i : i + 3] for i in range(len(view) - 2)} | {view[i : i + 2] for i in range(len(view) - 1)}
+    active = set(UNGATED)
+    for head in heads & GATE_INDEX.keys():
+        active.update(number for word, number in GATE_INDEX[head] if number not in active and word in view)
+    for rule, compiled in GATED:
+        if rule.id in skip:
+            continue
+        for number, pattern in compiled:
+            if number in active:
+                match = pattern.search(view)
+                if match:
+                    yield rule, match
+                    break
+
+
+def _hidden(text: str, name: str) -> Iterable[Finding]:
+    invisible = reveal.invisible_in_words(text)
+    if invisible:
+        yield Finding(
+            "hidden.invisible", "hidden", name, ", ".join(sorted(set(invisible))), "invisible characters", REVIEW
+        )
+    if reveal.BIDI_OVERRIDE.search(text) and re.search(r"[A-Za-z]", text):
+        codes = sorted({f"U+{ord(c):04X}" for c in reveal.BIDI_OVERRIDE.findall(text)})
+        yield Finding("hidden.bidi", "hidden", name, ", ".join(codes), "bidirectional controls", REVIEW)
+    mixed = reveal.mixed_words(text)
+    if mixed:
+        yield Finding("hidden.homoglyph", "hidden", name, ", ".join(mixed[:3]), "look-alike letters", REVIEW)
+
+
+def _innocent(rule: Rule, view: str, match: re.Match[str]) -> bool:
+    """A shell pipe from an installer its project publishes for that pipe; words an attack uses, quoted in a note
+    about attacks (a note on prompt injection names the phrases it guards against). Quoting does not excuse the
+    shapes that act by themselves when rendered or run: links that carry data out, tool calls."""
+    if rule.id == "command.pipe_shell" and OFFICIAL_INSTALLERS.search(match.group()):
+        return True
+    if rule.category in ("exfiltration", "credential") or rule.id == "command.tool_call":
+        return False
+    quoted = any(q.start() <= match.start() and match.end() <= q.end() for q in QUOTED.finditer(view))
+    return quoted and bool(DISCUSSION.search(view))
+
+
+def _planted(text: str, views: Sequence[str], name: str, how: str) -> Iterable[Finding]:
+    """A secret next to an order to use it, in the text as written or as read through its leetspeak."""
+    if not any(PLANTING.search(view) for view in views):
+        return
+    for source in dict.fromkeys((text, reveal.unhidden(text), *views[1:])):
+        secrets = [s for s in find_secrets(source) if s.kind not in ("e-mail address", "phone number")]
+        if secrets:
+            yield Finding(
+                "credential.planted", "credential", name, f"{secrets[0].kind}: {secrets[0].masked}", how, QUARANTINE
+            )
+            return
+
+
+def _excerpt(text: str, match: re.Match[str]) -> str:
+    start = max(0, match.start() - 20)
+    piece = " ".join(text[start : max(match.end(), start + 20) + 20].split())
+    return _cut(("…" if start else "") + piece)
+
+
+def _cut(text: str) -> str:
+    """One line of at most EXCERPT characters, secrets in it masked (an excerpt is shown and kept in reports)."""
+    flat = " ".join(masked(text).split())
+    return flat if len(flat) <= EXCERPT else flat[: EXCERPT - 1] + "…"
