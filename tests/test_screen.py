@@ -12,8 +12,9 @@ from poisoning.corpus import HIDINGS, LATIN_ONLY, cases, placed
 from poisoning.payloads import PAYLOADS
 
 from engram.store.screen import Item, reveal, screen
+from engram.store.screen.gates import first
 from engram.store.screen.rules import RULES
-from engram.store.screen.screen import _matches
+from engram.store.screen.screen import GATES, TOGETHER_BRANCHES, _matches
 
 CASES = cases()
 
@@ -126,6 +127,10 @@ def test_the_gates_never_change_what_a_rule_finds(item):
     branch runs."""
     for text in (item.title, item.body, *item.triggers):
         view = reveal.normalised(text)
-        gated = {rule.id for rule, _ in _matches(view, set())}
+        active = GATES.active(view)
+        gated = {rule.id for rule, _ in _matches(view, active, set())}
         every = {rule.id for rule in RULES if rule.pattern.search(view)}
         assert gated == every, text
+        for rule, parts in TOGETHER_BRANCHES:
+            for part, whole in zip(parts, rule.parts, strict=True):
+                assert (first(part, active, view) is None) == (whole.search(view) is None), (rule.id, text)

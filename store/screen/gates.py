@@ -95,3 +95,44 @@ def branches(pattern: re.Pattern[str]) -> list[str]:
             start = i + 1
     out.append(text[start:])
     return out
+
+
+class Branches:
+    """Patterns split into numbered branches, each with its gate words indexed by their first three characters (two
+    for a two-character word). ``active(view)`` is the set of branches worth running on a view: the view's short
+    pieces meet the index in one set operation, and only the words met are looked for."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, list[tuple[str, int]]] = {}
+        self.always: set[int] = set()
+        self.count = 0
+
+    def add(self, pattern: re.Pattern[str]) -> list[tuple[int, re.Pattern[str]]]:
+        """``pattern``'s branches, compiled and numbered."""
+        compiled = []
+        for branch in branches(pattern):
+            words = gate(branch)
+            if words is None:
+                self.always.add(self.count)
+            for word in words or ():
+                self.index.setdefault(word[:3], []).append((word, self.count))
+            compiled.append((self.count, re.compile(branch, pattern.flags)))
+            self.count += 1
+        return compiled
+
+    def active(self, view: str) -> set[int]:
+        heads = {view[i : i + 3] for i in range(len(view) - 2)} | {view[i : i + 2] for i in range(len(view) - 1)}
+        active = set(self.always)
+        for head in heads & self.index.keys():
+            active.update(number for word, number in self.index[head] if number not in active and word in view)
+        return active
+
+
+def first(compiled: list[tuple[int, re.Pattern[str]]], active: set[int], text: str) -> re.Match[str] | None:
+    """The first match in ``text`` of the active branches of one pattern."""
+    for number, pattern in compiled:
+        if number in active:
+            match = pattern.search(text)
+            if match:
+                return match
+    return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import re
 import unicodedata
 import urllib.parse
@@ -177,8 +176,8 @@ def uncovered(text: str, *, turns: frozenset[str] = TURNS) -> Iterator[Uncovered
     yield from _decoded(text)
     if turns:
         yield from _turned(text, turns)
-    if "reversed" in turns:
-        for inner in _decoded(text[::-1]):  # an encoding written backwards
+    if "reversed" in turns and BACKWARD_ESCAPES.search(text):
+        for inner in _decoded(text[::-1]):  # escapes written backwards (base64 and hex tokens are tried both ways)
             yield Uncovered(f"reversed, then {inner.how}", inner.text, inner.suspicious)
 
 
@@ -191,10 +190,7 @@ def _decoded(text: str) -> Iterator[Uncovered]:
         if readable:
             yield Uncovered("base64", readable, False)
     for m in BASE32.finditer(text):
-        try:
-            readable = _readable(base64.b32decode(m.group() + "=" * (-len(m.group()) % 8)))
-        except (binascii.Error, ValueError):
-            continue
+        readable = _base32(m.group()) or _base32(m.group()[::-1])
         if readable:
             yield Uncovered("base32", readable, False)
     for m in HEX.finditer(text):
@@ -215,20 +211,27 @@ def _turned(text: str, turns: frozenset[str]) -> Iterator[Uncovered]:
     for line in text.splitlines():
         words = WORD.findall(line.lower().translate(LEET))  # read through leetspeak too
         plain = sum(w in COMMON for w in words)
-        rot13 = named or sum(codecs.encode(w, "rot13") in COMMON for w in words) > max(1, plain)
+        rot13 = named or sum(w.translate(ROT13) in COMMON for w in words) > max(1, plain)
         if "rot13" in turns and rot13:
-            yield Uncovered("rot13", codecs.encode(line, "rot13"), False)
+            yield Uncovered("rot13", line.translate(ROT13), False)
         forward = sum(line.count(pair) for pair in CJK_COMMON) if not line.isascii() else 0
         backward = sum(line.count(pair[::-1]) for pair in CJK_COMMON) if not line.isascii() else 0
         if "reversed" in turns and (sum(w[::-1] in COMMON for w in words) > plain or backward > forward):
             yield Uncovered("reversed", line[::-1], False)
-        elif turns == TURNS and sum(codecs.encode(w[::-1], "rot13") in COMMON for w in words) > max(1, plain):
-            yield Uncovered("reversed, then rot13", codecs.encode(line[::-1], "rot13"), False)
+        elif turns == TURNS and sum(w[::-1].translate(ROT13) in COMMON for w in words) > max(1, plain):
+            yield Uncovered("reversed, then rot13", line[::-1].translate(ROT13), False)
 
 
 def _base64(token: str) -> str | None:
     try:
         return _readable(base64.b64decode(token.replace("-", "+").replace("_", "/") + "=" * (-len(token) % 4)))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _base32(token: str) -> str | None:
+    try:
+        return _readable(base64.b32decode(token.rstrip("=") + "=" * (-len(token.rstrip("=")) % 8)))
     except (binascii.Error, ValueError):
         return None
 
@@ -240,6 +243,12 @@ def _hex(digits: str) -> str | None:
         return None
 
 
+BACKWARD_ESCAPES = re.compile(  # escapes written backwards: ``1400u\\``, ``14x\\``, ``02%``, ``;14x#&``
+    r"(?:[0-9A-Fa-f]{4}u\\){4,}|(?:[0-9A-Fa-f]{2}x\\){4,}|(?:[0-9A-Fa-f]{2}%[^\s%]*){3,}|(?:;[0-9A-Fa-f]{2,6}x?#&){4,}"
+)
+ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM"
+)
 ESCAPE = re.compile(r"\\U([0-9A-Fa-f]{8})|\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|&#x([0-9A-Fa-f]+);|&#([0-9]+);")
 
 
@@ -266,6 +275,7 @@ def _readable(data: bytes) -> str | None:
     shown = TAGS.sub("", INVISIBLE.sub("", BIDI_OVERRIDE.sub("", text)))  # hidden characters: kept, judged later
     if len(shown) < 8 or sum(ch.isprintable() or ch in "\n\t" for ch in shown) < 0.95 * len(shown):
         return None
-    if not (re.search(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}|(?:[^\W\d_] ){4,}", shown) or ESCAPES.search(shown)):
+    words = r"[^\W\d_]{3,}|[\u3400-\u9fff]{2,}|(?:[^\W\d_] ){4,}|(?:[\w$@'!|]{2,} +){3,}"  # leetspeak has words too
+    if not (re.search(words, shown) or ESCAPES.search(shown)):
         return None
     return text

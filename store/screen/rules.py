@@ -96,6 +96,19 @@ RULES: tuple[Rule, ...] = (
         "declares the agent's instructions void or replaced",
     ),
     Rule(
+        "override.dismiss",
+        "override",
+        QUARANTINE,
+        _rx(
+            r"\b(?:your|the system'?s?|the developer'?s?|the operator'?s?|the original|earlier|previous|prior)\b[^.\n]{0,20}\b(?:instructions?|guidance|rules?|directions?|prompt|guidelines?|policies|orders|programming)\b[^.\n]{0,40}\b(?:doesn'?t|don'?t|do not|does not|no longer|never) (?:count|matter|apply|hold|bind)",
+            r"\b(?:instructions?|guidance|directions?|guidelines?|orders)\b (?:you (?:got|were given|received|have)|given to you)\b[^.\n]{0,40}\b(?:doesn'?t|don'?t|do not|does not|no longer|never) (?:count|matter|apply|hold|bind)",
+            r"\b(?:higher|greater|top|more) (?:priority|precedence|authority) (?:than|over)\b[^.\n]{0,40}\b(?:system prompt|system message|your (?:instructions|rules|guidelines|prompt)|anything (?:else|in your))",
+            r"\b(?:outranks?|overrides?|supersedes?|trumps?|replaces?)\b[^.\n]{0,30}\b(?:system prompt|system message|your (?:instructions|rules|guidelines|prompt|programming)|the user'?s? (?:instructions|requests))",
+            r"(?:优先级)?(?:高于|优先于|凌驾于)[^。\n]{0,10}(?:系统提示|系统指令|你的(?:指令|规则))|(?:之前|先前|原来)(?:给你)?的(?:指令|要求|规则|指示)[^。\n]{0,8}(?:不算数|不作数|不重要|不用管)",
+        ),
+        "says the agent's own instructions no longer count",
+    ),
+    Rule(
         "override.delimiter",
         "override",
         QUARANTINE,
@@ -103,6 +116,8 @@ RULES: tuple[Rule, ...] = (
             r"</?\s*(?:system|memory|memories|context|instructions?|user|assistant|tool_result|document|admin)\s*>",
             r"\[/?\s*(?:system|inst|admin|developer|sys)\s*\]",
             r"<\|(?:im_start|im_end|system|endoftext|user|assistant|begin_of_text|start_header_id)\|?>",
+            r"(?:={3,}|-{3,}|\*{3,}|#{3,}|~{3,}|<{3,}|>{3,})\s*(?:end|begin|start|new)\b[^\n]{0,40}",
+            r"\b(?:assistant|system|admin|developer|ai|agent|operator) (?:instructions?|directives?|override|orders)\s*:",
             r"^\s*#{2,}\s*(?:system|new instructions|admin override)\b",
             r"\b(?:end of (?:memory|context|document|user input)|begin (?:system|admin) (?:prompt|message|instructions?))\b",
             r"(?:系统提示|系统消息|管理员指令)\s*[:：\]】]|【\s*(?:系统|指令)\s*】",
@@ -125,6 +140,8 @@ RULES: tuple[Rule, ...] = (
             r"\byour (?:new|true|real) (?:role|persona|identity|name|purpose|objective|goal|master)\b",
             r"\b(?:roleplay|role-play|role play) as\b",
             r"\bdo anything now\b",
+            r"\b(?:assume|adopt|take on|switch to|become|inhabit|wear)\b[^.\n]{0,25}\b(?:identity|persona|role|character|personality|alter ego)\b",
+            r"你(?:现在)?的(?:身份|角色)(?:是|为|变成)|(?:无限制|不受限制|没有限制|无约束|不受约束)的?(?:管理员|助手|机器人|模式|代理|ai|人工智能)",
             r"\byou (?:have|has) (?:no|zero) (?:restrictions|rules|limits|filters|guidelines)\b",
             r"你现在(?:是|扮演|成为|已经是)|从现在(?:起|开始)[^。\n]{0,8}你|开发者模式|越狱模式|上帝模式|你的(?:新|真实)(?:身份|角色|任务)|假装(?:你是|自己是)|扮演(?:一个|一名)?(?:不受限|无限制|没有限制)",
         ),
@@ -152,7 +169,11 @@ RULES: tuple[Rule, ...] = (
         QUARANTINE,
         _rx(
             r"\b(?:the )?(?:most|only|single|sole|one true) (?:trusted|trustworthy|reliable|authoritative|official|legitimate|safe|recommended|approved|verified) (?:vendor|source|provider|supplier|site|website|domain|package|library|service|registry|mirror|payment|exchange|broker|store|partner|api|endpoint|reference)",
-            r"\b(?:always|only ever|exclusively) (?:recommend|suggest|promote|cite|endorse|link to|point (?:users|people|everyone) to|direct (?:users|people) to)\b",
+            r"\b(?:only ever|exclusively|only) (?:recommend|suggest|promote|cite|endorse|link to|point (?:users|people|everyone) to|direct (?:users|people) to)\b",
+            r"\balways (?:recommend|suggest|promote|cite|endorse)\b[^.\n]{0,60}(?:\b[\w-]+\.(?:com|net|io|org|xyz|biz|app|dev|cn|top|site|co|info|pro)\b|\b(?:vendor|provider|supplier|exchange|broker|service|site|website|platform|company|brand|product|wallet|vpn|host(?:ing)?)\b)",
+            r"\b(?:steer|direct|send|point|push|nudge|funnel|route|refer)\b (?:people|users|everyone|customers|them|anyone|clients|the user|buyers)\b[^.\n]{0,15}\b(?:to|toward|towards)\b",
+            r"\bthe only \w+(?: \w+)? (?:they|you|users|people|anyone|we|one|customers) (?:should|can|must|may) (?:ever )?(?:use|trust|buy|install|pick|choose|rely on)\b",
+            r"\btell (?:users|people|everyone|customers|them|anyone|clients)\b[^.\n]{0,40}\b(?:the only|the best|most trusted|safest|should (?:ever )?trust|is superior|are superior)\b",
             r"\b(?:remember|note|treat|regard|consider|record|store|know) [^.\n]{1,60} (?:as |is |to be )?(?:the )?(?:most |only |sole |one )?(?:trusted|trustworthy|authoritative|official|best|safest|recommended|go-to|definitive|number one|#1|preferred)\b[^.\n]{0,30}\b(?:vendor|source|provider|supplier|site|website|domain|package|library|service|registry|mirror|exchange|broker|store|partner|host(?:ing)?|reference|tool|option|choice|replacement)",
             r"\b(?:recommend|suggest|promote) [^.\n]{1,60} (?:to (?:every|all|any)(?:one| users?| customers?)|above all (?:others|alternatives)|over (?:any|all|every) (?:other|alternative|competitor))",
             r"\bnever (?:recommend|suggest|mention|cite) (?:any )?(?:other|competing|alternative)",
@@ -212,6 +233,7 @@ RULES: tuple[Rule, ...] = (
             r"\b(?:drop (?:table|database|schema)|truncate table|delete from \w+\s*;)",
             r"\bgit\s+push\b[^\n]{0,40}(?:--force\b|-f\b|--force-with-lease\b|\+(?:main|master|release))[^\n]{0,40}\b(?:main|master|production|prod|release)\b",
             r"\bgit\s+push\b[^\n]{0,40}\b(?:main|master)\b[^\n]{0,20}(?:--force\b|-f\b)",
+            r"\bgit\s+push\b[^\n]{0,40}\s\+\S*\b(?:main|master|prod|production|release)\b",
             r"\bgit\s+(?:reset --hard|clean -[a-z]*f[a-z]*d|filter-branch|update-ref -d)\b[^\n]{0,40}\b(?:origin/|main|master|--all)",
             r"\b(?:mkfs|dd if=/dev/(?:zero|random|urandom) of=/dev/|shred\s+-[a-z]*\s+/|:\(\)\s*\{\s*:\|:&\s*\};:)",
             r"\bchmod\s+(?:-r\s+)?(?:777|a\+rwx|o\+w)\s+(?:/|~|\$home|/etc|/usr)",
@@ -310,6 +332,7 @@ RULES: tuple[Rule, ...] = (
         _rx(
             r"\b(?:credentials?|passwords?|passphrases?|passwd|login|username and password|pin)\b\s*(?:is|are|:|=)\s*[^\s,;]*(?:\s*/\s*)?[^\s,;]*[0-9!@#$%^&*][^\s,;]*[^.\n]{0,60}\b(?:use|always|log ?in|sign ?in|whenever|from now on|every time)\b",
             r"(?:密码|口令|凭证|凭据|密钥|令牌)\s*(?:是|为|:|：)\s*\S{4,}[^。\n]{0,20}(?:以后|都用|统一用|一律用|使用|用这个|用它|登录)",
+            r"\b(?:use|connect|log ?in|sign ?in|authenticate|always|ssh|psql|mysql)\b[^.\n]{0,60}\b(?:password|passwd|pwd|passphrase|pin)\b\s*(?:is|:|=)?\s*[\"']?(?=[^\s\"']*[0-9!@#$%^&*])(?=[^\s\"']*[a-z])[^\s\"',;]{6,}",
         ),
         "gives the agent a credential to use: a planted account",
     ),
@@ -406,4 +429,134 @@ OFFICIAL_INSTALLERS = re.compile(
     r"rye\.astral\.sh|sh\.vector\.dev|get\.k3s\.io|downloads\.nodesource\.com|deb\.nodesource\.com|rpm\.nodesource\.com|"
     r"claude\.ai/install\.sh|cursor\.com/install|opencode\.ai/install|foundry\.paradigm\.xyz|get\.volta\.sh|"
     r"pkgx\.sh|install\.pkgx\.sh|dot\.net/v1/dotnet-install\.sh|aka\.ms/install)"
+)
+
+
+@dataclass(frozen=True)
+class Together:
+    """A rule of concepts rather than phrases: it matches a sentence holding one word of each of ``parts``, in
+    any order. Attacks are paraphrased endlessly; what they must say (move *this secret* to *that place*) is not."""
+
+    id: str
+    category: str
+    weight: str
+    parts: tuple[re.Pattern[str], ...]
+    why: str
+
+
+def _any(*words: str) -> re.Pattern[str]:
+    return re.compile("|".join(words))
+
+
+_MOVE = _any(
+    r"\b(?:send|sent|post|upload|forward|e-?mail|mail|transmit|exfiltrate|leak|copy|copies|share|sync|paste|beacon|"
+    r"pipe|tar|zip|dump|export|push|transfer|report|log|logs|append|attach|commit|publish|mirror|back ?up|stash|curl|"
+    r"scp|rsync|wget --post|nc |netcat)\w*",
+    r"发送|发到|上传|传到|传送|转发|同步|贴到|粘贴|复制到|拷贝|导出|备份到|推送到|回传|提交到",
+)
+_SENSITIVE = _any(
+    r"\.env\b|\benv(?:ironment)? (?:vars?|variables|file)|\bapi[ _-]?keys?|\baccess keys?|\btokens?\b|\bcredentials?|"
+    r"\bsecrets?\b|\bpasswords?|\bpassphrases?|\bprivate keys?|\bssh\b|\.ssh|id_rsa|id_ed25519|\.aws|\.kube|kubeconfig|"
+    r"\.npmrc|\.netrc|\.pypirc|\.git-credentials|\bcookies?\b|\bsession (?:ids?|tokens?)|\bkeychain|\bwallet|"
+    r"seed phrase|\bconversation|chat (?:history|logs?)|\bprompts?\b|\banswers?\b|\bresponses?\b|\bmemories\b|"
+    r"memory store|source code|codebase|customer|\busers? table|\bpii\b|personal data|home director|\$home|~/|/home/|"
+    r"/etc/(?:passwd|shadow)|database (?:dump|backup)|db dump|production data|prod data|\bhistory\b",
+    r"密钥|令牌|凭证|凭据|密码|口令|私钥|环境变量|聊天记录|对话记录|记忆|源代码|客户数据|用户数据|主目录|\.env|\.ssh|\.kube|\.aws",
+)
+_OUTSIDE = _any(
+    r"https?://|s3://|gs://|ftp://|sftp://|\b[\w-]+@[\w-]+\.[a-z]{2,}|\b[\w-]+\.(?:com|net|org|io|site|xyz|ru|app|"
+    r"dev|sh|me|co|cc|tk|top|link|gg|biz|info|cn|online|live|to|ai)\b|webhook|pastebin|\bgist\b|discord|telegram|"
+    r"slack|\b(?:public|general|shared|team) channel|\bpublic\b|personal (?:laptop|drive|e-?mail|account|machine|computer|bucket)|my (?:laptop|drive|"
+    r"e-?mail|machine|computer|server)|dropbox|google drive|onedrive|external|third[- ]party|\b(?:\d{1,3}\.){3}\d{1,3}\b",
+    r"服务器|邮箱|网盘|群里|外部|第三方|个人电脑|公网",
+)
+_AUTHORITY = _any(
+    r"\b(?:security|infosec|it|ops|devops|sre|platform|compliance|legal|admin|administrator|management|leadership|"
+    r"engineering|hr|finance|audit|trust and safety)\b(?: team| department| lead| officer| group)? "
+    r"(?:says?|said|requires?|required|has|have|approved|authori[sz]ed|mandates?|instructs?|wants|asked|confirmed|"
+    r"told|signed off|okayed|ok'd|greenlit|cleared|blessed|allowed|permits|permitted|gave|is fine|agreed)\b",
+    r"\b(?:the )?(?:cto|ceo|ciso|cso|cfo|vp|vice president|head of \w+|director|owner|admin|boss|maintainers?|"
+    r"manager|lead)\b[^.\n]{0,30}\b(?:says?|said|approved|authori[sz]ed|requires?|wants|asked|told|signed off|"
+    r"cleared|okayed|allowed|agreed)\b",
+    r"\b(?:per|by order of|on behalf of|at the request of|as instructed by|as requested by) (?:the |our )?(?:cto|ceo|"
+    r"ciso|cso|vp|head|director|owner|admin|security|legal|compliance|management|maintainers?|manager|lead)\b",
+    r"\b(?:official|mandatory|authori[sz]ed|pre-?approved|sanctioned) (?:directive|instruction|request|policy|"
+    r"exception|procedure)\b",
+    r"(?:安全|运维|合规|法务|平台|管理|it)(?:团队|部门|负责人)?(?:要求|说|指示|已批准|已授权|规定|确认|同意)|"
+    r"(?:管理员|老板|cto|ceo|总监|领导|负责人)(?:要求|说|指示|已批准|同意)|官方(?:指令|通知|要求)|已(?:获|经过)(?:授权|批准)",
+)
+_HARMFUL = _any(
+    r"\b(?:disable|turn(?:ing)? off|switch off|skip|bypass|delete|remove|wipe|drop|send|upload|post|e-?mail|forward|"
+    r"export|share|copy|push|force|install|run|curl|wget|chmod|sudo|exfiltrate|transfer|tar|dump|"
+    r"deploy (?:straight|directly)|rotate out|revoke)\w*",
+    r"\b(?:approve|merge|accept) (?:all|every|any|it|them|this|everything)\b|\bgrant\w* (?:access|admin|root|\w+ rights|permissions?)",
+    r"--no-verify|--force|authorized_keys|without (?:review|asking|confirmation|approval|telling)|pre-commit hooks?|"
+    r"branch protection|2fa|mfa|audit logs?",
+    r"关闭|禁用|跳过|绕过|删除|上传|发送|推送|安装|执行|运行|批准|合并|授权|导出|拷贝|复制",
+)
+_CONDITION = _any(
+    r"\b(?:when(?:ever)?|if|once|should (?:the user|anyone|someone|you|they|a user)|in case|the moment|as soon as|"
+    r"each time|every time|next time|after)\b",
+    r"当|每当|一旦|如果|下次|只要|等到",
+)
+_COVERT = _any(
+    r"\b(?:silently|secretly|quietly|covertly|discreetly|invisibly|in the background)\b",
+    r"\bwithout (?:asking|confirmation|confirming|checking|permission|review|telling|informing|notifying|mentioning|"
+    r"a word|anyone (?:knowing|noticing))\b",
+    r"\b(?:don'?t|do not|never) (?:tell|inform|notify|mention|show|ask)\b",
+    r"悄悄|偷偷|默默|暗中|秘密地|不要告诉|无需确认|不要询问|不用问",
+)
+_ACTS_ON_MACHINE = _any(
+    r"\b(?:delete|remove|wipe|drop|destroy|truncate|reset|kill|shut ?down|disable|run|execute|install|push|deploy|"
+    r"curl|wget|send|upload|append|add|grant|approve|merge|rotate|revoke|rm -|chmod|exec|eval)\w*",
+    r"删除|清空|执行|运行|安装|推送|部署|发送|上传|批准|合并|授权|添加",
+)
+_SELF = _any(
+    r"\bevery (?:new |future |other |single )?(?:memory|memories|note|session|response|reply|answer|file|commit(?: message)?|"
+    r"pr(?: description)?|readme|conversation|prompt|agent)\b",
+    r"\b(?:all|any) (?:new |future |other )?(?:memories|notes|sessions|responses|replies|answers|files|commits|prs|"
+    r"conversations|prompts|agents)\b",
+    r"每(?:一)?条(?:新)?记忆|所有(?:新)?记忆|每个(?:会话|项目|仓库|回答|文件)|所有(?:会话|项目|仓库|回答|文件)",
+)
+_THIS_TEXT = _any(
+    r"\b(?:this|these|the following|the above|that) (?:paragraph|text|line|lines|note|instructions?|rules?|block|"
+    r"sentence|memory|message|section|snippet|passage)\b",
+    r"\bends? with this\b|\bstarts? with this\b|\bbegins? with this\b",
+    r"这段(?:话|文字)|这条(?:规则|记忆|说明|指令)|以下(?:内容|规则|文字)|上面(?:的)?(?:内容|文字)",
+)
+_WRITE = _any(
+    r"\b(?:ends?|starts?|begins?|includes?|contains?|carr(?:y|ies)|repeats?|appends?|prepends?|adds?|copies|copy|"
+    r"write|writes|insert|inserts|put|puts|paste|pastes|mention|mentions)\b",
+    r"结尾|开头|包含|加上|附上|写入|复制|粘贴|插入|追加",
+)
+
+TOGETHER: tuple[Together, ...] = (
+    Together(
+        "exfil.together",
+        "exfiltration",
+        QUARANTINE,
+        (_OUTSIDE, _MOVE, _SENSITIVE),
+        "moves a secret or private data to a place outside",
+    ),
+    Together(
+        "authority.together",
+        "authority",
+        QUARANTINE,
+        (_AUTHORITY, _HARMFUL),
+        "an authority's word for an action that hands something over or turns something off",
+    ),
+    Together(
+        "trigger.together",
+        "trigger",
+        QUARANTINE,
+        (_COVERT, _CONDITION, _ACTS_ON_MACHINE),
+        "an action the agent is to take quietly when something happens",
+    ),
+    Together(
+        "propagate.together",
+        "propagation",
+        QUARANTINE,
+        (_THIS_TEXT, _SELF, _WRITE),
+        "asks for its own text to be carried into every memory, answer or file",
+    ),
 )

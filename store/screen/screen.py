@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engram.store.screen import reveal
-from engram.store.screen.gates import branches, gate
+from engram.store.screen.gates import Branches, first
 from engram.store.screen.rules import (
     DISCUSSION,
     OFFICIAL_INSTALLERS,
@@ -16,7 +16,9 @@ from engram.store.screen.rules import (
     QUOTED,
     REVIEW,
     RULES,
+    TOGETHER,
     Rule,
+    Together,
 )
 from engram.store.screen.typosquats import typosquats
 from engram.store.secrets import find_secrets, masked
@@ -119,10 +121,14 @@ def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
     seen: set[str] = set()
     views = list(dict.fromkeys((plain, reveal.deobfuscated(plain))))
     for view in views:
-        for rule, match in _matches(view, seen):
+        active = GATES.active(view)
+        for rule, match in _matches(view, active, seen):
             if not _innocent(rule, view, match):
                 seen.add(rule.id)
                 yield Finding(rule.id, rule.category, name, _excerpt(view, match), how, rule.weight)
+        for together, sentence in _together(view, active, seen):
+            seen.add(together.id)
+            yield Finding(together.id, together.category, name, _cut(sentence), how, together.weight)
     yield from _planted(text, views, name, how)
     squats = {squat for view in views for squat in typosquats(view)}
     for squat in sorted(squats)[:1]:
@@ -147,49 +153,34 @@ def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
                 )
 
 
-def _compiled() -> tuple[
-    list[tuple[Rule, list[tuple[int, re.Pattern[str]]]]], dict[str, list[tuple[str, int]]], set[int]
-]:
-    """Every rule's branches compiled and numbered, the gate words of each indexed by their first three characters
-    (two for a two-character word), and the numbers of the branches that have no gate."""
-    rules: list[tuple[Rule, list[tuple[int, re.Pattern[str]]]]] = []
-    index: dict[str, list[tuple[str, int]]] = {}
-    always: set[int] = set()
-    number = 0
-    for rule in RULES:
-        compiled = []
-        for branch in branches(rule.pattern):
-            words = gate(branch)
-            if words is None:
-                always.add(number)
-            for word in words or ():
-                index.setdefault(word[:3], []).append((word, number))
-            compiled.append((number, re.compile(branch, rule.pattern.flags)))
-            number += 1
-        rules.append((rule, compiled))
-    return rules, index, always
+GATES = Branches()
+RULE_BRANCHES = [(rule, GATES.add(rule.pattern)) for rule in RULES]
+TOGETHER_BRANCHES = [(rule, [GATES.add(part) for part in rule.parts]) for rule in TOGETHER]
 
 
-GATED, GATE_INDEX, UNGATED = _compiled()
+def _matches(view: str, active: set[int], skip: set[str]) -> Iterable[tuple[Rule, re.Match[str]]]:
+    """The first match of each rule not in ``skip``, running only the branches ``active`` on the view."""
+    for rule, compiled in RULE_BRANCHES:
+        if rule.id not in skip:
+            match = first(compiled, active, view)
+            if match:
+                yield rule, match
 
 
-def _matches(view: str, skip: set[str]) -> Iterable[tuple[Rule, re.Match[str]]]:
-    """The first match of each rule not in ``skip``. Only branches whose gate words are in the view run: the
-    view's three-character pieces meet the index of gate words in one set operation, and only the words met
-    are looked for."""
-    heads = {view[i : i + 3] for i in range(len(view) - 2)} | {view[i : i + 2] for i in range(len(view) - 1)}
-    active = set(UNGATED)
-    for head in heads & GATE_INDEX.keys():
-        active.update(number for word, number in GATE_INDEX[head] if number not in active and word in view)
-    for rule, compiled in GATED:
-        if rule.id in skip:
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|[。！？；\n]+")
+
+
+def _together(view: str, active: set[int], skip: set[str]) -> Iterable[tuple[Together, str]]:
+    """The first sentence of the view holding a word of each part of a concept rule (rules already found
+    skipped): a sentence, so that words of one concept in a long memory's distant paragraphs are not taken
+    together."""
+    for rule, parts in TOGETHER_BRANCHES:
+        if rule.id in skip or not all(first(part, active, view) for part in parts):  # most texts stop here
             continue
-        for number, pattern in compiled:
-            if number in active:
-                match = pattern.search(view)
-                if match:
-                    yield rule, match
-                    break
+        for sentence in SENTENCE_END.split(view):
+            if all(first(part, active, sentence) for part in parts):
+                yield rule, sentence
+                break
 
 
 def _hidden(text: str, name: str) -> Iterable[Finding]:
