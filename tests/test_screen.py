@@ -134,3 +134,11 @@ def test_the_gates_never_change_what_a_rule_finds(item):
         for rule, parts in TOGETHER_BRANCHES:
             for part, whole in zip(parts, rule.parts, strict=True):
                 assert (first(part, active, view) is None) == (whole.search(view) is None), (rule.id, text)
+
+
+def test_the_second_set_is_caught_and_its_look_alikes_left_clean():
+    from poisoning.second import BENIGN, POISONED
+
+    missed = [text for text in POISONED if screen(Item(title="Note", body=text)).lane == "clean"]
+    flagged = [text for text in BENIGN if screen(Item(title="Note", body=text)).lane != "clean"]
+    assert not missed and not flagged, (missed, flagged)

@@ -268,6 +268,8 @@ NOT_ONE_EVENT = {
     "promotions.cluster_decider": "returns how each member is decided: approve, reject or merge, each its own event",
     "similar.pending_texts": "reads only",
     "calibration.decisions": "reads only",
+    "screening.screen_root": "reads only",
+    "screening.pending_screens": "reads only",
 }
 
 

@@ -451,7 +451,7 @@ def _any(*words: str) -> re.Pattern[str]:
 _MOVE = _any(
     r"\b(?:send|sent|post|upload|forward|e-?mail|mail|transmit|exfiltrate|leak|copy|copies|share|sync|paste|beacon|"
     r"pipe|tar|zip|dump|export|push|transfer|report|log|logs|append|attach|commit|publish|mirror|back ?up|stash|curl|"
-    r"scp|rsync|wget --post|nc |netcat)\w*",
+    r"scp|rsync|wget --post|nc |netcat)(?:e?s|e?d|ing|[gtpnr]ing)?\b",
     r"发送|发到|上传|传到|传送|转发|同步|贴到|粘贴|复制到|拷贝|导出|备份到|推送到|回传|提交到",
 )
 _SENSITIVE = _any(
@@ -466,7 +466,8 @@ _SENSITIVE = _any(
 _OUTSIDE = _any(
     r"https?://|s3://|gs://|ftp://|sftp://|\b[\w-]+@[\w-]+\.[a-z]{2,}|\b[\w-]+\.(?:com|net|org|io|site|xyz|ru|app|"
     r"dev|sh|me|co|cc|tk|top|link|gg|biz|info|cn|online|live|to|ai)\b|webhook|pastebin|\bgist\b|discord|telegram|"
-    r"slack|\b(?:public|general|shared|team) channel|\bpublic\b|personal (?:laptop|drive|e-?mail|account|machine|computer|bucket)|my (?:laptop|drive|"
+    r"slack|\b(?:public|general|shared|team) channel|\bpublic (?:bucket|repo(?:sitory)?|gist|paste|url|link|server|"
+    r"share|folder|drive|site)\b|personal (?:laptop|drive|e-?mail|account|machine|computer|bucket)|my (?:laptop|drive|"
     r"e-?mail|machine|computer|server)|dropbox|google drive|onedrive|external|third[- ]party|\b(?:\d{1,3}\.){3}\d{1,3}\b",
     r"服务器|邮箱|网盘|群里|外部|第三方|个人电脑|公网",
 )
@@ -488,7 +489,7 @@ _AUTHORITY = _any(
 _HARMFUL = _any(
     r"\b(?:disable|turn(?:ing)? off|switch off|skip|bypass|delete|remove|wipe|drop|send|upload|post|e-?mail|forward|"
     r"export|share|copy|push|force|install|run|curl|wget|chmod|sudo|exfiltrate|transfer|tar|dump|"
-    r"deploy (?:straight|directly)|rotate out|revoke)\w*",
+    r"deploy (?:straight|directly)|rotate out|revoke)(?:e?s|e?d|ing|[gtpnr]ing)?\b",
     r"\b(?:approve|merge|accept) (?:all|every|any|it|them|this|everything)\b|\bgrant\w* (?:access|admin|root|\w+ rights|permissions?)",
     r"--no-verify|--force|authorized_keys|without (?:review|asking|confirmation|approval|telling)|pre-commit hooks?|"
     r"branch protection|2fa|mfa|audit logs?",
@@ -508,7 +509,7 @@ _COVERT = _any(
 )
 _ACTS_ON_MACHINE = _any(
     r"\b(?:delete|remove|wipe|drop|destroy|truncate|reset|kill|shut ?down|disable|run|execute|install|push|deploy|"
-    r"curl|wget|send|upload|append|add|grant|approve|merge|rotate|revoke|rm -|chmod|exec|eval)\w*",
+    r"curl|wget|send|upload|append|add|grant|approve|merge|rotate|revoke|rm -|chmod|exec|eval)(?:e?s|e?d|ing|[gtpnr]ing)?\b",
     r"删除|清空|执行|运行|安装|推送|部署|发送|上传|批准|合并|授权|添加",
 )
 _SELF = _any(

@@ -34,10 +34,22 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command")
     # the command modules bring most of the store with them: imported only when a command line is parsed
-    from engram.tui.cli import audit, decay, graph, importing, links, memories, promotions, root, scopes, triage
+    from engram.tui.cli import (
+        audit,
+        decay,
+        graph,
+        importing,
+        links,
+        memories,
+        promotions,
+        root,
+        scopes,
+        screening,
+        triage,
+    )
 
     handlers: dict[str, Handler] = {}
-    for module in (root, memories, promotions, links, decay, graph, scopes, importing, audit, triage):
+    for module in (root, memories, promotions, links, decay, graph, scopes, importing, audit, screening, triage):
         handlers.update(module.add_commands(sub, common, report))
     return parser, handlers
 

@@ -16,6 +16,8 @@ from engram.store.domain import MemoryType
 from engram.store.errors import BadInput, StoreError
 from engram.store.external_edit import edit_in_editor
 from engram.store.queue import QueueItem, pending_findings, pending_queue, promotion_detail, queue_query
+from engram.store.screen import Screening
+from engram.store.screening import pending_screens
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
 from engram.store.snooze import FORMS as SNOOZE_FORMS
@@ -91,10 +93,20 @@ def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         items = pending_queue(store, args.sort, queue_query(args.filter))
         flagged = pending_findings(store, [i.id for i in items])
+        screened = pending_screens(store, [i.id for i in items])
+    clean = Screening("clean")
     emit(
         args,
-        [{**_item_json(i), "title": masked(i.title), "secrets": _findings_json(flagged.get(i.id, []))} for i in items],
-        "\n".join(_line(i, flagged.get(i.id, [])) for i in items) or "no pending promotions",
+        [
+            {
+                **_item_json(i),
+                "title": masked(i.title),
+                "secrets": _findings_json(flagged.get(i.id, [])),
+                "screen": _screen_json(screened.get(i.id, clean)),
+            }
+            for i in items
+        ],
+        "\n".join(_line(i, flagged.get(i.id, []), screened.get(i.id, clean)) for i in items) or "no pending promotions",
     )
     return EXIT_OK
 
@@ -108,11 +120,19 @@ def _findings_json(found: list[tuple[str, Finding]]) -> list[dict[str, object]]:
     return [{"field": name, "kind": f.kind, "masked": f.masked, "start": f.start, "end": f.end} for name, f in found]
 
 
-def _line(item: QueueItem, found: Sequence[tuple[str, Finding]] = ()) -> str:
+def _screen_json(screening: Screening) -> dict[str, object]:
+    """The lane and findings the issue's scripts read: ``{"lane", "findings": [{"rule", "category", "field",
+    "excerpt", "revealed"}]}``."""
+    return {"lane": screening.lane, "findings": [f.as_json() for f in screening.findings]}
+
+
+def _line(item: QueueItem, found: Sequence[tuple[str, Finding]] = (), screening: Screening | None = None) -> str:
     state = "deferred " if item.deferred else ""
     kinds = sorted({f.kind for _, f in found})
     flag = f"[secret? {', '.join(kinds)}] " if kinds else ""
-    return f"{item.id:>6} {item.dura_avg:.2f} {item.type:<10} {item.scope_hash:<13} {state}{flag}{masked(item.title)}"
+    lane = f"[{screening.lane}: {', '.join(screening.rules)}] " if screening and screening.lane != "clean" else ""
+    head = f"{item.id:>6} {item.dura_avg:.2f} {item.type:<10} {item.scope_hash:<13}"
+    return f"{head} {state}{lane}{flag}{masked(item.title)}"
 
 
 def _decide(args: argparse.Namespace) -> int:

@@ -1,0 +1,133 @@
+"""The poisoning screen applied to a root: pending promotions as they wait in the queue, and the long-term
+memories memoryd already keeps (it approves proposals of a high DURA average unseen, so poisoned text can be
+there before anyone looked). The screen itself is pure (:mod:`engram.store.screen`); this module reads what it
+screens, and never reads a sensitive memory it has no key for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from engram.store.columns import parse_json_list
+from engram.store.domain import MemoryType
+from engram.store.errors import StoreError
+from engram.store.index import Memory, Promotion, tuples
+from engram.store.screen import Item, Screening, screen
+from engram.store.service import Store, chunked
+
+
+@dataclass(frozen=True)
+class Screened:
+    """One item screened: a pending promotion (``id``) or a memory (``slug``)."""
+
+    kind: str  # "promotion" or "memory"
+    key: str  # the promotion's id, or the memory's slug
+    title: str
+    scope_hash: str
+    screening: Screening
+
+    def as_json(self) -> dict[str, object]:
+        name = "id" if self.kind == "promotion" else "slug"
+        value: object = int(self.key) if self.kind == "promotion" else self.key
+        return {name: value, "kind": self.kind, "scope": self.scope_hash, **self.screening.as_json()}
+
+
+def promotion_item(title: str, body: str, triggers: str, reasoning: str | None, source: str = "") -> Item:
+    """What the screen reads of a promotion row (memoryd keeps its triggers as a JSON list)."""
+    return Item(
+        title=title or "",
+        body=body or "",
+        triggers=[str(t) for t in parse_json_list(triggers)],
+        reasoning=reasoning or "",
+        source=source,
+    )
+
+
+def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
+    """The screening of each pending promotion of ``ids``."""
+    out: dict[int, Screening] = {}
+    columns = (
+        Promotion.id,
+        Promotion.proposed_title,
+        Promotion.proposed_body,
+        Promotion.proposed_triggers,
+        Promotion.reasoning,
+    )
+    for batch in chunked(list(ids), 500):
+        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
+        for pid, title, body, triggers, reasoning in tuples(query):
+            out[pid] = screen(promotion_item(title, body, triggers, reasoning))
+    return out
+
+
+@dataclass
+class Tally:
+    """What a screen of a root covered: counts by kind and lane, and the memories it could not read."""
+
+    promotions: int = 0
+    memories: int = 0
+    locked: int = 0  # memories of sensitive scopes without a key: not read
+    unreadable: int = 0  # damaged or missing files (``engram check`` reports them)
+
+    def add(self, item: Screened) -> None:
+        if item.kind == "promotion":
+            self.promotions += 1
+        else:
+            self.memories += 1
+
+
+def screen_root(
+    store: Store,
+    since: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    tally: Tally | None = None,
+) -> Iterator[Screened]:
+    """Every pending promotion, then every long-term memory (session captures are the raw material, not what is
+    injected), created at or after ``since`` (an ISO date or time), screened. Memories of locked sensitive
+    scopes are counted in ``tally``, not read."""
+    tally = tally if tally is not None else Tally()
+    promotions = Promotion.select(
+        Promotion.id,
+        Promotion.proposed_title,
+        Promotion.proposed_body,
+        Promotion.proposed_triggers,
+        Promotion.reasoning,
+        Promotion.scope_hash,
+    ).where(Promotion.status == "pending")
+    memories = Memory.select(Memory.slug, Memory.title, Memory.scope_hash, Memory.body_path, Memory.source).where(
+        Memory.type != MemoryType.SESSION.value
+    )
+    if since:
+        promotions = promotions.where(Promotion.created_at >= since)
+        memories = memories.where(Memory.created_at >= since)
+    pending = list(tuples(promotions.order_by(Promotion.id)))
+    kept = list(tuples(memories.order_by(Memory.created_at)))
+    total, done = len(pending) + len(kept), 0
+    for pid, title, body, triggers, reasoning, scope in pending:
+        found = screen(promotion_item(title, body, triggers, reasoning))
+        item = Screened("promotion", str(pid), title or "", scope, found)
+        tally.add(item)
+        done += 1
+        if progress and done % 200 == 0:
+            progress(done, total)
+        yield item
+    sensitive = store.sensitive_scopes()
+    for slug, title, scope, body_path, source in kept:
+        done += 1
+        if progress and done % 200 == 0:
+            progress(done, total)
+        if scope in sensitive and not store.keys.can_open(scope):
+            tally.locked += 1
+            continue
+        try:
+            doc = store.read_doc(store.safe_relpath(body_path))
+        except (StoreError, OSError, ValueError):
+            tally.unreadable += 1
+            continue
+        front = doc.frontmatter
+        item = Item(title=front.title or title, body=doc.body, triggers=list(front.triggers), source=source or "")
+        found = Screened("memory", slug, front.title or title, scope, screen(item))
+        tally.add(found)
+        yield found
+    if progress:
+        progress(total, total)

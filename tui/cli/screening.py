@@ -1,0 +1,69 @@
+"""``engram screen``: what the poisoning screen finds in a root's pending promotions and long-term memories, for a
+person or a script (exit 1 when anything is in quarantine)."""
+
+from __future__ import annotations
+
+import argparse
+
+from engram.store.screening import Screened, Tally, screen_root
+from engram.tui.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    PASSPHRASE_ENV,
+    Handler,
+    Parser,
+    Subparsers,
+    emit,
+    open_with_key,
+)
+from engram.tui.cli_progress import cli_progress
+
+
+def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
+    screening = sub.add_parser(
+        "screen",
+        parents=[common, report],
+        help="screen pending promotions and long-term memories for poisoning (prompt injection, exfiltration...)",
+    )
+    screening.add_argument("--since", metavar="WHEN", help="only what was created at or after WHEN (ISO date or time)")
+    screening.add_argument("--all", action="store_true", help="list clean items too (with --json: every item)")
+    return {"screen": _screen}
+
+
+def _screen(args: argparse.Namespace) -> int:
+    tally = Tally()
+    with open_with_key(args, lambda store: bool(store.sensitive_scopes())) as store:
+        with cli_progress("screening") as advance:
+            items = list(screen_root(store, args.since, advance, tally))
+    shown = items if args.all else [i for i in items if i.screening.lane != "clean"]
+    quarantined = sum(i.screening.lane == "quarantine" for i in items)
+    review = sum(i.screening.lane == "review" for i in items)
+    summary = (
+        f"screened {tally.promotions} pending promotion{'s' * (tally.promotions != 1)} and {tally.memories} "
+        f"memor{'ies' if tally.memories != 1 else 'y'}: {quarantined} in quarantine, {review} to review"
+        + (f"; {tally.locked} of locked scopes not read (set {PASSPHRASE_ENV})" if tally.locked else "")
+        + (f"; {tally.unreadable} unreadable (engram check)" if tally.unreadable else "")
+    )
+    data = {
+        "items": [i.as_json() for i in shown],
+        "screened": {"promotions": tally.promotions, "memories": tally.memories},
+        "not_read": {"locked": tally.locked, "unreadable": tally.unreadable},
+        "quarantine": quarantined,
+        "review": review,
+    }
+    emit(args, data, "\n".join([*(_lines(i) for i in shown), summary]))
+    return EXIT_FINDING if quarantined else EXIT_OK
+
+
+def _lines(item: Screened) -> str:
+    name = f"#{item.key}" if item.kind == "promotion" else item.key
+    head = f"{item.screening.lane:<10} {item.kind:<9} {name}  {item.title}"
+    return "\n".join(
+        [
+            head,
+            *(
+                f"           {f.rule} ({f.field}{', ' + f.revealed if f.revealed else ''}): {f.excerpt}"
+                for f in item.screening.findings
+            ),
+        ]
+    )
