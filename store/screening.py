@@ -125,9 +125,9 @@ def screen_root(
             tally.unreadable += 1
             continue
         front = doc.frontmatter
-        item = Item(title=front.title or title, body=doc.body, triggers=list(front.triggers), source=source or "")
-        found = Screened("memory", slug, front.title or title, scope, screen(item))
-        tally.add(found)
-        yield found
+        read = Item(title=front.title or title, body=doc.body, triggers=list(front.triggers), source=source or "")
+        memory = Screened("memory", slug, front.title or title, scope, screen(read))
+        tally.add(memory)
+        yield memory
     if progress:
         progress(total, total)
