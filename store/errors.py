@@ -48,6 +48,15 @@ class Conflict(StoreError):
     """The action does not apply in the current state (e.g. approving a decided promotion)."""
 
 
+class Quarantined(Conflict):
+    """Approving a promotion the poisoning screen put in quarantine, without acknowledging each of its findings.
+    ``rules`` are the findings' rule ids, to acknowledge."""
+
+    def __init__(self, message: str, rules: list[str]) -> None:
+        super().__init__(message)
+        self.rules = rules
+
+
 class BadInput(StoreError):
     """A request that cannot mean anything (an unknown grant duration, say): refused before anything changes."""
 

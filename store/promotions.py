@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,9 +19,11 @@ from pydantic import ValidationError
 from engram.store import coexist, secrets
 from engram.store.columns import parse_json_list
 from engram.store.domain import DecayState, MemoryType, PromotionStatus
-from engram.store.errors import BadInput, Conflict, NotFound, StoreError
+from engram.store.errors import BadInput, Conflict, NotFound, Quarantined, StoreError
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
+from engram.store.screen import Item, Screening, screen
+from engram.store.screen.rules import QUARANTINE
 from engram.store.sensitive import keyproof
 from engram.store.service import Change, Store
 
@@ -224,11 +226,38 @@ def prove_keys(store: Store, promotion_ids: Iterable[int]) -> None:
         keyproof.prove(store, scope)
 
 
-def approve(store: Store, promotion_id: int, edits: Edits = Edits(), *, redact_secrets: bool = False) -> Approved:
+def approve(
+    store: Store,
+    promotion_id: int,
+    edits: Edits = Edits(),
+    *,
+    redact_secrets: bool = False,
+    acknowledged: Collection[str] = (),
+) -> Approved:
     """Approve a pending promotion: write its memory (with ``edits``), then mark it approved. ``redact_secrets``
     replaces what looks like a credential or personal data (:mod:`engram.store.secrets`) in the memory and in the
-    promotion's own text in index.db, in the same change; the event names the kinds, never the values."""
-    return write_promoted(store, _pending(store, promotion_id), "promotion_approved", edits, redact_secrets)
+    promotion's own text in index.db, in the same change; the event names the kinds, never the values.
+
+    A memory the poisoning screen puts in quarantine (as it would be written, edits and all) is refused unless
+    every rule it found is in ``acknowledged``: a person has seen each finding. The event records the rule ids
+    acknowledged, never the text."""
+    promotion = _pending(store, promotion_id)
+    found = screen_edited(promotion, edits)
+    if found.lane == QUARANTINE and not set(found.rules) <= set(acknowledged):
+        raise Quarantined(
+            f"#{promotion_id} is in quarantine ({', '.join(found.rules)}): acknowledge each finding to approve it",
+            found.rules,
+        )
+    heard = found.rules if found.lane == QUARANTINE else []
+    return write_promoted(store, promotion, "promotion_approved", edits, redact_secrets, acknowledged=heard)
+
+
+def screen_edited(promotion: Promotion, edits: Edits = Edits()) -> Screening:
+    """The screen of the memory ``promotion`` would become with ``edits``."""
+    title = edits.title if edits.title is not None else promotion.proposed_title
+    body = edits.body if edits.body is not None else promotion.proposed_body
+    triggers = edits.triggers if edits.triggers is not None else proposed_triggers(promotion)
+    return screen(Item(title=title or "", body=body or "", triggers=triggers, reasoning=promotion.reasoning or ""))
 
 
 def _redacted(promotion: Promotion, edits: Edits) -> tuple[Edits, list[str]]:
@@ -245,7 +274,13 @@ def _redacted(promotion: Promotion, edits: Edits) -> tuple[Edits, list[str]]:
 
 
 def write_promoted(
-    store: Store, promotion: Promotion, event_type: str, edits: Edits = Edits(), redact_secrets: bool = False
+    store: Store,
+    promotion: Promotion,
+    event_type: str,
+    edits: Edits = Edits(),
+    redact_secrets: bool = False,
+    *,
+    acknowledged: Sequence[str] = (),
 ) -> Approved:
     """Write a promotion's memory and mark it approved (also used by repair for approvals memoryd left unwritten).
 
@@ -303,6 +338,8 @@ def write_promoted(
         details["edited"] = edited
     if redacted:
         details["redacted"] = redacted
+    if acknowledged:  # the screen's findings a person saw and approved anyway: rule ids, never the text
+        details["acknowledged"] = list(acknowledged)
     # repair writes the memory of a promotion already approved: the status it was planned on is checked again
     change = Change(
         event_type,

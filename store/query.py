@@ -4,7 +4,8 @@
 ``^whole$``; ``!term`` or ``-term`` not;
 field filters ``type:`` ``scope:`` ``tag:`` ``state:`` ``source:`` (value prefix, case-insensitive, ``!`` works
 too); in the review queue also ``dura:>0.7`` ``dura:<=0.5`` (the DURA average) and ``age:>7`` (days since it was
-proposed; ``7d`` too), ``secret:yes`` (secret-looking text) and ``dup:known`` (repeats a memory;
+proposed; ``7d`` too), ``secret:yes`` (secret-looking text), ``screen:quarantine`` (the poisoning screen's lane,
+or a category: ``screen:exfiltration``) and ``dup:known`` (repeats a memory;
 ``dup:cluster``, ``dup:yes``); ``\\ `` is a literal space. A plain term matches as a case-insensitive
 substring; ranking (rapidfuzz) is the searcher's business, not the parser's.
 """
@@ -19,7 +20,7 @@ FIELDS = ("type", "scope", "tag", "state", "source")
 NUMERIC = ("dura", "age")  # compared, not matched: the queue's fields (parse(..., numeric=True))
 # matched as FIELDS are, known to the queue only: the kinds of secret-looking text held (``secret:``), and whether
 # it is a near-duplicate (``dup:cluster`` of another pending one, ``dup:known`` of a memory, ``dup:yes`` either)
-QUEUE_ONLY = ("secret", "dup")
+QUEUE_ONLY = ("secret", "dup", "screen")
 _COMPARE = re.compile(r"^(<=|>=|<|>|=)?(\d+(?:\.\d+)?)d?$")
 _OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__, "=": float.__eq__}
 

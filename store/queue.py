@@ -17,6 +17,8 @@ from engram.store.columns import Repeats, dura_average, dura_of, dura_scores, pa
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
+from engram.store.screen import screen
+from engram.store.screening import promotion_item
 from engram.store.secrets import Finding, kinds_in, scan
 from engram.store.service import Store, chunked
 
@@ -77,13 +79,13 @@ def pending_queue(
         Promotion.source_session_slug,
     ]
     if not query.empty:  # bodies are most of a promotion's bytes: read only to filter by them
-        columns.append(Promotion.proposed_body)
+        columns += [Promotion.proposed_body, Promotion.reasoning]
     asked = {term.field for group in query.groups for term in group}
     if "dup" in asked and clusters is None:
         from engram.store.similar import Similarity  # numpy and rapidfuzz: not for the console's first frame
 
         clusters = Similarity.build(store).clusters()
-    for pid, title, ptype, scope, dura, created, triggers, session, *body in tuples(
+    for pid, title, ptype, scope, dura, created, triggers, session, *text in tuples(
         Promotion.select(*columns).where(Promotion.status == "pending")
     ):
         if pid in snoozed:
@@ -95,11 +97,14 @@ def pending_queue(
             continue
         fields = _fields(item, sources.get(session, ""), now)
         if "secret" in asked:  # scanned only when asked (20 µs a promotion)
-            kinds = [kind.lower() for kind in kinds_in(item.title, *item.triggers, body[0] or "")]
+            kinds = [kind.lower() for kind in kinds_in(item.title, *item.triggers, text[0] or "")]
             fields["secret"] = ["yes", *kinds] if kinds else ["no"]
+        if "screen" in asked:  # screened only when asked (a millisecond a promotion)
+            found = screen(promotion_item(title, text[0], triggers, text[1]))
+            fields["screen"] = [found.lane, *sorted({f.category for f in found.findings})]
         if clusters is not None:
             fields["dup"] = clusters.kinds(pid)
-        if matches(query, _haystack(item, body[0]), fields):
+        if matches(query, _haystack(item, text[0]), fields):
             items.append(item)
     items.sort(key=_sort_key(sort))
     items.sort(key=lambda i: i.deferred)  # stable: deferred sink, each part keeps the chosen order

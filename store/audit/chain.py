@@ -131,6 +131,8 @@ IDENTIFIER_KEYS = frozenset(
         "until",  # a snooze's end
         "edited",  # the names of the fields an approval edited, and the kinds of secret it redacted
         "redacted",
+        "acknowledged",  # the poisoning screen's rule ids a person acknowledged when approving (never the text)
+        "rules",  # the same ids when engram quarantines or releases
     }
 )
 

@@ -36,6 +36,10 @@ from engram.tui.cli.common import (
 )
 from engram.tui.completion import complete_pending
 
+ACK_HELP = (
+    "comma-separated rule ids of the poisoning screen's findings you have read (engram screen, or promotions list): "
+    "a promotion in quarantine is approved only with each acknowledged, and never by --where"
+)
 PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred", "snooze": "snoozed"}
 WHERE_HELP = (
     "every pending promotion matching this filter (the queue's syntax: words, type: scope: source: state:, "
@@ -68,6 +72,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
             secret.add_argument(
                 "--keep-secrets", action="store_true", help="approve secret-looking text as it is (else refused)"
             )
+            p.add_argument("--acknowledge", metavar="RULES", help=ACK_HELP)
     merge = promos.add_parser("merge", parents=[common, report], help="fold a pending promotion into a memory")
     completed(merge.add_argument("id", type=int, metavar="ID"), complete_pending)
     merge.add_argument("--into", required=True, metavar="SLUG", help="the memory it joins (same scope)")
@@ -80,6 +85,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     edit.add_argument("--triggers", help="comma-separated triggers")
     edit.add_argument("--body-file", type=Path, metavar="FILE", help="the body from this file (- for stdin)")
     edit.add_argument("--approve", action="store_true", help="approve it with the edits (else: only show them)")
+    edit.add_argument("--acknowledge", metavar="RULES", help=ACK_HELP)
     return {
         **triage.add_promotion_commands(promos, common, report),
         "promotions list": _list,
@@ -140,17 +146,32 @@ def _decide(args: argparse.Namespace) -> int:
     if bool(args.ids) == bool(args.where):
         raise BadInput(f"promotions {verb}: give promotion ids or --where QUERY (one of the two)")
     if args.where:
+        if _acknowledged(args):
+            raise BadInput("--acknowledge approves promotions named by id, never by --where")
         with open_store(args) as store:
             chosen = pending_queue(store, "dura_avg", queue_query(args.where))
+            held = _quarantined(store, chosen) if verb == "approve" else {}
+        # never approved in bulk: each is approved by id, its findings acknowledged
+        chosen, args.held_back = [i for i in chosen if i.id not in held], held
+        left_out = "".join(f"\nleft out, in quarantine: #{k} ({', '.join(r)})" for k, r in held.items())
         if not chosen:
-            emit(args, {"matched": [], "done": [], "failed": []}, f"no pending promotion matches {args.where!r}")
+            emit(
+                args,
+                {
+                    "matched": [],
+                    "done": [],
+                    "failed": [],
+                    "held_back": [{"id": k, "rules": r} for k, r in held.items()],
+                },
+                f"no pending promotion matches {args.where!r}" if not held else f"nothing to {verb}{left_out}",
+            )
             return EXIT_FINDING
         if args.dry_run or not _agreed(args, verb, chosen):
             listing = "\n".join(_line(i) for i in chosen)
             emit(
                 args,
                 {"matched": [_item_json(i) for i in chosen], "done": [], "failed": []},
-                f"would {verb} {len(chosen)}:\n{listing}" if args.dry_run else f"nothing {PAST[verb]}",
+                (f"would {verb} {len(chosen)}:\n{listing}" if args.dry_run else f"nothing {PAST[verb]}") + left_out,
             )
             return EXIT_OK if args.dry_run else EXIT_FINDING
         args.ids = [i.id for i in chosen]
@@ -180,10 +201,10 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
             if flagged and not (args.redact or args.keep_secrets or _sensitive_target(store, pid)):
                 kinds = ", ".join(sorted({f.kind for _, f in flagged}))
                 raise StoreError(f"holds secret-looking text ({kinds}): approve with --redact, or --keep-secrets")
-            return {
-                "id": pid,
-                "slug": promotions.approve(store, pid, redact_secrets=bool(flagged and args.redact)).slug,
-            }
+            approved = promotions.approve(
+                store, pid, redact_secrets=bool(flagged and args.redact), acknowledged=_acknowledged(args)
+            )
+            return {"id": pid, "slug": approved.slug}
         if verb == "snooze":
             until = parse_until(args.until, store.now())
             promotions.snooze(store, pid, until)
@@ -199,14 +220,27 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
                 done.append(act(store, pid))
             except StoreError as exc:
                 failed.append({"id": pid, "error": str(exc)})
+    held = getattr(args, "held_back", {})
     text = "\n".join(
         [
             *(f"{PAST[verb]} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
             *(f"engram: {_about(f['id'], f['error'])}" for f in failed),
+            *(f"left out, in quarantine: #{pid} ({', '.join(rules)})" for pid, rules in held.items()),
         ]
     )
-    emit(args, {"done": done, "failed": failed}, text)
-    return EXIT_FINDING if failed else EXIT_OK
+    data = {"done": done, "failed": failed, "held_back": [{"id": pid, "rules": rules} for pid, rules in held.items()]}
+    emit(args, data, text)
+    return EXIT_FINDING if failed or held else EXIT_OK
+
+
+def _acknowledged(args: argparse.Namespace) -> list[str]:
+    return [rule.strip() for rule in (getattr(args, "acknowledge", None) or "").split(",") if rule.strip()]
+
+
+def _quarantined(store: Store, items: Sequence[QueueItem]) -> dict[int, list[str]]:
+    """The items of ``items`` the poisoning screen puts in quarantine, with their findings' rule ids."""
+    screened = pending_screens(store, [i.id for i in items])
+    return {pid: found.rules for pid, found in screened.items() if found.lane == "quarantine"}
 
 
 def _sensitive_target(store: Store, pid: int) -> bool:
@@ -254,7 +288,7 @@ def _edit(args: argparse.Namespace) -> int:
                 f"{shown['title']} ({shown['type']})\n\n{shown['body']}",
             )
             return EXIT_OK
-        done = promotions.approve(store, args.id, edits)
+        done = promotions.approve(store, args.id, edits, acknowledged=_acknowledged(args))
     emit(args, {**shown, "approved": True, "slug": done.slug}, f"approved #{args.id} with edits -> {done.slug}")
     return EXIT_OK
 
