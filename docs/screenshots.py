@@ -1,5 +1,5 @@
 """The README's screenshots, taken from a fresh demo root: ``python docs/screenshots.py`` writes docs/queue.svg,
-docs/cluster.svg and docs/calibration.svg (a console 132x36, the default theme)."""
+docs/cluster.svg, docs/calibration.svg and docs/reveal.svg (a console 132x36, the default theme)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ async def shoot(store: Store) -> None:
         await pilot.press("t")
         await settled()
         app.save_screenshot(str(DOCS / "calibration.svg"))
+        await pilot.press("escape", "c", "slash", *"screen:quarantine", "enter")
+        await settled()
+        await pilot.press("G", "x")  # the demo's last poisoned proposal: an instruction in Unicode tag characters
+        await settled()
+        app.save_screenshot(str(DOCS / "reveal.svg"))
 
 
 def main() -> None:

@@ -43,6 +43,11 @@ def promotion_item(title: str, body: str, triggers: str, reasoning: str | None, 
     )
 
 
+def screened_promotion(title: str, body: str, triggers: str, reasoning: str | None) -> Screening:
+    """The screen of one promotion's columns as index.db holds them."""
+    return screen(promotion_item(title, body, triggers, reasoning))
+
+
 def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
     """The screening of each pending promotion of ``ids``."""
     out: dict[int, Screening] = {}

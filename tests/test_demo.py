@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from peewee import SQL
 
-from engram.store.demo import DEMO_PASSPHRASE, SECRET_BEARING, build_demo
+from engram.store.demo import DEMO_PASSPHRASE, POISONED, SECRET_BEARING, build_demo
 from engram.store.drift.check import check
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.index import BULK_CACHE_KIB, Entity, Memory, Promotion, Relation, SupersedesChain
@@ -105,7 +105,7 @@ def test_demo_has_everything_a_person_should_see(tmp_path):
         reasons = [p.reasoning for p in Promotion.select()]
         assert all(reasons) and all(set(json.loads(p.dura_score)) == set("DURA") for p in Promotion.select())
     events = (tmp_path / "d" / "audit" / "audit.jsonl").read_text().splitlines()
-    assert len(events) == 1 + made["approved"] + made["rejected"] + len(SECRET_BEARING)
+    assert len(events) == 1 + made["approved"] + made["rejected"] + len(SECRET_BEARING) + len(POISONED)
 
 
 def test_a_demo_where_a_deleted_root_was_starts_its_own_checkpoint(tmp_path):

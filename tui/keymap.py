@@ -71,6 +71,7 @@ QUEUE_ACTIONS = (
     Action("queue.cluster_approve", "A", "cluster('approve')", "Best of cluster", show=False),
     Action("queue.cluster_merge", "M", "cluster('merge')", "Merge cluster", show=False),
     Action("queue.calibrate", "t", "calibrate", "Thresholds", show=False),
+    Action("queue.reveal", "x", "reveal", "Reveal hidden text", show=False),
     Action("queue.down", "j", "cursor(1)", "Down", show=False),
     Action("queue.up", "k", "cursor(-1)", "Up", show=False),
     Action("queue.top", "g", "jump('top')", "Top", show=False),
@@ -201,6 +202,7 @@ SECRET_ACTIONS = (
     CANCEL,
 )
 HELP_ACTIONS = (Action("help.close", "escape", "close", "Close"),)
+REVEAL_ACTIONS = (Action("reveal.close", "escape,q,x", "close", "Close"),)
 IMPORT_ACTIONS = (Action("import.back", "escape", "back", "Back"),)
 DIALOG_ACTIONS = (
     CANCEL,
@@ -209,6 +211,7 @@ DIALOG_ACTIONS = (
     *GRANT_ACTIONS[1:],
     *SECRET_ACTIONS[:3],
     *HELP_ACTIONS,
+    *REVEAL_ACTIONS,
     *IMPORT_ACTIONS,
 )
 

@@ -279,3 +279,28 @@ def _readable(data: bytes) -> str | None:
     if not (re.search(words, shown) or ESCAPES.search(shown)):
         return None
     return text
+
+
+def annotated(text: str) -> str:
+    """``text`` as it is, with what a reader cannot see made visible: invisible and direction characters as
+    ``⟨U+200B⟩``, tag characters as the text they spell, look-alike letters named, and each encoded payload
+    followed by what it decodes to. The reveal view shows this beside the rendered Markdown."""
+    flags = {m.start() for m in FLAG_TAGS.finditer(text)}  # an emoji flag's tag characters are the flag
+    out = TAGS.sub(
+        lambda m: m.group() if m.start() - 1 in flags else f"⟨hidden tag text: {_tag_text(m.group())}⟩", text
+    )
+    out = INVISIBLE.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", out)
+    out = BIDI_OVERRIDE.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", out)
+    for word in set(mixed_words(out)):
+        out = out.replace(word, f"{word}⟨look-alike letters: {word.translate(HOMOGLYPHS)}⟩")
+    for found in list(_decoded(out)):
+        if found.how in ("rot13", "reversed"):
+            continue
+        out += f"\n⟨{found.how}: {found.text}⟩"
+    for line in _turned(text, TURNS):
+        out += f"\n⟨read {line.how}: {line.text}⟩"
+    return out
+
+
+def _tag_text(run: str) -> str:
+    return "".join(chr(ord(ch) - 0xE0000) for ch in run if 0xE0020 <= ord(ch) <= 0xE007E)

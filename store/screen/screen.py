@@ -139,18 +139,8 @@ def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
             label = hidden.how if not how else f"{how}, then {hidden.how}"
             inner = list(_read(hidden.text, name, label, depth - 1))
             yield from inner
-            if inner and hidden.how.endswith(("rot13", "reversed")):
-                yield Finding("hidden.encoded", "hidden", name, _cut(hidden.text), label, QUARANTINE)
-            elif inner or hidden.suspicious:
-                weight = QUARANTINE if inner or hidden.suspicious else REVIEW
-                yield Finding(
-                    "hidden.encoded" if not hidden.suspicious else "hidden.markup",
-                    "hidden",
-                    name,
-                    _cut(hidden.text),
-                    label,
-                    weight,
-                )
+            if inner or hidden.suspicious:  # hiding an attack (or hiding text at all, where it has no other use)
+                yield Finding(_hiding_rule(hidden), "hidden", name, _cut(hidden.text), label, QUARANTINE)
 
 
 GATES = Branches()
@@ -181,6 +171,12 @@ def _together(view: str, active: set[int], skip: set[str]) -> Iterable[tuple[Tog
             if all(first(part, active, sentence) for part in parts):
                 yield rule, sentence
                 break
+
+
+def _hiding_rule(hidden: reveal.Uncovered) -> str:
+    if hidden.how.endswith("comment"):
+        return "hidden.comment"
+    return "hidden.markup" if hidden.suspicious else "hidden.encoded"
 
 
 def _hidden(text: str, name: str) -> Iterable[Finding]:

@@ -45,7 +45,7 @@ KNOWN = (
 STOP = frozenset("to for and then the with in on from so if when before after first or but is are as".split())
 INSTALL = re.compile(
     r"\b(?:pip3?|uv pip|uv add|pipx|poetry add|pdm add|conda install|npm (?:i|install|add)|yarn add"
-    r"|pnpm (?:add|i|install)|bun (?:add|i|install)|npx)\s+((?:[-@\w./=<>~^!]+\s*){1,8})"
+    r"|pnpm (?:add|i|install)|bun (?:add|i|install)|npx)\s+((?:[-@\w./:=<>~^!]+\s*){1,8})"
 )
 
 

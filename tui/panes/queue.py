@@ -13,6 +13,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
+from textual.widgets.data_table import CellDoesNotExist
+from textual.worker import get_current_worker
 
 from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, NotFound, StoreError
 from engram.store.lazy import lazy_module
@@ -45,10 +47,12 @@ from engram.tui.widgets.similar import SimilarList
 
 if TYPE_CHECKING:
     from engram.store import promotions
+    from engram.store.screen import Screening
     from engram.store.similar import Clusters, Similar, Similarity
 else:  # the write path of decisions (and the frontmatter's pydantic and PyYAML): not for the first page
     promotions = lazy_module("engram.store.promotions")
 
+SCREEN_BATCH = 200  # promotions screened between two updates of the page's lanes
 PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
 
 
@@ -142,6 +146,7 @@ class QueuePane(PaneBase):
         # decision scans only what it has not seen: 40,000 pending at 1M take 2 s); those holding any
         self.scanned: dict[int, frozenset[str]] = {}
         self.flagged: dict[int, frozenset[str]] = {}
+        self.lanes: dict[int, str] = {}  # promotion id -> the poisoning screen's lane, screened while pending
         self.views: list[View] | None = None  # read on first use (the first frame does without them)
         self.similarity: Similarity | None = None  # made in a worker once the queue is read; None until then
         self.clustered = False  # the cluster view: near-duplicates grouped, best first (c)
@@ -163,7 +168,7 @@ class QueuePane(PaneBase):
         row = table.cursor_row
         fit_columns(
             table,
-            [("mark", " ", 1), ("id", "#", 5), ("dura", "DURA", 4), ("type", "type", 10), ("state", "state", 9)],
+            [("mark", " ", 1), ("id", "#", 5), ("dura", "DURA", 4), ("type", "type", 10), ("state", "state", 10)],
             ("title", "title"),
         )
         if self.items:
@@ -239,6 +244,33 @@ class QueuePane(PaneBase):
         self.page_no = index // PAGE
         self.fill_page(index % PAGE)
         self.find_similar()
+        self.lanes = {pid: lane for pid, lane in self.lanes.items() if pid in pending}
+        unscreened = [i.id for i in items if i.id not in self.lanes]
+        if unscreened:
+            self.screen_pending(unscreened)
+
+    @background("queue-screen")
+    def screen_pending(self, ids: list[int]) -> None:
+        """The poisoning screen's lane of each promotion not screened yet, a batch at a time (a millisecond each:
+        a large first queue fills in while a person reads it). A newer reload's batch replaces this one."""
+        from engram.store.screening import pending_screens  # the screen's rules: compiled here, off the first frame
+
+        worker = get_current_worker()
+        for start in range(0, len(ids), SCREEN_BATCH):
+            if worker.is_cancelled:
+                return
+            found = pending_screens(self.store, ids[start : start + SCREEN_BATCH])
+            deliver(self, self.screened, {pid: screening.lane for pid, screening in found.items()})
+
+    def screened(self, lanes: dict[int, str]) -> None:
+        self.lanes.update(lanes)
+        table = self.query_one("#queue-table", DataTable)
+        for item in self.page_items():
+            if lanes.get(item.id, "clean") != "clean":
+                try:
+                    table.update_cell(str(item.id), "state", self.state(item))
+                except (KeyError, CellDoesNotExist):
+                    pass  # the page changed meanwhile: the next fill shows it
 
     # ------------------------------------------------------------------ similar and clusters
 
@@ -344,6 +376,11 @@ class QueuePane(PaneBase):
             self.notify(f"#{item.id} is in no cluster", severity="warning")
             return
         best = members[0]
+        from engram.store.screening import pending_screens  # the screen's rules: compiled on first use
+
+        if any(found.lane == "quarantine" for found in pending_screens(self.store, [best]).values()):
+            self.notify(f"#{best}, the best of this cluster, is in quarantine: decide it alone (a) first")
+            return
         if best in self.flagged:
             self.notify(f"#{best}, the best of this cluster, holds secret-looking text: decide it alone (a) first")
             return
@@ -375,6 +412,9 @@ class QueuePane(PaneBase):
 
     def state(self, item: QueueItem) -> str:
         """One word for the state column (what most needs a person's eye first)."""
+        lane = self.lanes.get(item.id, "clean")
+        if lane != "clean":
+            return lane
         if item.sensitive:
             return "locked" if not self.store.keys.can_open(item.scope_hash) else "sensitive"
         if item.id in self.flagged:
@@ -727,19 +767,78 @@ class QueuePane(PaneBase):
         return f"{verb} {len(decisions)}: {ids}{more}"
 
     def action_approve(self) -> None:
-        """Approve; promotions that hold secret-looking text ask first (:class:`SecretsPrompt`)."""
-        flagged = [i for i in self.targets() if i.id in self.flagged]
-        if not flagged or self.busy:
-            self.decide("approve", lambda pid: promotions.approve(self.store, pid))
+        """Approve. A promotion the poisoning screen puts in quarantine is approved only alone, each finding
+        acknowledged (:meth:`acknowledge`): several marked leave it out and say so. Promotions that hold
+        secret-looking text ask first (:class:`SecretsPrompt`)."""
+        from engram.store.screening import pending_screens  # the screen's rules: compiled on first use
+
+        targets = self.targets()
+        if not targets or self.busy:
+            return
+        screens = pending_screens(self.store, [i.id for i in targets])
+        self.lanes.update({pid: found.lane for pid, found in screens.items()})
+        held = [i for i in targets if self.lanes.get(i.id) == "quarantine"]
+        if held and len(targets) == 1:
+            self.acknowledge(held[0], screens[held[0].id])
+            return
+        if held:
+            names = ", ".join(f"#{i.id}" for i in held)
+            self.notify(
+                f"left out, in quarantine: {names} (approve each alone to see its findings)", severity="warning"
+            )
+            targets = [i for i in targets if i not in held]
+            if not targets:
+                return
+        self.approve_items(targets)
+
+    def action_reveal(self) -> None:
+        """The promotion under the cursor with its hidden text shown, beside it as rendered (x)."""
+        from engram.tui.screens.reveal import RevealScreen  # a screen of an action: imported by it
+
+        detail = self.detail
+        item = self.current()
+        if detail is None or item is None or detail.id != item.id:
+            self.notify("put the cursor on a promotion first (its detail is still loading)", severity="warning")
+            return
+        self.app.push_screen(RevealScreen(f"#{detail.id}", detail.title, detail.triggers, detail.body, detail.screen))
+
+    def acknowledge(self, item: QueueItem, found: Screening) -> None:
+        """Approve one quarantined promotion only once the person has read each finding and said yes to all: the
+        audit event records the rule ids acknowledged."""
+        listing = "\n".join(
+            f"  {f.rule} ({f.field}{', ' + f.revealed if f.revealed else ''}): {f.excerpt}" for f in found.findings
+        )
+        question = (
+            f"#{item.id} '{_short(masked(item.title))}' is in quarantine. Its findings:\n{listing}\n"
+            "Approve it anyway, acknowledging each finding (recorded in the audit log)? (y/n)"
+        )
+        rules = found.rules
+        self.app.push_screen(
+            Confirm(question),
+            lambda yes: (
+                self.decide(
+                    "approve (acknowledged)",
+                    lambda pid: promotions.approve(self.store, pid, acknowledged=rules),
+                    items=[item],
+                )
+                if yes
+                else None
+            ),
+        )
+
+    def approve_items(self, targets: list[QueueItem]) -> None:
+        flagged = [i for i in targets if i.id in self.flagged]
+        count = len(targets)
+        if not flagged:
+            self.decide("approve", lambda pid: promotions.approve(self.store, pid), items=targets)
             return
         ids = {i.id for i in flagged}
-        count = len(self.targets())
 
         def chosen(answer: str | None) -> None:
             if answer == "redact":
-                self.decide("approve (redacted)", lambda pid: self.approve_redacted(pid, ids), count)
+                self.decide("approve (redacted)", lambda pid: self.approve_redacted(pid, ids), count, targets)
             elif answer == "sensitive":
-                self.decide("approve", lambda pid: promotions.approve(self.store, pid), count)
+                self.decide("approve", lambda pid: promotions.approve(self.store, pid), count, targets)
             elif answer == "reject":
                 reason = "holds secret-looking text"
                 self.run_decisions("reject", lambda pid: promotions.reject(self.store, pid, reason), sorted(ids))

@@ -14,6 +14,7 @@ from engram.store.queue import DURA_LABELS, PromotionDetail
 from engram.store.secrets import kinds_in, masked
 from engram.tui.colours import Paint, role
 from engram.tui.terminal_safe import visible
+from engram.tui.widgets.safe import plain
 from engram.tui.widgets.similar import SimilarList
 
 if TYPE_CHECKING:  # numpy and rapidfuzz load with the first look for similar promotions
@@ -66,6 +67,7 @@ class PromotionView(VerticalScroll):
                 "\n",
                 (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}", "dim"),
                 *(("\n", (f"secret? {', '.join(kinds)}: masked below", role(self, "warn"))) if kinds else ()),
+                *self._screened(detail),
             )
         )
         dura = Text()
@@ -75,6 +77,21 @@ class PromotionView(VerticalScroll):
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
         self._texts(visible(masked(detail.body, "`{}`")), visible(masked("\n\n".join(_meta(detail)), "`{}`")))
+
+    def _screened(self, detail: PromotionDetail) -> list[str | Text]:
+        """The poisoning screen's lane and each finding, under the head (nothing for a clean promotion)."""
+        found = detail.screen
+        if found is None or found.lane == "clean":
+            return []
+        colour = role(self, "bad" if found.lane == "quarantine" else "warn")
+        lines: list[str | Text] = [
+            "\n",
+            Text(f"{found.lane}: {len(found.findings)} finding(s) · x reveals hidden text", colour),
+        ]
+        for f in found.findings:
+            how = f", {f.revealed}" if f.revealed else ""
+            lines += ["\n", Text(f"  {f.rule} ({f.field}{how}): ", colour), plain(f.excerpt, "dim")]
+        return lines
 
     def show_similar(self, found: tuple[list[Similar], list[Similar]] | None, scope: str = "") -> None:
         """The closest memories and pending promotions (None: not known yet, or no promotion shown)."""
