@@ -362,6 +362,19 @@ class SealedPromotion(_Own):
         table_name = "engram_sealed_promotions"
 
 
+class QuarantinedMemory(_Own):
+    """A memory engram quarantined (migration 110): soft-forgotten on disk and in the index, ``was`` the decay state
+    its release restores, ``rules`` the screen's findings (a JSON list of rule ids)."""
+
+    slug = TextField(primary_key=True)
+    was = TextField()
+    rules = TextField(default="[]")
+    at = TextField()
+
+    class Meta:
+        table_name = "engram_quarantine"
+
+
 MODELS = (
     Memory,
     Trigger,
@@ -384,6 +397,7 @@ MODELS = (
     Imported,
     KeyVerifier,
     SealedPromotion,
+    QuarantinedMemory,
 )
 
 ENGRAM_DB = "engram.db"

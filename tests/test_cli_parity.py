@@ -263,6 +263,7 @@ CLI_FOR = {
     "app.unlock": "scope unlock-check",
     "app.import": "import",
     "app.refresh": "stats",
+    "queue.reveal": "screen",  # the findings and what was decoded: engram screen --json
 }
 CONSOLE_ONLY = re.compile(
     r"^(app\.(quit|help|palette|lock|pane\..*)|.*\.(up|down|top|bottom|next_page|prev_page|back|left|right|"

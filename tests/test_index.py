@@ -46,6 +46,7 @@ ENGRAM_MIGRATIONS = [
     "107_engram_key_verifier.sql",
     "108_engram_sealed_promotions.sql",
     "109_engram_snooze.sql",
+    "110_engram_quarantine.sql",
 ]
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engram.store import decay, graph, memories, promotions
+from engram.store import decay, graph, memories, promotions, quarantine
 from engram.store.audit import ops as audit_ops
 from engram.store.audit.ops import repair_log
 from engram.store.calibration import set_thresholds
@@ -15,7 +15,7 @@ from engram.store.domain import DecayState, MemoryType
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.errors import Conflict, UnsafePath
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse
-from engram.store.index import Memory, Promotion, SupersedesChain
+from engram.store.index import Memory, Promotion, QuarantinedMemory, SupersedesChain
 from engram.store.scopes import set_label
 from engram.store.sensitive.binding import bind_files
 from engram.store.sensitive.grants import issue_grant, revoke_grant
@@ -90,6 +90,8 @@ MUTATIONS = {
         lambda s: memories.edit_memory(s, a_plain_memory().slug, title="New title"),
     ),
     "memories.set_decay": ("decay_changed", lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM)),
+    "quarantine.quarantine": ("memory_quarantined", lambda s: quarantine.quarantine(s, a_plain_memory().slug, [])),
+    "quarantine.release": ("memory_released", lambda s: _held_then_released(s)),
     "memories.add_supersede": (
         "supersede_added",
         lambda s: memories.add_supersede(
@@ -269,8 +271,16 @@ NOT_ONE_EVENT = {
     "similar.pending_texts": "reads only",
     "calibration.decisions": "reads only",
     "screening.screen_root": "reads only",
+    "quarantine.held_memories": "reads only",
     "screening.pending_screens": "reads only",
 }
+
+
+def _held_then_released(store: object) -> None:
+    """Release needs a memory in quarantine: engram.db's record of one is written directly (no event of its own)."""
+    slug = a_plain_memory().slug
+    QuarantinedMemory.insert(slug=slug, was="alive", rules="[]", at="2026-12-01T00:00:00+00:00").execute()
+    quarantine.release(store, slug)
 
 
 def store_api() -> set[str]:

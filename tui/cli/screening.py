@@ -1,9 +1,11 @@
 """``engram screen``: what the poisoning screen finds in a root's pending promotions and long-term memories, for a
-person or a script (exit 1 when anything is in quarantine)."""
+person or a script (exit 1 when anything is in quarantine); ``engram quarantine`` / ``release`` / ``quarantined``:
+a stored memory kept out of memoryd's injection and search, and brought back."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 
 from engram.store.screening import Screened, Tally, screen_root
 from engram.tui.cli.common import (
@@ -14,6 +16,7 @@ from engram.tui.cli.common import (
     Parser,
     Subparsers,
     emit,
+    open_store,
     open_with_key,
 )
 from engram.tui.cli_progress import cli_progress
@@ -27,7 +30,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     )
     screening.add_argument("--since", metavar="WHEN", help="only what was created at or after WHEN (ISO date or time)")
     screening.add_argument("--all", action="store_true", help="list clean items too (with --json: every item)")
-    return {"screen": _screen}
+    return {"screen": _screen, **add_quarantine_commands(sub, common, report)}
 
 
 def _screen(args: argparse.Namespace) -> int:
@@ -67,3 +70,45 @@ def _lines(item: Screened) -> str:
             ),
         ]
     )
+
+
+def add_quarantine_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
+    held = sub.add_parser(
+        "quarantine",
+        parents=[common, report],
+        help="keep a memory out of what memoryd injects and searches (soft-forgotten, recorded; engram release undoes)",
+    )
+    held.add_argument("slug", metavar="SLUG")
+    freed = sub.add_parser("release", parents=[common, report], help="bring a memory back from engram's quarantine")
+    freed.add_argument("slug", metavar="SLUG")
+    sub.add_parser("quarantined", parents=[common, report], help="list the memories in engram's quarantine")
+    return {"quarantine": _quarantine, "release": _release, "quarantined": _quarantined}
+
+
+def _quarantine(args: argparse.Namespace) -> int:
+    from engram.store.quarantine import quarantine
+
+    with open_with_key(args, lambda store: store.memory(args.slug).scope_hash in store.sensitive_scopes()) as store:
+        held = quarantine(store, args.slug)
+    said = f" ({', '.join(held.rules)})" if held.rules else ""
+    emit(args, asdict(held), f"quarantined {held.slug}{said}: memoryd no longer injects or finds it")
+    return EXIT_OK
+
+
+def _release(args: argparse.Namespace) -> int:
+    from engram.store.quarantine import release
+
+    with open_with_key(args, lambda store: store.memory(args.slug).scope_hash in store.sensitive_scopes()) as store:
+        state = release(store, args.slug)
+    emit(args, {"slug": args.slug, "state": state}, f"released {args.slug}: {state} again")
+    return EXIT_OK
+
+
+def _quarantined(args: argparse.Namespace) -> int:
+    from engram.store.quarantine import held_memories
+
+    with open_store(args) as store:
+        held = held_memories(store)
+    text = "\n".join(f"{h.at[:16]}  {h.slug}  (was {h.was}; {', '.join(h.rules) or 'by hand'})" for h in held)
+    emit(args, [asdict(h) for h in held], text or "no memory is in engram's quarantine")
+    return EXIT_OK

@@ -1,0 +1,108 @@
+"""Quarantining a stored memory: keeping it out of what memoryd injects into agent sessions and returns from its
+searches, reversibly, through the one write path.
+
+memoryd's session-start injection, its search and its timeline all leave out memories whose ``decay_state`` is
+``soft-forgotten``, and its rebuild-index reads that state from the file's frontmatter, so the state survives a
+rebuild; memoryd's own decay sweep never brings a memory back from it. A quarantined memory is therefore
+soft-forgotten in its frontmatter and the index, and engram.db records that the state is engram's quarantine
+(not decay), with the state ``release`` restores and the screen's findings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from engram.store.domain import DecayState
+from engram.store.errors import Conflict
+from engram.store.frontmatter import MemoryDoc
+from engram.store.index import QuarantinedMemory
+from engram.store.service import Change, Store
+
+
+@dataclass(frozen=True)
+class Held:
+    slug: str
+    was: str  # the decay state its release restores
+    rules: list[str]
+    at: str
+
+
+def quarantine(store: Store, slug: str, rules: list[str] | None = None) -> Held:
+    """Quarantine memory ``slug``: soft-forgotten in its file and the index, recorded as engram's quarantine (one
+    ``memory_quarantined`` event, naming the screen's rule ids). ``rules`` default to what the screen finds in
+    it now (none, for a memory a person quarantines on their own judgement)."""
+    if store.index.has(QuarantinedMemory) and QuarantinedMemory.get_or_none(QuarantinedMemory.slug == slug):
+        raise Conflict(f"{slug} is already in quarantine (engram release {slug} brings it back)")
+    row = store.memory(slug)
+    rel = store.safe_relpath(row.body_path)
+    doc = store.read_doc(rel)
+    if rules is None:
+        from engram.store.screen import Item, screen  # its rules compile on first use
+
+        found = screen(Item(title=doc.frontmatter.title, body=doc.body, triggers=list(doc.frontmatter.triggers)))
+        rules = found.rules
+    was = doc.frontmatter.decay_state.value
+    held = Held(slug, was, rules, store.now().isoformat())
+    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=DecayState.SOFT_FORGOTTEN), body=doc.body)
+    write = store.rewrite(rel, new_doc)
+
+    def index_update() -> None:
+        store.upsert_memory_row(new_doc, write.relpath)  # the decay state with it (as set_decay)
+        QuarantinedMemory.insert(slug=slug, was=was, rules=json.dumps(rules), at=held.at).execute()
+
+    store.apply(
+        Change(
+            "memory_quarantined",
+            slug,
+            doc.frontmatter.scope_hash,
+            {"from": was, "rules": rules},
+            writes=[write],
+            index_update=index_update,
+            removals=[rel],
+        )
+    )
+    return held
+
+
+def release(store: Store, slug: str) -> str:
+    """Bring memory ``slug`` back from engram's quarantine, to the decay state it had (one ``memory_released``
+    event). Returns that state."""
+    record = (
+        QuarantinedMemory.get_or_none(QuarantinedMemory.slug == slug) if store.index.has(QuarantinedMemory) else None
+    )
+    if record is None:
+        raise Conflict(f"{slug} is not in engram's quarantine")
+    row = store.memory(slug)
+    rel = store.safe_relpath(row.body_path)
+    doc = store.read_doc(rel)
+    state = DecayState(record.was) if record.was in DecayState._value2member_map_ else DecayState.ALIVE
+    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=state), body=doc.body)
+    write = store.rewrite(rel, new_doc)
+
+    def index_update() -> None:
+        store.upsert_memory_row(new_doc, write.relpath)  # the decay state with it (as set_decay)
+        QuarantinedMemory.delete().where(QuarantinedMemory.slug == slug).execute()
+
+    store.apply(
+        Change(
+            "memory_released",
+            slug,
+            doc.frontmatter.scope_hash,
+            {"to": state.value},
+            writes=[write],
+            index_update=index_update,
+            removals=[rel],
+        )
+    )
+    return state.value
+
+
+def held_memories(store: Store) -> list[Held]:
+    """Every memory in engram's quarantine, oldest first."""
+    if not store.index.has(QuarantinedMemory):
+        return []
+    return [
+        Held(r.slug, r.was, [str(x) for x in json.loads(r.rules or "[]")], r.at)
+        for r in QuarantinedMemory.select().order_by(QuarantinedMemory.at)
+    ]
