@@ -46,6 +46,13 @@ class PromotionStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    QUARANTINED = "quarantined"  # engram's: held out of memoryd's reach, still undecided (see engram.store.hold)
+
+
+# Undecided promotions, as engram's queue shows them. memoryd reads only ``pending`` (its review tools and the
+# titles its session-start injection pastes), and its own reject needs ``pending`` too: a ``quarantined`` one is
+# out of its reach until a person decides it in engram.
+OPEN_STATUSES = (PromotionStatus.PENDING.value, PromotionStatus.QUARANTINED.value)
 
 
 def check_slug(slug: str) -> str:

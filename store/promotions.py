@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from engram.store import coexist, secrets
 from engram.store.columns import parse_json_list
-from engram.store.domain import DecayState, MemoryType, PromotionStatus
+from engram.store.domain import OPEN_STATUSES, DecayState, MemoryType, PromotionStatus
 from engram.store.errors import BadInput, Conflict, NotFound, Quarantined, StoreError
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
@@ -141,15 +141,16 @@ def promotion_values(proposal: Proposal, created_at: str) -> dict[str, Any]:
 
 
 def _still_pending(promotion_id: int) -> Callable[[], None]:
-    """A :class:`Change` precondition: the promotion is pending when the write transaction starts (memoryd
-    decides promotions without looking at their status, so it may have decided this one meanwhile)."""
-    return _still_status(promotion_id, PromotionStatus.PENDING.value)
+    """A :class:`Change` precondition: the promotion is undecided (pending, or held in engram's quarantine) when
+    the write transaction starts (memoryd decides promotions without looking at their status, so it may have
+    decided this one meanwhile)."""
+    return _still_status(promotion_id, *OPEN_STATUSES)
 
 
-def _still_status(promotion_id: int, status: str) -> Callable[[], None]:
+def _still_status(promotion_id: int, *statuses: str) -> Callable[[], None]:
     def check() -> None:
         row = Promotion.get_or_none(Promotion.id == promotion_id)
-        if row is None or row.status != status:
+        if row is None or row.status not in statuses:
             now = "gone" if row is None else row.status
             raise Conflict(
                 f"promotion #{promotion_id} was decided meanwhile by another writer (memoryd?): it is "
@@ -168,7 +169,7 @@ def _pending(store: Store, promotion_id: int) -> Promotion:
         )
     if promotion is None:
         raise NotFound(f"no promotion #{promotion_id}")
-    if promotion.status != PromotionStatus.PENDING:
+    if promotion.status not in OPEN_STATUSES:
         raise Conflict(f"promotion #{promotion_id} is already {promotion.status}")
     return promotion
 
@@ -512,7 +513,7 @@ def undo(store: Store, decision: Decision) -> None:
     expected = {Approved: "approved", Rejected: "rejected", Deferred: "pending", Merged: "merged", Snoozed: "pending"}[
         type(decision)
     ]
-    if promotion.status != expected:
+    if promotion.status != expected and not (expected == "pending" and promotion.status in OPEN_STATUSES):
         raise Conflict(f"promotion #{promotion.id} is {promotion.status} now: nothing to undo")
     change = _UNDO[type(decision)](store, decision)
     if change.index_update is not None:

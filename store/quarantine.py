@@ -1,5 +1,6 @@
-"""Quarantining a stored memory: keeping it out of what memoryd injects into agent sessions and returns from its
-searches, reversibly, through the one write path.
+"""Quarantine: keeping what the poisoning screen found out of memoryd's reach, reversibly, through the one write
+path. A pending promotion is held (status ``quarantined``) until a person decides it; a stored memory is kept
+out of what memoryd injects into agent sessions and returns from its searches.
 
 memoryd's session-start injection, its search and its timeline all leave out memories whose ``decay_state`` is
 ``soft-forgotten``, and its rebuild-index reads that state from the file's frontmatter, so the state survives a
@@ -12,12 +13,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engram.store.domain import DecayState
+from engram.store.domain import DecayState, PromotionStatus
 from engram.store.errors import Conflict
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import QuarantinedMemory
+from engram.store.index import Promotion, QuarantinedMemory
 from engram.store.service import Change, Store
+
+if TYPE_CHECKING:
+    from engram.store.screen import Screening
 
 
 @dataclass(frozen=True)
@@ -106,3 +111,47 @@ def held_memories(store: Store) -> list[Held]:
         Held(r.slug, r.was, [str(x) for x in json.loads(r.rules or "[]")], r.at)
         for r in QuarantinedMemory.select().order_by(QuarantinedMemory.at)
     ]
+
+
+def hold_promotion(store: Store, promotion_id: int, rules: list[str]) -> None:
+    """Move a pending promotion the screen put in quarantine out of memoryd's reach: status ``quarantined``, which
+    memoryd's review tools and its session-start injection (which pastes pending titles) do not read, and its
+    own reject leaves alone. It stays undecided in engram's queue (one ``promotion_quarantined`` event, naming
+    the rule ids)."""
+    row = Promotion.get_or_none(Promotion.id == promotion_id)
+    if row is None or row.status != PromotionStatus.PENDING:
+        raise Conflict(f"promotion #{promotion_id} is not pending: nothing to hold")
+
+    def index_update() -> None:
+        Promotion.update(status=PromotionStatus.QUARANTINED.value).where(Promotion.id == promotion_id).execute()
+
+    def still_pending() -> None:
+        now = Promotion.get_or_none(Promotion.id == promotion_id)
+        if now is None or now.status != PromotionStatus.PENDING:
+            raise Conflict(f"promotion #{promotion_id} was decided meanwhile (memoryd?): not held")
+
+    store.apply(
+        Change(
+            "promotion_quarantined",
+            str(promotion_id),
+            row.scope_hash,
+            {"promotion_id": promotion_id, "rules": rules},
+            index_update=index_update,
+            precondition=still_pending,
+        )
+    )
+
+
+def hold_quarantined(store: Store, screened: dict[int, Screening]) -> list[int]:
+    """Hold (:func:`hold_promotion`) each still-pending promotion of ``screened`` in the quarantine lane; the ids
+    held. One memoryd decided meanwhile is left as memoryd left it."""
+    held = []
+    for pid, found in screened.items():
+        if found.lane != "quarantine":
+            continue
+        try:
+            hold_promotion(store, pid, found.rules)
+        except Conflict:
+            continue
+        held.append(pid)
+    return held

@@ -14,6 +14,7 @@ from peewee import fn
 
 from engram.store import queue_scores
 from engram.store.columns import Repeats, dura_average, dura_of, dura_scores, parse_json_list, shared
+from engram.store.domain import OPEN_STATUSES
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
@@ -85,7 +86,7 @@ def pending_queue(
 
         clusters = Similarity.build(store).clusters()
     for pid, title, ptype, scope, dura, created, triggers, session, *text in tuples(
-        Promotion.select(*columns).where(Promotion.status == "pending")
+        Promotion.select(*columns).where(Promotion.status.in_(OPEN_STATUSES))
     ):
         if pid in snoozed:
             continue  # out of the queue until its time (see snooze)
@@ -118,7 +119,7 @@ def pending_findings(store: Store, ids: Sequence[int]) -> dict[int, list[tuple[s
     found: dict[int, list[tuple[str, Finding]]] = {}
     columns = (Promotion.id, Promotion.proposed_title, Promotion.proposed_triggers, Promotion.proposed_body)
     for batch in chunked(list(ids), 500):
-        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
+        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
         for pid, title, triggers, body in tuples(query):
             fields = (("title", title or ""), ("triggers", " ".join(map(str, parse_json_list(triggers)))))
             hits = [(name, f) for name, text in (*fields, ("body", body or "")) for f in scan(text)]
@@ -155,7 +156,7 @@ def first_page(store: Store, sort: str, limit: int) -> tuple[list[QueueItem], in
             f"SELECT {columns} FROM {table_of(Promotion)} WHERE id IN ({marks})", [pid for pid, _ in order]
         )
     }
-    total = Promotion.select().where(Promotion.status == "pending", Promotion.id.not_in(snoozed)).count()
+    total = Promotion.select().where(Promotion.status.in_(OPEN_STATUSES), Promotion.id.not_in(snoozed)).count()
     notes = _deferred_notes(store, [pid for pid, deferred in order if deferred])
     sensitive = store.sensitive_scopes()
     repeats = Repeats()
@@ -175,7 +176,7 @@ def _order_sql(sort: str, kept: bool) -> str:
     return (
         "SELECT id, deferred FROM (SELECT p.id, p.scope_hash, p.created_at, p.proposed_type, "
         f"p.id IN (SELECT value FROM json_each(?)) AS deferred, {scores} FROM {table_of(Promotion)} p {joined}"
-        f"WHERE p.status = 'pending' AND p.id NOT IN (SELECT value FROM json_each(?))) "
+        f"WHERE p.status IN ('pending', 'quarantined') AND p.id NOT IN (SELECT value FROM json_each(?))) "
         f"ORDER BY deferred, {_ORDER_SQL[sort]}, id LIMIT ?"
     )
 
@@ -266,7 +267,9 @@ def pending_ids(store: Store) -> list[int]:
     """The ids of pending promotions, oldest first (for shell completion: no row is read beyond its id)."""
     return [
         pid
-        for (pid,) in tuples(Promotion.select(Promotion.id).where(Promotion.status == "pending").order_by(Promotion.id))
+        for (pid,) in tuples(
+            Promotion.select(Promotion.id).where(Promotion.status.in_(OPEN_STATUSES)).order_by(Promotion.id)
+        )
     ]
 
 

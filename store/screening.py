@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from engram.store.columns import parse_json_list
-from engram.store.domain import MemoryType
+from engram.store.domain import OPEN_STATUSES, MemoryType
 from engram.store.errors import StoreError
 from engram.store.index import Memory, Promotion, tuples
 from engram.store.screen import Item, Screening, screen
@@ -59,7 +59,7 @@ def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
         Promotion.reasoning,
     )
     for batch in chunked(list(ids), 500):
-        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
+        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
         for pid, title, body, triggers, reasoning in tuples(query):
             out[pid] = screen(promotion_item(title, body, triggers, reasoning))
     return out
@@ -98,7 +98,7 @@ def screen_root(
         Promotion.proposed_triggers,
         Promotion.reasoning,
         Promotion.scope_hash,
-    ).where(Promotion.status == "pending")
+    ).where(Promotion.status.in_(OPEN_STATUSES))
     memories = Memory.select(Memory.slug, Memory.title, Memory.scope_hash, Memory.body_path, Memory.source).where(
         Memory.type != MemoryType.SESSION.value
     )

@@ -24,6 +24,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from engram.store.columns import Repeats, dura_average, dura_scores, parse_json_list, shared
+from engram.store.domain import OPEN_STATUSES
 from engram.store.frontmatter import body_fingerprint
 from engram.store.index import Memory, Promotion, Relation, Trigger, table_of, tuples
 from engram.store.service import Store, chunked
@@ -268,7 +269,9 @@ def pending_texts(store: Store, known: Mapping[int, PendingText] | None = None) 
     id and title are the same are taken as they are: a decision after another reads only what is new (a pending
     proposal is not rewritten, and an id reused after memoryd's rebuild-index comes with another title)."""
     known = known or {}
-    pending = tuples(Promotion.select(Promotion.id, Promotion.proposed_title).where(Promotion.status == "pending"))
+    pending = tuples(
+        Promotion.select(Promotion.id, Promotion.proposed_title).where(Promotion.status.in_(OPEN_STATUSES))
+    )
     kept, wanted = {}, []
     for pid, title in pending:
         same = known.get(pid)
@@ -288,7 +291,7 @@ def pending_texts(store: Store, known: Mapping[int, PendingText] | None = None) 
     repeats = Repeats()
     for batch in chunked(wanted, 500):
         for pid, title, body, scope, triggers, dura, session in tuples(
-            Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status == "pending")
+            Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
         ):
             title = shared(title or "")  # the queue's item holds the same string
             fp = _fp_key(body_fingerprint(body or ""))

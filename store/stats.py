@@ -7,6 +7,7 @@ from typing import Any
 
 from peewee import fn
 
+from engram.store.domain import OPEN_STATUSES
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import StoreError
 from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain, tuples
@@ -55,7 +56,7 @@ def counts(store: Store) -> Counts:
 
 
 def pending_count(store: Store) -> int:
-    return Promotion.select().where(Promotion.status == "pending").count()
+    return Promotion.select().where(Promotion.status.in_(OPEN_STATUSES)).count()
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,22 @@ async def test_the_queue_says_quarantine_in_the_state_column(store, poisoned):
         assert "quarantine: " in head and "command.pipe_shell" in head
 
 
+async def test_the_console_holds_a_quarantined_promotion_out_of_memoryds_reach(store, fixture_root, poisoned):
+    """memoryd's injection pastes pending titles: the console moves a quarantined one to a status memoryd does not
+    read, on its own, audited; it stays in the queue for a person to decide."""
+    import sqlite3
+
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        assert "quarantine" in row_of(app, poisoned)
+    con = sqlite3.connect(fixture_root / "index.db")
+    assert con.execute("SELECT status FROM promotions WHERE id = ?", (poisoned,)).fetchone()[0] == "quarantined"
+    con.close()
+    held = [e for e in events(fixture_root) if e["event_type"] == "promotion_quarantined"]
+    assert [e["target_id"] for e in held] == [str(poisoned)]
+
+
 async def test_approving_it_lists_each_finding_and_records_the_acknowledgement(store, fixture_root, poisoned):
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:

@@ -92,6 +92,7 @@ MUTATIONS = {
     "memories.set_decay": ("decay_changed", lambda s: memories.set_decay(s, a_plain_memory().slug, DecayState.DIM)),
     "quarantine.quarantine": ("memory_quarantined", lambda s: quarantine.quarantine(s, a_plain_memory().slug, [])),
     "quarantine.release": ("memory_released", lambda s: _held_then_released(s)),
+    "quarantine.hold_promotion": ("promotion_quarantined", lambda s: quarantine.hold_promotion(s, pending_id(), [])),
     "memories.add_supersede": (
         "supersede_added",
         lambda s: memories.add_supersede(
@@ -272,6 +273,7 @@ NOT_ONE_EVENT = {
     "calibration.decisions": "reads only",
     "screening.screen_root": "reads only",
     "quarantine.held_memories": "reads only",
+    "quarantine.hold_quarantined": "one hold_promotion event per promotion held",
     "screening.pending_screens": "reads only",
 }
 

@@ -579,6 +579,8 @@ def _decided(pid: int, status: str, decided_at: str | None, decided: EngramDecis
         return f"deferred by engram at {note.deferred_at}{reason}"
     if status == "pending":
         return "pending"
+    if status == "quarantined":
+        return "held in engram's quarantine (undecided)"
     return f"{status}{f' at {decided_at}' if decided_at else ''} (not by engram: memoryd's decision)"
 
 
@@ -789,5 +791,5 @@ def _check_promotions(store: Store, report: Report) -> None:
             report.add("orphaned_promotion", None, f"#{pid} from {source}", promotion_id=pid)
         if status == "approved" and slug not in paths:
             report.add("approved_without_memory", None, f"#{pid} ({title})", promotion_id=pid)
-        elif status == "pending" and slug in paths:
+        elif status in ("pending", "quarantined") and slug in paths:
             report.add("pending_already_written", paths[slug], f"#{pid}", promotion_id=pid)

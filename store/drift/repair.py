@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engram.store import coexist
-from engram.store.domain import PromotionStatus
+from engram.store.domain import OPEN_STATUSES
 from engram.store.drift.check import Finding, Report, check
 from engram.store.errors import DatabaseLocked, ReadOnlyStore, StoreError
 from engram.store.frontmatter import MemoryDoc
@@ -278,7 +278,7 @@ def _write_approved(store: Store, finding: Finding) -> str:
 
 def _finish_approval(store: Store, finding: Finding) -> str:
     promotion = Promotion.get_by_id(finding.data["promotion_id"])
-    if promotion.status != PromotionStatus.PENDING:
+    if promotion.status not in OPEN_STATUSES:
         return ""
     slug = write_promoted(store, promotion, "promotion_approved").slug
     return f"finished the interrupted approval of promotion #{promotion.id} ({slug})"

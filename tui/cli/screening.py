@@ -8,6 +8,7 @@ import argparse
 from dataclasses import asdict
 
 from engram.store.screening import Screened, Tally, screen_root
+from engram.store.service import Store
 from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -30,6 +31,11 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     )
     screening.add_argument("--since", metavar="WHEN", help="only what was created at or after WHEN (ISO date or time)")
     screening.add_argument("--all", action="store_true", help="list clean items too (with --json: every item)")
+    screening.add_argument(
+        "--hold",
+        action="store_true",
+        help="also hold pending promotions in quarantine out of memoryd's reach until a person decides them (audited)",
+    )
     return {"screen": _screen, **add_quarantine_commands(sub, common, report)}
 
 
@@ -38,6 +44,7 @@ def _screen(args: argparse.Namespace) -> int:
     with open_with_key(args, lambda store: bool(store.sensitive_scopes())) as store:
         with cli_progress("screening") as advance:
             items = list(screen_root(store, args.since, advance, tally))
+        held = _hold(store, items) if args.hold else []
     shown = items if args.all else [i for i in items if i.screening.lane != "clean"]
     quarantined = sum(i.screening.lane == "quarantine" for i in items)
     review = sum(i.screening.lane == "review" for i in items)
@@ -53,9 +60,17 @@ def _screen(args: argparse.Namespace) -> int:
         "not_read": {"locked": tally.locked, "unreadable": tally.unreadable},
         "quarantine": quarantined,
         "review": review,
+        "held": held,
     }
-    emit(args, data, "\n".join([*(_lines(i) for i in shown), summary]))
+    said = [f"held out of memoryd's reach: {', '.join(f'#{pid}' for pid in held)}"] if held else []
+    emit(args, data, "\n".join([*(_lines(i) for i in shown), summary, *said]))
     return EXIT_FINDING if quarantined else EXIT_OK
+
+
+def _hold(store: Store, items: list[Screened]) -> list[int]:
+    from engram.store.quarantine import hold_quarantined
+
+    return hold_quarantined(store, {int(i.key): i.screening for i in items if i.kind == "promotion"})
 
 
 def _lines(item: Screened) -> str:

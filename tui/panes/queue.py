@@ -252,7 +252,9 @@ class QueuePane(PaneBase):
     @background("queue-screen")
     def screen_pending(self, ids: list[int]) -> None:
         """The poisoning screen's lane of each promotion not screened yet, a batch at a time (a millisecond each:
-        a large first queue fills in while a person reads it). A newer reload's batch replaces this one."""
+        a large first queue fills in while a person reads it); those in quarantine are held out of memoryd's
+        reach (audited) until a person decides them. A newer reload's batch replaces this one."""
+        from engram.store.quarantine import hold_quarantined
         from engram.store.screening import pending_screens  # the screen's rules: compiled here, off the first frame
 
         worker = get_current_worker()
@@ -261,6 +263,8 @@ class QueuePane(PaneBase):
                 return
             found = pending_screens(self.store, ids[start : start + SCREEN_BATCH])
             deliver(self, self.screened, {pid: screening.lane for pid, screening in found.items()})
+            if not self.store.read_only:  # out of memoryd's reach (its injection pastes pending titles)
+                hold_quarantined(self.store, found)
 
     def screened(self, lanes: dict[int, str]) -> None:
         self.lanes.update(lanes)
