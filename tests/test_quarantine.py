@@ -122,3 +122,19 @@ def test_a_held_promotion_leaves_memoryds_grey_zone_and_stays_in_engrams_queue(c
     con = sqlite3.connect(fixture_root / "index.db")
     assert con.execute("SELECT status FROM promotions WHERE id = ?", (pid,)).fetchone()[0] == "approved"
     con.close()
+
+
+def test_check_counts_what_is_held_and_alarms_when_a_held_memory_is_revived(capsys, fixture_root, poisoned):
+    root = str(fixture_root)
+    assert main(["quarantine", poisoned, "--root", root]) == 0
+    capsys.readouterr()
+    main(["check", "--root", root, "--json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert findings["in_quarantine"]["count"] == 1 and "quarantine_lifted" not in findings
+    con = sqlite3.connect(fixture_root / "index.db")  # someone brings it back behind engram's back
+    con.execute("UPDATE memories SET decay_state = 'alive' WHERE slug = ?", (poisoned,))
+    con.commit()
+    con.close()
+    code = main(["check", "--root", root, "--json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert code == 1 and findings["quarantine_lifted"]["count"] == 1

@@ -20,13 +20,13 @@ from peewee import Expression
 
 from engram.store import coexist
 from engram.store.audit.verify import events
-from engram.store.domain import DecayState
+from engram.store.domain import DecayState, PromotionStatus
 from engram.store.drift import seen
 from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
 from engram.store.drift.scan import FileEntry, appeared_since, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Binding, Memory, Promotion, PromotionNote, Rekey
+from engram.store.index import Binding, Memory, Promotion, PromotionNote, QuarantinedMemory, Rekey, tuples
 from engram.store.promotions import slug_promoted_from
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
@@ -104,6 +104,16 @@ KINDS: dict[str, tuple[str, bool]] = {
         "(not drift: edit it, or mark its scope sensitive)",
         False,
     ),
+    "in_quarantine": (
+        "memory or pending promotion engram holds in quarantine, out of memoryd's reach (not drift: engram "
+        "release SLUG, or decide the promotion)",
+        False,
+    ),
+    "quarantine_lifted": (
+        "memory in engram's quarantine that is no longer soft-forgotten (edited or revived outside engram): "
+        "memoryd injects it again; engram quarantined lists them, engram release or a new quarantine settles it",
+        False,
+    ),
     "index_rebuilt": ("index.db was rebuilt or replaced since engram last wrote (memoryd's rebuild-index?)", True),
     "search_index_damaged": ("engram's search index (a cache) is damaged: repair builds it again", True),
     "search_index_sensitive": (
@@ -113,7 +123,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     ),
 }
 # reported and counted, but the normal work of memoryd or of a missing key: they do not make ``check`` fail
-NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory"})
+NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory", "in_quarantine"})
 # a person's work is named in full, in the text and in --json, never as a few examples: what repair cannot fix
 # (but a missing key, which is one finding a file), and the decisions a rebuild took away
 LISTED_IN_FULL = frozenset(
@@ -259,6 +269,7 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
             report.add("row_without_file", row.body_path, f"slug {row.slug}", slug=row.slug)
     _wrong_keys(files, report)
     _check_promotions(store, report)
+    _check_quarantine(store, report)
     for rekey in Rekey.select() if store.index.has(Rekey) else []:
         report.add(
             "rekey_interrupted",
@@ -274,6 +285,23 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
         report.add("audit_pending", None, f"event {op_id}", op_id=op_id)
     report.mark_seen(decided.seen)
     return report
+
+
+def _check_quarantine(store: Store, report: Report) -> None:
+    """What engram holds in quarantine (counted, a person's to settle), and held memories memoryd would inject
+    again because something lifted their soft-forgotten state."""
+    for (pid,) in tuples(Promotion.select(Promotion.id).where(Promotion.status == PromotionStatus.QUARANTINED.value)):
+        report.add("in_quarantine", None, f"promotion #{pid}", promotion_id=pid)
+    if not store.index.has(QuarantinedMemory):
+        return
+    for held in QuarantinedMemory.select():
+        row = Memory.get_or_none(Memory.slug == held.slug)
+        if row is None:
+            continue  # deleted since: nothing left to hold
+        if row.decay_state != DecayState.SOFT_FORGOTTEN.value:
+            report.add("quarantine_lifted", row.body_path, f"{held.slug} is {row.decay_state}", slug=held.slug)
+        else:
+            report.add("in_quarantine", row.body_path, f"memory {held.slug}", slug=held.slug)
 
 
 def _check_files(
