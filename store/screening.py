@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 from engram.store.columns import parse_json_list
 from engram.store.domain import OPEN_STATUSES, MemoryType
+from engram.store.drift.examine import examined
+from engram.store.drift.scan import FileEntry
 from engram.store.errors import StoreError
+from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, Promotion, tuples
 from engram.store.screen import Item, Screening, screen
 from engram.store.service import Store, chunked
@@ -41,6 +44,12 @@ def promotion_item(title: str, body: str, triggers: str, reasoning: str | None, 
         reasoning=reasoning or "",
         source=source,
     )
+
+
+def screened_doc(doc: MemoryDoc, relpath: str) -> Screening:
+    """The screen of a memory file's content (run by worker processes: a module-level function)."""
+    front = doc.frontmatter
+    return screen(Item(title=front.title or "", body=doc.body, triggers=list(front.triggers), source=front.source))
 
 
 def screened_promotion(title: str, body: str, triggers: str, reasoning: str | None) -> Screening:
@@ -117,11 +126,28 @@ def screen_root(
             progress(done, total)
         yield item
     sensitive = store.sensitive_scopes()
-    for slug, title, scope, body_path, source in kept:
+    plain = [m for m in kept if m[2] not in sensitive]
+    held = [m for m in kept if m[2] in sensitive]
+    # plain files are read, parsed and screened by worker processes (one a core, from a few thousand files); the
+    # text of a sensitive scope never leaves this process
+    entries = [FileEntry(m[3], m[2], m[3].split("/")[2] if m[3].count("/") >= 3 else "", False) for m in plain]
+    for (slug, title, scope, _, _), (_, outcome) in zip(
+        plain, examined(store.layout, entries, screened_doc), strict=True
+    ):
         done += 1
         if progress and done % 200 == 0:
             progress(done, total)
-        if scope in sensitive and not store.keys.can_open(scope):
+        if not isinstance(outcome, Screening):
+            tally.unreadable += 1
+            continue
+        memory = Screened("memory", slug, title, scope, outcome)
+        tally.add(memory)
+        yield memory
+    for slug, title, scope, body_path, _ in held:
+        done += 1
+        if progress and done % 200 == 0:
+            progress(done, total)
+        if not store.keys.can_open(scope):
             tally.locked += 1
             continue
         try:
@@ -129,9 +155,7 @@ def screen_root(
         except (StoreError, OSError, ValueError):
             tally.unreadable += 1
             continue
-        front = doc.frontmatter
-        read = Item(title=front.title or title, body=doc.body, triggers=list(front.triggers), source=source or "")
-        memory = Screened("memory", slug, front.title or title, scope, screen(read))
+        memory = Screened("memory", slug, doc.frontmatter.title or title, scope, screened_doc(doc, body_path))
         tally.add(memory)
         yield memory
     if progress:

@@ -37,6 +37,10 @@ def test_the_wheel_holds_one_package_and_its_data(wheel):
     assert any(n.startswith("engram/migrations/") and n.endswith(".sql") for n in names)
     assert any(n.startswith("engram/themes/") and n.endswith(".toml") for n in names)
     assert "engram/tui/engram.tcss" in names
+    # every folder of Python code is in the wheel (a subpackage left out of pyproject's list works in a checkout)
+    folders = {p.parent.relative_to(REPO) for top in ("store", "tui") for p in (REPO / top).rglob("__init__.py")}
+    for folder in folders:
+        assert f"engram/{folder.as_posix()}/__init__.py" in names, folder
 
 
 def test_installed_in_a_fresh_venv_it_adds_only_engram(wheel, tmp_path, fixture_root):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import NamedTuple, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, TypeVar
 
 from engram.store.drift.scan import FileEntry, in_order, read_ahead
 from engram.store.errors import BadMemoryFile, StoreError
@@ -66,7 +66,10 @@ class Failed(NamedTuple):
     error: str
 
 
-T = TypeVar("T", Facts, IndexEntry)
+if TYPE_CHECKING:
+    from engram.store.screen import Screening
+
+T = TypeVar("T", Facts, IndexEntry, "Screening")  # what a check, a rebuild and the poisoning screen make of files
 Outcome: TypeAlias = T | Bad | Failed | None
 """What a file gave (its :class:`Facts` for a check, its :class:`IndexEntry` for a rebuild), or why it gave nothing;
 None: the file moved since the walk (memoryd's sweep), nothing to say."""
