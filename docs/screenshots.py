@@ -4,11 +4,14 @@ docs/cluster.svg, docs/calibration.svg and docs/reveal.svg (a console 132x36, th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual.worker import WorkerCancelled  # noqa: E402
 
 from engram.store.demo import build_demo  # noqa: E402
 from engram.store.service import Store  # noqa: E402
@@ -24,7 +27,8 @@ async def shoot(store: Store) -> None:
 
         async def settled() -> None:
             for _ in range(3):
-                await app.workers.wait_for_complete()
+                with contextlib.suppress(WorkerCancelled):  # an exclusive worker replaced by a newer one
+                    await app.workers.wait_for_complete()
                 await pilot.pause(0.3)
 
         await settled()

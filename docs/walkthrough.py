@@ -4,11 +4,14 @@ docs/triage.md shows (docs/walkthrough/*.svg), at 80x24 and, for the wide steps,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual.worker import WorkerCancelled  # noqa: E402
 
 from engram.store.demo import build_demo  # noqa: E402
 from engram.store.service import Store  # noqa: E402
@@ -21,8 +24,10 @@ SMALL = [
     ("01-queue", []),
     ("02-approve-a-secret", ["a"]),  # the demo's first proposal says a password: engram asks first
     ("03-redacted-and-approved", ["r"]),
-    ("04-approve", ["a"]),  # the second holds an access key: reject it
-    ("05-rejected-a-secret", ["x"]),
+    ("04-approve-quarantined", ["a"]),  # the second plants an access key: the screen put it in quarantine
+    ("05-rejected-a-secret", ["n", "R"]),
+    ("05a-reveal", ["x"]),  # the next hides an instruction in an HTML comment
+    ("05b-rejected-poisoned", ["escape", "space", "space", "space", "R", "y"]),  # space marks and moves down
     ("06-approve-plain", ["a"]),
     ("07-reject-with-a-reason", ["r", *"out of date", "enter"]),
     ("08-reject-at-once", ["R"]),
@@ -55,7 +60,8 @@ async def walk(store: Store, size: tuple[int, int], steps: list[tuple[str, list[
 
         async def settled() -> None:
             for _ in range(3):
-                await app.workers.wait_for_complete()
+                with contextlib.suppress(WorkerCancelled):  # an exclusive worker replaced by a newer one
+                    await app.workers.wait_for_complete()
                 await pilot.pause(0.3)
 
         await settled()

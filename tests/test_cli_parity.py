@@ -264,6 +264,10 @@ CLI_FOR = {
     "app.import": "import",
     "app.refresh": "stats",
     "queue.reveal": "screen",  # the findings and what was decoded: engram screen --json
+    "poison.quarantine": "quarantine",
+    "poison.release": "release",
+    "poison.reveal": "screen",
+    "poison.rescreen": "screen",
 }
 CONSOLE_ONLY = re.compile(
     r"^(app\.(quit|help|palette|lock|pane\..*)|.*\.(up|down|top|bottom|next_page|prev_page|back|left|right|"

@@ -36,6 +36,7 @@ PANES = {
     "graph": ("5",),
     "audit": ("6",),
     "scopes": ("7", "down", "down", "down"),
+    "poison": ("8",),
 }
 SIZES = pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 

@@ -99,6 +99,14 @@ SCOPES_ACTIONS = (
     *list_moves("scopes", "Top", "Bottom"),
 )
 
+POISON_ACTIONS = (
+    Action("poison.quarantine", "Q", "quarantine", "Quarantine"),
+    Action("poison.release", "U", "release", "Release"),
+    Action("poison.reveal", "x", "reveal", "Reveal"),
+    Action("poison.rescreen", "c", "rescreen", "Screen again"),
+    *list_moves("poison", "Top", "Bottom"),
+)
+
 SUPERSEDES_ACTIONS = (
     Action("supersedes.confirm", "c", "confirm", "Confirm"),
     Action("supersedes.reject", "x", "reject", "Reject"),

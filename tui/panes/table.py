@@ -15,6 +15,7 @@ from engram.tui.keymap import (
     DIALOG_ACTIONS,
     GRAPH_ACTIONS,
     LIST_ACTIONS,
+    POISON_ACTIONS,
     QUEUE_ACTIONS,
     SCOPES_ACTIONS,
     SEARCH_ACTIONS,
@@ -59,6 +60,7 @@ PANES = (
     Pane("graph", "Graph", "GraphPane", "#entities", GRAPH_ACTIONS),
     Pane("audit", "Audit", "AuditPane", "#audit-lines", AUDIT_ACTIONS),
     Pane("scopes", "Scopes", "ScopesPane", "#scope-list", SCOPES_ACTIONS),
+    Pane("poison", "Poison", "PoisonPane", "#poison-list", POISON_ACTIONS),
 )
 BY_ID = {pane.id: pane for pane in PANES}
 
