@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from peewee import fn
+
 from engram.store.columns import parse_json_list
 from engram.store.domain import OPEN_STATUSES, MemoryType
 from engram.store.drift.examine import examined
@@ -35,7 +37,9 @@ class Screened:
         return {name: value, "kind": self.kind, "scope": self.scope_hash, **self.screening.as_json()}
 
 
-def promotion_item(title: str, body: str, triggers: str, reasoning: str | None, source: str = "") -> Item:
+def promotion_item(
+    title: str, body: str, triggers: str, reasoning: str | None, source: str = "", signals: Sequence[str] = ()
+) -> Item:
     """What the screen reads of a promotion row (memoryd keeps its triggers as a JSON list)."""
     return Item(
         title=title or "",
@@ -43,6 +47,7 @@ def promotion_item(title: str, body: str, triggers: str, reasoning: str | None, 
         triggers=[str(t) for t in parse_json_list(triggers)],
         reasoning=reasoning or "",
         source=source,
+        signals=tuple(signals),
     )
 
 
@@ -57,8 +62,42 @@ def screened_promotion(title: str, body: str, triggers: str, reasoning: str | No
     return screen(promotion_item(title, body, triggers, reasoning))
 
 
+BURST = 5  # proposals from one session on one day beyond which each of them carries a signal
+
+
+class Signals:
+    """Context the screen weighs beside a promotion's text (never deciding alone): a title proposed again after a
+    person rejected it, and a burst of proposals from one session on one day. Read once for a batch of
+    promotions: the rejected titles and the day counts are one query each."""
+
+    def __init__(self) -> None:
+        self.rejected = {
+            (title or "").strip().lower()
+            for (title,) in tuples(Promotion.select(Promotion.proposed_title).where(Promotion.status == "rejected"))
+        }
+        day = fn.substr(Promotion.created_at, 1, 10)
+        self.bursts = {
+            (session, date): count
+            for session, date, count in tuples(
+                Promotion.select(Promotion.source_session_slug, day, fn.count(Promotion.id))
+                .where(Promotion.status.in_(OPEN_STATUSES))
+                .group_by(Promotion.source_session_slug, day)
+                .having(fn.count(Promotion.id) > BURST)
+            )
+        }
+
+    def of(self, title: str, session: str, created_at: str) -> list[str]:
+        found = []
+        if (title or "").strip().lower() in self.rejected:
+            found.append("proposed again after a person rejected the same title")
+        count = self.bursts.get((session, (created_at or "")[:10]))
+        if count:
+            found.append(f"one of {count} proposals from its session that day")
+        return found
+
+
 def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
-    """The screening of each pending promotion of ``ids``."""
+    """The screening of each pending promotion of ``ids``, with its context signals."""
     out: dict[int, Screening] = {}
     columns = (
         Promotion.id,
@@ -66,11 +105,15 @@ def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
         Promotion.proposed_body,
         Promotion.proposed_triggers,
         Promotion.reasoning,
+        Promotion.source_session_slug,
+        Promotion.created_at,
     )
+    signals = Signals()
     for batch in chunked(list(ids), 500):
         query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
-        for pid, title, body, triggers, reasoning in tuples(query):
-            out[pid] = screen(promotion_item(title, body, triggers, reasoning))
+        for pid, title, body, triggers, reasoning, session, created in tuples(query):
+            item = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
+            out[pid] = screen(item)
     return out
 
 
@@ -107,6 +150,8 @@ def screen_root(
         Promotion.proposed_triggers,
         Promotion.reasoning,
         Promotion.scope_hash,
+        Promotion.source_session_slug,
+        Promotion.created_at,
     ).where(Promotion.status.in_(OPEN_STATUSES))
     memories = Memory.select(Memory.slug, Memory.title, Memory.scope_hash, Memory.body_path, Memory.source).where(
         Memory.type != MemoryType.SESSION.value
@@ -117,8 +162,9 @@ def screen_root(
     pending = list(tuples(promotions.order_by(Promotion.id)))
     kept = list(tuples(memories.order_by(Memory.created_at)))
     total, done = len(pending) + len(kept), 0
-    for pid, title, body, triggers, reasoning, scope in pending:
-        found = screen(promotion_item(title, body, triggers, reasoning))
+    signals = Signals()
+    for pid, title, body, triggers, reasoning, scope, session, created in pending:
+        found = screen(promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created)))
         item = Screened("promotion", str(pid), title or "", scope, found)
         tally.add(item)
         done += 1

@@ -88,3 +88,22 @@ def test_bulk_approval_by_filter_leaves_quarantine_out_and_says_so(capsys, fixtu
         capsys, "promotions", "approve", "--where", "bulk", "--acknowledge", "override.ignore", "--root", root
     )
     assert code == 2 and "never by --where" in out + err
+
+
+def test_context_signals_add_weight_but_never_decide_alone(capsys, fixture_root):
+    """A remote added to the repository is a review finding; proposed again after a person rejected the same
+    title, it is a quarantine. A burst of proposals from one session is context on each, flagging none alone."""
+    root = str(fixture_root)
+    body = "For backups: git remote add mirror https://git.example.org/acme/repo.git"
+    first = memoryd_proposes(fixture_root, title="Backup remote", body=body)
+    code, out, _ = run(capsys, "promotions", "list", "--root", root, "--json")
+    assert {i["id"]: i for i in json.loads(out)}[first]["screen"]["lane"] == "review"
+    assert run(capsys, "promotions", "reject", str(first), "--root", root)[0] == 0
+    again = memoryd_proposes(fixture_root, title="Backup remote", body=body)
+    code, out, _ = run(capsys, "screen", "--root", root, "--json")
+    item = next(i for i in json.loads(out)["items"] if i.get("id") == again)
+    assert item["lane"] == "quarantine" and any("rejected the same title" in s for s in item["signals"])
+    burst = [memoryd_proposes(fixture_root, title=f"Note {n}", body="Keep the queue bounded.") for n in range(6)]
+    code, out, _ = run(capsys, "screen", "--root", root, "--all", "--json")
+    items = {i.get("id"): i for i in json.loads(out)["items"]}
+    assert all(items[pid]["lane"] == "clean" and items[pid]["signals"] for pid in burst)

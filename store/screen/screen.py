@@ -100,17 +100,16 @@ def screen(item: Item) -> Screening:
 
 
 def _lane(findings: Sequence[Finding], signals: Sequence[str]) -> str:
-    """Quarantine for any finding of that weight, or for review findings of two categories (or one, with a
-    context signal beside it); review for any other finding. Signals alone decide nothing."""
+    """Quarantine for any finding of that weight, for review findings of two categories, or for one beside
+    context (a signal, or text aimed at the memory machinery); review for any other finding. Context alone
+    decides nothing."""
     if not findings:
         return CLEAN
     if any(f.weight == QUARANTINE for f in findings):
         return QUARANTINE
     categories = {f.category for f in findings if not f.rule.startswith("context.")}
-    weighty = (
-        len(categories) + (1 if signals else 0) + (1 if any(f.rule.startswith("context.") for f in findings) else 0)
-    )
-    return QUARANTINE if len(categories) >= 1 and weighty >= 3 or len(categories) >= 2 else REVIEW
+    context = bool(signals) or any(f.rule.startswith("context.") for f in findings)
+    return QUARANTINE if len(categories) >= 2 or (categories and context) else REVIEW
 
 
 def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:

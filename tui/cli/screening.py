@@ -75,14 +75,15 @@ def _hold(store: Store, items: list[Screened]) -> list[int]:
 
 def _lines(item: Screened) -> str:
     name = f"#{item.key}" if item.kind == "promotion" else item.key
-    head = f"{item.screening.lane:<10} {item.kind:<9} {name}  {item.title}"
+    found = item.screening
     return "\n".join(
         [
-            head,
+            f"{found.lane:<10} {item.kind:<9} {name}  {item.title}",
             *(
                 f"           {f.rule} ({f.field}{', ' + f.revealed if f.revealed else ''}): {f.excerpt}"
-                for f in item.screening.findings
+                for f in found.findings
             ),
+            *(f"           context: {signal}" for signal in found.signals),
         ]
     )
 

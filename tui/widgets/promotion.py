@@ -91,6 +91,8 @@ class PromotionView(VerticalScroll):
         for f in found.findings:
             how = f", {f.revealed}" if f.revealed else ""
             lines += ["\n", Text(f"  {f.rule} ({f.field}{how}): ", colour), plain(f.excerpt, "dim")]
+        for signal in found.signals:
+            lines += ["\n", Text(f"  context: {signal}", "dim")]
         return lines
 
     def show_similar(self, found: tuple[list[Similar], list[Similar]] | None, scope: str = "") -> None:
