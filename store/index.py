@@ -375,6 +375,18 @@ class QuarantinedMemory(_Own):
         table_name = "engram_quarantine"
 
 
+class AllowedHost(_Own):
+    """A host a person trusts (migration 111): a poisoning finding whose addresses are all such hosts is lowered
+    to review."""
+
+    host = TextField(primary_key=True)
+    added_at = TextField()
+    note = TextField(null=True)
+
+    class Meta:
+        table_name = "engram_allowlist"
+
+
 MODELS = (
     Memory,
     Trigger,
@@ -398,6 +410,7 @@ MODELS = (
     KeyVerifier,
     SealedPromotion,
     QuarantinedMemory,
+    AllowedHost,
 )
 
 ENGRAM_DB = "engram.db"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from peewee import fn
 
+from engram.store.allowlist import allowed_hosts
 from engram.store.columns import parse_json_list
 from engram.store.domain import OPEN_STATUSES, MemoryType
 from engram.store.drift.examine import examined
@@ -18,6 +19,7 @@ from engram.store.errors import StoreError
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, Promotion, tuples
 from engram.store.screen import Item, Screening, screen
+from engram.store.screen.screen import relaxed
 from engram.store.service import Store, chunked
 
 
@@ -97,7 +99,7 @@ class Signals:
 
 
 def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
-    """The screening of each pending promotion of ``ids``, with its context signals."""
+    """The screening of each pending promotion of ``ids``, with its context signals and the allowlist."""
     out: dict[int, Screening] = {}
     columns = (
         Promotion.id,
@@ -108,12 +110,12 @@ def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
         Promotion.source_session_slug,
         Promotion.created_at,
     )
-    signals = Signals()
+    signals, allowed = Signals(), allowed_hosts(store)
     for batch in chunked(list(ids), 500):
         query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
         for pid, title, body, triggers, reasoning, session, created in tuples(query):
             item = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
-            out[pid] = screen(item)
+            out[pid] = screen(item, allowed)
     return out
 
 
@@ -162,10 +164,10 @@ def screen_root(
     pending = list(tuples(promotions.order_by(Promotion.id)))
     kept = list(tuples(memories.order_by(Memory.created_at)))
     total, done = len(pending) + len(kept), 0
-    signals = Signals()
+    signals, allowed = Signals(), allowed_hosts(store)
     for pid, title, body, triggers, reasoning, scope, session, created in pending:
-        found = screen(promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created)))
-        item = Screened("promotion", str(pid), title or "", scope, found)
+        read = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
+        item = Screened("promotion", str(pid), title or "", scope, screen(read, allowed))
         tally.add(item)
         done += 1
         if progress and done % 200 == 0:
@@ -186,7 +188,7 @@ def screen_root(
         if not isinstance(outcome, Screening):
             tally.unreadable += 1
             continue
-        memory = Screened("memory", slug, title, scope, outcome)
+        memory = Screened("memory", slug, title, scope, relaxed(outcome, allowed))
         tally.add(memory)
         yield memory
     for slug, title, scope, body_path, _ in held:
@@ -201,7 +203,8 @@ def screen_root(
         except (StoreError, OSError, ValueError):
             tally.unreadable += 1
             continue
-        memory = Screened("memory", slug, doc.frontmatter.title or title, scope, screened_doc(doc, body_path))
+        found = relaxed(screened_doc(doc, body_path), allowed)
+        memory = Screened("memory", slug, doc.frontmatter.title or title, scope, found)
         tally.add(memory)
         yield memory
     if progress:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from helpers import events
 from memoryd_emulation import memoryd_approve, memoryd_proposes
 
 from engram.tui.cli import main
@@ -107,3 +108,24 @@ def test_context_signals_add_weight_but_never_decide_alone(capsys, fixture_root)
     code, out, _ = run(capsys, "screen", "--root", root, "--all", "--json")
     items = {i.get("id"): i for i in json.loads(out)["items"]}
     assert all(items[pid]["lane"] == "clean" and items[pid]["signals"] for pid in burst)
+
+
+def test_a_trusted_host_lowers_a_finding_to_review_and_never_hides_it(capsys, fixture_root):
+    root = str(fixture_root)
+    pid = memoryd_proposes(
+        fixture_root, title="Mirror", body="pip install utils --extra-index-url https://pypi.corp.example.com/simple"
+    )
+
+    def lane() -> str:
+        run(capsys, "promotions", "list", "--root", root, "--json")  # (drains the listing above)
+        code, out, _ = run(capsys, "screen", "--root", root, "--all", "--json")
+        return next(i for i in json.loads(out)["items"] if i.get("id") == pid)["lane"]
+
+    assert lane() == "quarantine"
+    assert run(capsys, "allow", "example.com", "--note", "our mirror", "--root", root)[0] == 0
+    assert lane() == "review"  # still shown, with its findings
+    assert run(capsys, "allow", "example.com", "--root", root)[0] == 1  # already there
+    assert run(capsys, "allow", "not a host", "--root", root)[0] == 2
+    assert run(capsys, "disallow", "example.com", "--root", root)[0] == 0
+    assert lane() == "quarantine"
+    assert [e["event_type"] for e in events(fixture_root)[-2:]] == ["allowlist_added", "allowlist_removed"]

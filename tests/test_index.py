@@ -47,6 +47,7 @@ ENGRAM_MIGRATIONS = [
     "108_engram_sealed_promotions.sql",
     "109_engram_snooze.sql",
     "110_engram_quarantine.sql",
+    "111_engram_allowlist.sql",
 ]
 
 

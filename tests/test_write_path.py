@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engram.store import decay, graph, memories, promotions, quarantine
+from engram.store import allowlist, decay, graph, memories, promotions, quarantine
 from engram.store.audit import ops as audit_ops
 from engram.store.audit.ops import repair_log
 from engram.store.calibration import set_thresholds
@@ -15,7 +15,7 @@ from engram.store.domain import DecayState, MemoryType
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.errors import Conflict, UnsafePath
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse
-from engram.store.index import Memory, Promotion, QuarantinedMemory, SupersedesChain
+from engram.store.index import AllowedHost, Memory, Promotion, QuarantinedMemory, SupersedesChain
 from engram.store.scopes import set_label
 from engram.store.sensitive.binding import bind_files
 from engram.store.sensitive.grants import issue_grant, revoke_grant
@@ -93,6 +93,8 @@ MUTATIONS = {
     "quarantine.quarantine": ("memory_quarantined", lambda s: quarantine.quarantine(s, a_plain_memory().slug, [])),
     "quarantine.release": ("memory_released", lambda s: _held_then_released(s)),
     "quarantine.hold_promotion": ("promotion_quarantined", lambda s: quarantine.hold_promotion(s, pending_id(), [])),
+    "allowlist.allow": ("allowlist_added", lambda s: allowlist.allow(s, "pkgs.example.com")),
+    "allowlist.disallow": ("allowlist_removed", lambda s: _allowed_then_disallowed(s)),
     "memories.add_supersede": (
         "supersede_added",
         lambda s: memories.add_supersede(
@@ -273,9 +275,16 @@ NOT_ONE_EVENT = {
     "calibration.decisions": "reads only",
     "screening.screen_root": "reads only",
     "quarantine.held_memories": "reads only",
+    "allowlist.allowed_hosts": "reads only",
     "quarantine.hold_quarantined": "one hold_promotion event per promotion held",
     "screening.pending_screens": "reads only",
 }
+
+
+def _allowed_then_disallowed(store: object) -> None:
+    """Disallowing needs a host on the list: engram.db's row is written directly (no event of its own)."""
+    AllowedHost.insert(host="pkgs.example.com", added_at="2026-12-01T00:00:00+00:00").execute()
+    allowlist.disallow(store, "pkgs.example.com")  # type: ignore[arg-type]
 
 
 def _held_then_released(store: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engram.store.screen import reveal
 from engram.store.screen.gates import Branches, first
@@ -84,13 +84,14 @@ class Screening:
         return {"lane": self.lane, "findings": [f.as_json() for f in self.findings], "signals": list(self.signals)}
 
 
-def screen(item: Item) -> Screening:
-    """The lane of ``item`` and every finding that put it there."""
+def screen(item: Item, allowed: frozenset[str] = frozenset()) -> Screening:
+    """The lane of ``item`` and every finding that put it there. A finding about addresses that are all on
+    ``allowed`` (hosts a person trusts, and their subdomains) is lowered to review, never dropped."""
     fields = {"title": item.title, "triggers": "\n".join(item.triggers), "body": item.body, "reasoning": item.reasoning}
     findings: dict[tuple[str, str], Finding] = {}
     for name, text in fields.items():
         if text:
-            for finding in _read(text, name, "", DEPTH):
+            for finding in _read(text, name, "", DEPTH, allowed):
                 findings.setdefault((finding.rule, finding.field), finding)
     signals = list(item.signals)
     if item.source and any(word in item.source.lower() for word in UNTRUSTED_SOURCES):
@@ -112,7 +113,7 @@ def _lane(findings: Sequence[Finding], signals: Sequence[str]) -> str:
     return QUARANTINE if len(categories) >= 2 or (categories and context) else REVIEW
 
 
-def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
+def _read(text: str, name: str, how: str, depth: int, allowed: frozenset[str] = frozenset()) -> Iterable[Finding]:
     """Findings in ``text`` of field ``name`` (``how`` it was uncovered, "" when written plainly), then in what
     it hides, ``depth`` levels down."""
     yield from _hidden(text, name)
@@ -124,10 +125,12 @@ def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
         for rule, match in _matches(view, active, seen):
             if not _innocent(rule, view, match):
                 seen.add(rule.id)
-                yield Finding(rule.id, rule.category, name, _excerpt(view, match), how, rule.weight)
+                weight = _allowed(rule.category, rule.weight, _line(view, match), allowed)
+                yield Finding(rule.id, rule.category, name, _excerpt(view, match), how, weight)
         for together, sentence in _together(view, active, seen):
             seen.add(together.id)
-            yield Finding(together.id, together.category, name, _cut(sentence), how, together.weight)
+            weight = _allowed(together.category, together.weight, sentence, allowed)
+            yield Finding(together.id, together.category, name, _cut(sentence), how, weight)
     yield from _planted(text, views, name, how)
     squats = {squat for view in views for squat in typosquats(view)}
     for squat in sorted(squats)[:1]:
@@ -136,7 +139,7 @@ def _read(text: str, name: str, how: str, depth: int) -> Iterable[Finding]:
         turns = frozenset(t for t in reveal.TURNS if t not in how)  # a line turned is not turned back
         for hidden in reveal.uncovered(reveal.unhidden(text), turns=turns):
             label = hidden.how if not how else f"{how}, then {hidden.how}"
-            inner = list(_read(hidden.text, name, label, depth - 1))
+            inner = list(_read(hidden.text, name, label, depth - 1, allowed))
             yield from inner
             if inner or hidden.suspicious:  # hiding an attack (or hiding text at all, where it has no other use)
                 yield Finding(_hiding_rule(hidden), "hidden", name, _cut(hidden.text), label, QUARANTINE)
@@ -170,6 +173,34 @@ def _together(view: str, active: set[int], skip: set[str]) -> Iterable[tuple[Tog
             if all(first(part, active, sentence) for part in parts):
                 yield rule, sentence
                 break
+
+
+URL_HOST = re.compile(r"\b(?:https?|ftp|s3|git)://([a-z0-9.-]+)|\b[\w.+-]+@([a-z0-9-]+(?:\.[a-z0-9-]+)+)")
+ABOUT_HOSTS = frozenset({"command", "supply_chain", "exfiltration"})
+
+
+def _allowed(category: str, weight: str, text: str, allowed: frozenset[str]) -> str:
+    """``weight``, lowered to review when every address in ``text`` is a trusted host (or under one)."""
+    if weight != QUARANTINE or not allowed or category not in ABOUT_HOSTS:
+        return weight
+    hosts = {a or b for a, b in URL_HOST.findall(text)}
+    trusted = all(any(h == t or h.endswith("." + t) for t in allowed) for h in hosts)
+    return REVIEW if hosts and trusted else weight
+
+
+def _line(view: str, match: re.Match[str]) -> str:
+    """The line of ``view`` the match is on (the addresses an allowlist judges are on it, not always in it)."""
+    end = view.find("\n", match.end())
+    return view[view.rfind("\n", 0, match.start()) + 1 : end if end >= 0 else len(view)]
+
+
+def relaxed(found: Screening, allowed: frozenset[str]) -> Screening:
+    """``found`` with the allowlist applied afterwards, by the addresses in each finding's excerpt (for a screen
+    made where the allowlist was not at hand: a worker process)."""
+    if not allowed or found.lane == CLEAN:
+        return found
+    findings = tuple(replace(f, weight=_allowed(f.category, f.weight, f.excerpt, allowed)) for f in found.findings)
+    return Screening(_lane(findings, found.signals), findings, found.signals)
 
 
 def _hiding_rule(hidden: reveal.Uncovered) -> str:

@@ -36,7 +36,11 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         action="store_true",
         help="also hold pending promotions in quarantine out of memoryd's reach until a person decides them (audited)",
     )
-    return {"screen": _screen, **add_quarantine_commands(sub, common, report)}
+    return {
+        "screen": _screen,
+        **add_quarantine_commands(sub, common, report),
+        **add_allowlist_commands(sub, common, report),
+    }
 
 
 def _screen(args: argparse.Namespace) -> int:
@@ -127,4 +131,45 @@ def _quarantined(args: argparse.Namespace) -> int:
         held = held_memories(store)
     text = "\n".join(f"{h.at[:16]}  {h.slug}  (was {h.was}; {', '.join(h.rules) or 'by hand'})" for h in held)
     emit(args, [asdict(h) for h in held], text or "no memory is in engram's quarantine")
+    return EXIT_OK
+
+
+def add_allowlist_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
+    allowing = sub.add_parser(
+        "allow",
+        parents=[common, report],
+        help="trust a host: poisoning findings whose addresses are all trusted hosts go to review, not quarantine",
+    )
+    allowing.add_argument("host", metavar="HOST", help="a host name (its subdomains are trusted too)")
+    allowing.add_argument("--note", help="why (kept beside it)")
+    disallowing = sub.add_parser("disallow", parents=[common, report], help="stop trusting a host")
+    disallowing.add_argument("host", metavar="HOST")
+    sub.add_parser("allowed", parents=[common, report], help="list the hosts the poisoning screen trusts")
+    return {"allow": _allow, "disallow": _disallow, "allowed": _allowed}
+
+
+def _allow(args: argparse.Namespace) -> int:
+    from engram.store.allowlist import allow
+
+    with open_store(args) as store:
+        host = allow(store, args.host, args.note)
+    emit(args, {"host": host}, f"allowed {host} (and its subdomains): findings about it go to review")
+    return EXIT_OK
+
+
+def _disallow(args: argparse.Namespace) -> int:
+    from engram.store.allowlist import disallow
+
+    with open_store(args) as store:
+        host = disallow(store, args.host)
+    emit(args, {"host": host}, f"{host} is no longer trusted")
+    return EXIT_OK
+
+
+def _allowed(args: argparse.Namespace) -> int:
+    from engram.store.allowlist import allowed_hosts
+
+    with open_store(args) as store:
+        hosts = sorted(allowed_hosts(store))
+    emit(args, hosts, "\n".join(hosts) or "no host is on the allowlist")
     return EXIT_OK
