@@ -105,10 +105,16 @@ def add_quarantine_commands(sub: Subparsers, common: Parser, report: Parser) -> 
     return {"quarantine": _quarantine, "release": _release, "quarantined": _quarantined}
 
 
+def _with_key_for(args: argparse.Namespace) -> Store:
+    """The store, with the key of memory ``args.slug``'s scope asked for when it is sensitive (its file is
+    rewritten)."""
+    return open_with_key(args, lambda store: store.memory(args.slug).scope_hash in store.sensitive_scopes())
+
+
 def _quarantine(args: argparse.Namespace) -> int:
     from engram.store.quarantine import quarantine
 
-    with open_with_key(args, lambda store: store.memory(args.slug).scope_hash in store.sensitive_scopes()) as store:
+    with _with_key_for(args) as store:
         held = quarantine(store, args.slug)
     said = f" ({', '.join(held.rules)})" if held.rules else ""
     emit(args, asdict(held), f"quarantined {held.slug}{said}: memoryd no longer injects or finds it")
@@ -118,7 +124,7 @@ def _quarantine(args: argparse.Namespace) -> int:
 def _release(args: argparse.Namespace) -> int:
     from engram.store.quarantine import release
 
-    with open_with_key(args, lambda store: store.memory(args.slug).scope_hash in store.sensitive_scopes()) as store:
+    with _with_key_for(args) as store:
         state = release(store, args.slug)
     emit(args, {"slug": args.slug, "state": state}, f"released {args.slug}: {state} again")
     return EXIT_OK
