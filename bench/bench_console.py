@@ -114,8 +114,10 @@ async def on_screen(root: Path) -> tuple[list[float], list[float]]:
         with Store.open(root, keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
             app = EngramApp(store)
             async with app.run_test(size=(200, 50)) as pilot:
+                await pilot.press("2")  # a pane is built when first shown
+                while not app.query(SearchPane):
+                    await pilot.pause(0.01)
                 pane = app.query_one(SearchPane)
-                await pilot.press("2")
                 while pane.index is None:
                     await pilot.pause(0.01)
                 runs = []
