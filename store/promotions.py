@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -22,10 +22,11 @@ from engram.store.domain import OPEN_STATUSES, DecayState, MemoryType, Promotion
 from engram.store.errors import BadInput, Conflict, NotFound, Quarantined, StoreError
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
-from engram.store.screen import Item, Screening, screen
-from engram.store.screen.rules import QUARANTINE
 from engram.store.sensitive import keyproof
 from engram.store.service import Change, Store
+
+if TYPE_CHECKING:
+    from engram.store.screen import Screening
 
 DURA_KEYS = ("D", "U", "R", "A")
 
@@ -244,17 +245,20 @@ def approve(
     acknowledged, never the text."""
     promotion = _pending(store, promotion_id)
     found = screen_edited(promotion, edits)
-    if found.lane == QUARANTINE and not set(found.rules) <= set(acknowledged):
+    if found.lane == "quarantine" and not set(found.rules) <= set(acknowledged):
         raise Quarantined(
             f"#{promotion_id} is in quarantine ({', '.join(found.rules)}): acknowledge each finding to approve it",
             found.rules,
         )
-    heard = found.rules if found.lane == QUARANTINE else []
+    heard = found.rules if found.lane == "quarantine" else []
     return write_promoted(store, promotion, "promotion_approved", edits, redact_secrets, acknowledged=heard)
 
 
 def screen_edited(promotion: Promotion, edits: Edits = Edits()) -> Screening:
-    """The screen of the memory ``promotion`` would become with ``edits``."""
+    """The screen of the memory ``promotion`` would become with ``edits`` (the screen's rules are compiled on
+    first use: every command that imports this module does not pay for them)."""
+    from engram.store.screen import Item, screen
+
     title = edits.title if edits.title is not None else promotion.proposed_title
     body = edits.body if edits.body is not None else promotion.proposed_body
     triggers = edits.triggers if edits.triggers is not None else proposed_triggers(promotion)

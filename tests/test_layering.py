@@ -39,6 +39,11 @@ def test_the_cli_starts_without_textual():
     assert "textual" not in loaded_after("import engram.tui.cli")
 
 
+def test_the_command_line_compiles_the_poisoning_screen_only_for_a_command_that_screens():
+    """Its rules take a tenth of a second to compile: ``engram ls`` or ``engram search`` must not wait for them."""
+    assert "engram.store.screen" not in loaded_after("import engram.tui.cli as c; c._parser()")
+
+
 def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_root):
     """What the console's first frame runs (the command line, the app, the queue pane, the root opened and the
     queue's first page read) imports none of what later work needs: numpy and rapidfuzz (search, the audit

@@ -9,15 +9,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.store import promotions
 from engram.store.domain import MemoryType
 from engram.store.errors import BadInput, StoreError
 from engram.store.external_edit import edit_in_editor
 from engram.store.queue import QueueItem, pending_findings, pending_queue, promotion_detail, queue_query
-from engram.store.screen import Screening
-from engram.store.screening import pending_screens
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
 from engram.store.snooze import FORMS as SNOOZE_FORMS
@@ -35,6 +33,9 @@ from engram.tui.cli.common import (
     open_with_key,
 )
 from engram.tui.completion import complete_pending
+
+if TYPE_CHECKING:
+    from engram.store.screen import Screening
 
 ACK_HELP = (
     "comma-separated rule ids of the poisoning screen's findings you have read (engram screen, or promotions list): "
@@ -99,6 +100,9 @@ def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         items = pending_queue(store, args.sort, queue_query(args.filter))
         flagged = pending_findings(store, [i.id for i in items])
+        from engram.store.screen import Screening
+        from engram.store.screening import pending_screens  # the screen's rules: compiled when asked for
+
         screened = pending_screens(store, [i.id for i in items])
     clean = Screening("clean")
     emit(
@@ -239,6 +243,8 @@ def _acknowledged(args: argparse.Namespace) -> list[str]:
 
 def _quarantined(store: Store, items: Sequence[QueueItem]) -> dict[int, list[str]]:
     """The items of ``items`` the poisoning screen puts in quarantine, with their findings' rule ids."""
+    from engram.store.screening import pending_screens
+
     screened = pending_screens(store, [i.id for i in items])
     return {pid: found.rules for pid, found in screened.items() if found.lane == "quarantine"}
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-from engram.store.screening import Screened, Tally, screen_root
 from engram.store.service import Store
 from engram.tui.cli.common import (
     EXIT_FINDING,
@@ -21,6 +21,9 @@ from engram.tui.cli.common import (
     open_with_key,
 )
 from engram.tui.cli_progress import cli_progress
+
+if TYPE_CHECKING:
+    from engram.store.screening import Screened
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -44,6 +47,8 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 
 def _screen(args: argparse.Namespace) -> int:
+    from engram.store.screening import Tally, screen_root  # the screen's rules: compiled when asked for
+
     tally = Tally()
     with open_with_key(args, lambda store: bool(store.sensitive_scopes())) as store:
         with cli_progress("screening") as advance:
