@@ -1,5 +1,6 @@
-"""What memoryd's own code would hand an agent from a root: run it with memoryd's venv and source (see
-../shared/peers/memoryd/README.md), never from the test suite (a fresh machine has no memoryd).
+"""What memoryd's own code would hand an agent from a root: run it with a Python that has memoryd's package on its
+path (its source is the public repository EthanQC/memory-system, under memoryd/src; it needs pydantic, pyyaml,
+cryptography, keyring and networkx), never from the test suite (a fresh machine has no memoryd).
 
     python tests/peers/memoryd_reach.py ROOT memory SLUG WORD   # injected at session start? found by its search?
     python tests/peers/memoryd_reach.py ROOT promotion ID       # in the session-start grey zone? in its pending list?
