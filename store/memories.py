@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict, NotFound
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, SupersedesChain
-from engram.store.service import Change, Store
+from engram.store.service import Change, FileWrite, Store
 
 
 def create_memory(store: Store, doc: MemoryDoc) -> str:
@@ -69,29 +71,48 @@ def edit_memory(
     )
 
 
+@dataclass(frozen=True)
+class StateChange:
+    """A memory's file rewritten with another decay state: what :class:`Change` needs to apply it, and the state
+    it had. Set here once for the decay pane, engram's quarantine and its release."""
+
+    before: str  # the frontmatter's state until now
+    doc: MemoryDoc  # the new content
+    write: FileWrite
+    removal: str  # the old file, when the write puts it elsewhere (an encrypted or moved one)
+
+    @property
+    def scope_hash(self) -> str:
+        return self.doc.frontmatter.scope_hash
+
+
+def with_state(store: Store, slug: str, state: DecayState) -> StateChange:
+    """Memory ``slug``'s file as it would be with decay ``state`` (nothing written yet)."""
+    rel = store.safe_relpath(store.memory(slug).body_path)
+    doc = store.read_doc(rel)
+    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=state), body=doc.body)
+    return StateChange(doc.frontmatter.decay_state.value, new_doc, store.rewrite(rel, new_doc), rel)
+
+
 def set_decay(store: Store, slug: str, state: DecayState) -> None:
     """Set a memory's decay state in the index and (unlike memoryd) in its frontmatter, so rebuilds keep it."""
     row = store.memory(slug)
-    rel = store.safe_relpath(row.body_path)
-    doc = store.read_doc(rel)
-    if row.decay_state == state.value and doc.frontmatter.decay_state == state:
+    change = with_state(store, slug, state)
+    if row.decay_state == state.value and change.before == state.value:
         return
-    fm = doc.frontmatter.replace(decay_state=state)
-    new_doc = MemoryDoc(frontmatter=fm, body=doc.body)
-    write = store.rewrite(rel, new_doc)
 
     def index_update() -> None:
-        store.upsert_memory_row(new_doc, write.relpath)
+        store.upsert_memory_row(change.doc, change.write.relpath)
 
     store.apply(
         Change(
             "decay_changed",
             slug,
-            fm.scope_hash,
+            change.scope_hash,
             {"from": row.decay_state, "to": state.value},
-            writes=[write],
+            writes=[change.write],
             index_update=index_update,
-            removals=[rel],
+            removals=[change.removal],
         )
     )
 

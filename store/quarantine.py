@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from engram.store.domain import DecayState, PromotionStatus
 from engram.store.errors import Conflict
-from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Promotion, QuarantinedMemory
+from engram.store.memories import with_state
 from engram.store.service import Change, Store
 
 if TYPE_CHECKING:
@@ -39,32 +39,26 @@ def quarantine(store: Store, slug: str, rules: list[str] | None = None) -> Held:
     it now (none, for a memory a person quarantines on their own judgement)."""
     if store.index.has(QuarantinedMemory) and QuarantinedMemory.get_or_none(QuarantinedMemory.slug == slug):
         raise Conflict(f"{slug} is already in quarantine (engram release {slug} brings it back)")
-    row = store.memory(slug)
-    rel = store.safe_relpath(row.body_path)
-    doc = store.read_doc(rel)
+    change = with_state(store, slug, DecayState.SOFT_FORGOTTEN)
     if rules is None:
-        from engram.store.screen import Item, screen  # its rules compile on first use
+        from engram.store.screening import screened_doc  # the screen's rules compile on first use
 
-        found = screen(Item(title=doc.frontmatter.title, body=doc.body, triggers=list(doc.frontmatter.triggers)))
-        rules = found.rules
-    was = doc.frontmatter.decay_state.value
-    held = Held(slug, was, rules, store.now().isoformat())
-    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=DecayState.SOFT_FORGOTTEN), body=doc.body)
-    write = store.rewrite(rel, new_doc)
+        rules = screened_doc(change.doc, change.removal).rules
+    held = Held(slug, change.before, rules, store.now().isoformat())
 
     def index_update() -> None:
-        store.upsert_memory_row(new_doc, write.relpath)  # the decay state with it (as set_decay)
-        QuarantinedMemory.insert(slug=slug, was=was, rules=json.dumps(rules), at=held.at).execute()
+        store.upsert_memory_row(change.doc, change.write.relpath)  # the decay state with it (as set_decay)
+        QuarantinedMemory.insert(slug=slug, was=held.was, rules=json.dumps(rules), at=held.at).execute()
 
     store.apply(
         Change(
             "memory_quarantined",
             slug,
-            doc.frontmatter.scope_hash,
-            {"from": was, "rules": rules},
-            writes=[write],
+            change.scope_hash,
+            {"from": held.was, "rules": rules},
+            writes=[change.write],
             index_update=index_update,
-            removals=[rel],
+            removals=[change.removal],
         )
     )
     return held
@@ -78,26 +72,22 @@ def release(store: Store, slug: str) -> str:
     )
     if record is None:
         raise Conflict(f"{slug} is not in engram's quarantine")
-    row = store.memory(slug)
-    rel = store.safe_relpath(row.body_path)
-    doc = store.read_doc(rel)
     state = DecayState(record.was) if record.was in DecayState._value2member_map_ else DecayState.ALIVE
-    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(decay_state=state), body=doc.body)
-    write = store.rewrite(rel, new_doc)
+    change = with_state(store, slug, state)
 
     def index_update() -> None:
-        store.upsert_memory_row(new_doc, write.relpath)  # the decay state with it (as set_decay)
+        store.upsert_memory_row(change.doc, change.write.relpath)
         QuarantinedMemory.delete().where(QuarantinedMemory.slug == slug).execute()
 
     store.apply(
         Change(
             "memory_released",
             slug,
-            doc.frontmatter.scope_hash,
+            change.scope_hash,
             {"to": state.value},
-            writes=[write],
+            writes=[change.write],
             index_update=index_update,
-            removals=[rel],
+            removals=[change.removal],
         )
     )
     return state.value

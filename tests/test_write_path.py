@@ -275,6 +275,7 @@ NOT_ONE_EVENT = {
     "calibration.decisions": "reads only",
     "screening.screen_root": "reads only",
     "quarantine.held_memories": "reads only",
+    "memories.with_state": "reads only: what set_decay, quarantine and release then apply",
     "allowlist.allowed_hosts": "reads only",
     "quarantine.hold_quarantined": "one hold_promotion event per promotion held",
     "screening.pending_screens": "reads only",

@@ -44,11 +44,6 @@ _PREVIOUS = r"(?:all|any|every|the|your|my|these|those|previous|prior|earlier|ab
 _INSTRUCTIONS = r"(?:instructions?|system (?:message|prompt)s?|rules?|guidelines?|prompts?|directions?|directives?|constraints?|guardrails?|policies|policy|orders?|commands?|context|programming|safety (?:rules|guidelines|filters?)|restrictions?)"
 _OVERRIDE_VERB = r"(?:ignore|disregard|forget|overlook|look past|pay no heed to|override|overrule|bypass|discard|drop|abandon|set aside|throw out|skip|neglect|pay no attention to|do not (?:follow|obey|heed)|don'?t (?:follow|obey|heed)|stop following|no longer follow)"
 _AGENT = r"(?:you|the agent|the assistant|the ai|claude|codex|the model|agents?|assistants?|copilot|cursor)"
-_RISKY = (
-    r"(?:curl|wget|bash|sh -c|powershell|rm -rf|delete|wipe|drop table|push|force[- ]push|deploy|upload|send|post|"
-    r"exfiltrate|forward|email|share|leak|disable|turn off|approve|merge|grant|chmod|sudo|install|pip install|"
-    r"npm install|run|execute|exec|eval|transfer|pay|wire|add .{0,20}key|rotate|revoke|ssh)"
-)
 _SECRETS = (
     r"(?:\.env\b|env(?:ironment)? (?:vars?|variables)|api[ _-]?keys?|access keys?|tokens?|credentials?|secrets?|"
     r"passwords?|passphrases?|private keys?|ssh keys?|id_rsa|id_ed25519|\.ssh|\.aws|\.npmrc|\.netrc|\.pypirc|"
@@ -62,10 +57,6 @@ _RISKY_ACT = (
     r"straight to production|customer data|audit logs?)|"
     r"(?:关闭|禁用|跳过|绕过|删除|上传|发送|推送|安装|执行|运行|批准|合并|授权|密钥|\.env|生产|审计日志|无需))"
 )
-_MACHINERY = (
-    r"(?:memoryd|engram|promotions?|dura|auto[-_ ]?approv\w*|auto[-_ ]?promot\w*|approval|review queue|screen(?:ing)?)"
-)
-
 RULES: tuple[Rule, ...] = (
     # ---- instruction override and fake delimiters
     Rule(
