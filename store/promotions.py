@@ -244,7 +244,7 @@ def approve(
     every rule it found is in ``acknowledged``: a person has seen each finding. The event records the rule ids
     acknowledged, never the text."""
     promotion = _pending(store, promotion_id)
-    found = screen_edited(promotion, edits)
+    found = screen_edited(store, promotion, edits)
     if found.lane == "quarantine" and not set(found.rules) <= set(acknowledged):
         raise Quarantined(
             f"#{promotion_id} is in quarantine ({', '.join(found.rules)}): acknowledge each finding to approve it",
@@ -254,15 +254,12 @@ def approve(
     return write_promoted(store, promotion, "promotion_approved", edits, redact_secrets, acknowledged=heard)
 
 
-def screen_edited(promotion: Promotion, edits: Edits = Edits()) -> Screening:
-    """The screen of the memory ``promotion`` would become with ``edits`` (the screen's rules are compiled on
-    first use: every command that imports this module does not pay for them)."""
-    from engram.store.screen import Item, screen
+def screen_edited(store: Store, promotion: Promotion, edits: Edits = Edits()) -> Screening:
+    """The screen of the memory ``promotion`` would become with ``edits``, as the queue screens it (the screen's
+    rules are compiled on first use: every command that imports this module does not pay for them)."""
+    from engram.store.screening import screen_promotion
 
-    title = edits.title if edits.title is not None else promotion.proposed_title
-    body = edits.body if edits.body is not None else promotion.proposed_body
-    triggers = edits.triggers if edits.triggers is not None else proposed_triggers(promotion)
-    return screen(Item(title=title or "", body=body or "", triggers=triggers, reasoning=promotion.reasoning or ""))
+    return screen_promotion(store, promotion, title=edits.title, body=edits.body, triggers=edits.triggers)
 
 
 def _redacted(promotion: Promotion, edits: Edits) -> tuple[Edits, list[str]]:

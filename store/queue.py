@@ -85,6 +85,7 @@ def pending_queue(
         from engram.store.similar import Similarity  # numpy and rapidfuzz: not for the console's first frame
 
         clusters = Similarity.build(store).clusters()
+    screens = _screens(store) if "screen" in asked else None
     for pid, title, ptype, scope, dura, created, triggers, session, *text in tuples(
         Promotion.select(*columns).where(Promotion.status.in_(OPEN_STATUSES))
     ):
@@ -99,10 +100,8 @@ def pending_queue(
         if "secret" in asked:  # scanned only when asked (20 µs a promotion)
             kinds = [kind.lower() for kind in kinds_in(item.title, *item.triggers, text[0] or "")]
             fields["secret"] = ["yes", *kinds] if kinds else ["no"]
-        if "screen" in asked:  # screened only when asked (a millisecond a promotion)
-            from engram.store.screening import screened_promotion  # its rules compile in a tenth of a second
-
-            found = screened_promotion(title, text[0], triggers, text[1])
+        if screens is not None and pid in screens:
+            found = screens[pid]
             fields["screen"] = [found.lane, *sorted({f.category for f in found.findings})]
         if clusters is not None:
             fields["dup"] = clusters.kinds(pid)
@@ -263,6 +262,14 @@ def _deferred_notes(store: Store, ids: list[int]) -> dict[int, PromotionNote]:
     return {n.promotion_id: n for n in PromotionNote.select().where(PromotionNote.promotion_id.in_(ids))}
 
 
+def _screens(store: Store) -> dict[int, Screening]:
+    """Every undecided promotion's screening, as the queue's column shows it (read when a filter asks ``screen:``:
+    a millisecond a promotion)."""
+    from engram.store.screening import pending_screens  # its rules compile in a tenth of a second
+
+    return pending_screens(store, pending_ids(store))
+
+
 def pending_ids(store: Store) -> list[int]:
     """The ids of pending promotions, oldest first (for shell completion: no row is read beyond its id)."""
     return [
@@ -377,9 +384,9 @@ def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
         excerpt,
         note.defer_reason if note else None,
     )
-    from engram.store.screening import screened_promotion  # its rules compile in a tenth of a second
+    from engram.store.screening import screen_promotion  # its rules compile in a tenth of a second
 
-    detail.screen = screened_promotion(p.proposed_title, p.proposed_body, p.proposed_triggers, p.reasoning)
+    detail.screen = screen_promotion(store, p) if p.status in OPEN_STATUSES else None
     for slug in (s for s in parse_json_list(p.proposed_supersedes) if isinstance(s, str)):
         old = Memory.get_or_none(Memory.slug == slug)
         if old is None:

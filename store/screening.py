@@ -5,8 +5,10 @@ screens, and never reads a sensitive memory it has no key for."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from peewee import fn
 
@@ -59,9 +61,28 @@ def screened_doc(doc: MemoryDoc, relpath: str) -> Screening:
     return screen(Item(title=front.title or "", body=doc.body, triggers=list(front.triggers), source=front.source))
 
 
-def screened_promotion(title: str, body: str, triggers: str, reasoning: str | None) -> Screening:
-    """The screen of one promotion's columns as index.db holds them."""
-    return screen(promotion_item(title, body, triggers, reasoning))
+def screen_promotion(
+    store: Store,
+    promotion: Promotion,
+    *,
+    title: str | None = None,
+    body: str | None = None,
+    triggers: list[str] | None = None,
+) -> Screening:
+    """The screening of ``promotion`` (with ``title``, ``body`` or ``triggers`` as edited, where given) as the
+    queue shows it: its text, its context signals and the allowlist, so that the queue's lane, the detail's and
+    the one an approval checks are the same."""
+    row = (
+        promotion.id,
+        promotion.proposed_title if title is None else title,
+        promotion.proposed_body if body is None else body,
+        promotion.proposed_triggers if triggers is None else json.dumps(triggers),
+        promotion.reasoning,
+        promotion.scope_hash,
+        promotion.source_session_slug,
+        promotion.created_at,
+    )
+    return next(_screened_rows(store, [row]))[1]
 
 
 BURST = 5  # proposals from one session on one day beyond which each of them carries a signal
@@ -69,20 +90,28 @@ BURST = 5  # proposals from one session on one day beyond which each of them car
 
 class Signals:
     """Context the screen weighs beside a promotion's text (never deciding alone): a title proposed again after a
-    person rejected it, and a burst of proposals from one session on one day. Read once for a batch of
-    promotions: the rejected titles and the day counts are one query each."""
+    person rejected it, and a burst of proposals from one session on one day. Read for the promotions about to
+    be screened: only their titles and their sessions are looked up, so a batch costs in proportion to itself,
+    not to the root's every promotion."""
 
-    def __init__(self) -> None:
+    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        titles = sorted({(row[1] or "").strip().lower() for row in rows})
+        sessions = sorted({row[6] for row in rows})
+        lowered = fn.lower(fn.trim(Promotion.proposed_title))
         self.rejected = {
-            (title or "").strip().lower()
-            for (title,) in tuples(Promotion.select(Promotion.proposed_title).where(Promotion.status == "rejected"))
+            title
+            for part in chunked(titles, 500)
+            for (title,) in tuples(
+                Promotion.select(lowered).where(Promotion.status == "rejected", lowered.in_(part)).distinct()
+            )
         }
         day = fn.substr(Promotion.created_at, 1, 10)
         self.bursts = {
             (session, date): count
+            for part in chunked(sessions, 500)
             for session, date, count in tuples(
                 Promotion.select(Promotion.source_session_slug, day, fn.count(Promotion.id))
-                .where(Promotion.status.in_(OPEN_STATUSES))
+                .where(Promotion.status.in_(OPEN_STATUSES), Promotion.source_session_slug.in_(part))
                 .group_by(Promotion.source_session_slug, day)
                 .having(fn.count(Promotion.id) > BURST)
             )
@@ -98,24 +127,36 @@ class Signals:
         return found
 
 
+# what the screen reads of a promotion row, and what it says where: id, title, body, triggers, reasoning, scope,
+# session, created
+PROMOTION_COLUMNS = (
+    Promotion.id,
+    Promotion.proposed_title,
+    Promotion.proposed_body,
+    Promotion.proposed_triggers,
+    Promotion.reasoning,
+    Promotion.scope_hash,
+    Promotion.source_session_slug,
+    Promotion.created_at,
+)
+
+
+def _screened_rows(store: Store, rows: Sequence[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Screening]]:
+    """Each promotion row of :data:`PROMOTION_COLUMNS` with its screening: its text, its context signals and the
+    allowlist."""
+    signals, allowed = Signals(rows), allowed_hosts(store)
+    for row in rows:
+        pid, title, body, triggers, reasoning, _, session, created = row
+        item = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
+        yield row, screen(item, allowed)
+
+
 def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
-    """The screening of each pending promotion of ``ids``, with its context signals and the allowlist."""
+    """The screening of each pending promotion of ``ids``."""
     out: dict[int, Screening] = {}
-    columns = (
-        Promotion.id,
-        Promotion.proposed_title,
-        Promotion.proposed_body,
-        Promotion.proposed_triggers,
-        Promotion.reasoning,
-        Promotion.source_session_slug,
-        Promotion.created_at,
-    )
-    signals, allowed = Signals(), allowed_hosts(store)
     for batch in chunked(list(ids), 500):
-        query = Promotion.select(*columns).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
-        for pid, title, body, triggers, reasoning, session, created in tuples(query):
-            item = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
-            out[pid] = screen(item, allowed)
+        query = Promotion.select(*PROMOTION_COLUMNS).where(Promotion.id.in_(batch), Promotion.status.in_(OPEN_STATUSES))
+        out.update((row[0], found) for row, found in _screened_rows(store, list(tuples(query))))
     return out
 
 
@@ -145,16 +186,7 @@ def screen_root(
     injected), created at or after ``since`` (an ISO date or time), screened. Memories of locked sensitive
     scopes are counted in ``tally``, not read."""
     tally = tally if tally is not None else Tally()
-    promotions = Promotion.select(
-        Promotion.id,
-        Promotion.proposed_title,
-        Promotion.proposed_body,
-        Promotion.proposed_triggers,
-        Promotion.reasoning,
-        Promotion.scope_hash,
-        Promotion.source_session_slug,
-        Promotion.created_at,
-    ).where(Promotion.status.in_(OPEN_STATUSES))
+    promotions = Promotion.select(*PROMOTION_COLUMNS).where(Promotion.status.in_(OPEN_STATUSES))
     memories = Memory.select(Memory.slug, Memory.title, Memory.scope_hash, Memory.body_path, Memory.source).where(
         Memory.type != MemoryType.SESSION.value
     )
@@ -164,16 +196,14 @@ def screen_root(
     pending = list(tuples(promotions.order_by(Promotion.id)))
     kept = list(tuples(memories.order_by(Memory.created_at)))
     total, done = len(pending) + len(kept), 0
-    signals, allowed = Signals(), allowed_hosts(store)
-    for pid, title, body, triggers, reasoning, scope, session, created in pending:
-        read = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
-        item = Screened("promotion", str(pid), title or "", scope, screen(read, allowed))
+    for (pid, title, *_, scope, _, _), found in _screened_rows(store, pending):
+        item = Screened("promotion", str(pid), title or "", scope, found)
         tally.add(item)
         done += 1
         if progress and done % 200 == 0:
             progress(done, total)
         yield item
-    sensitive = store.sensitive_scopes()
+    sensitive, allowed = store.sensitive_scopes(), allowed_hosts(store)
     plain = [m for m in kept if m[2] not in sensitive]
     held = [m for m in kept if m[2] in sensitive]
     # plain files are read, parsed and screened by worker processes (one a core, from a few thousand files); the

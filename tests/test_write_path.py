@@ -279,6 +279,8 @@ NOT_ONE_EVENT = {
     "allowlist.allowed_hosts": "reads only",
     "quarantine.hold_quarantined": "one hold_promotion event per promotion held",
     "screening.pending_screens": "reads only",
+    "screening.screen_promotion": "reads only",
+    "promotions.screen_edited": "reads only: what approve checks",
 }
 
 
