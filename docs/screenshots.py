@@ -4,14 +4,15 @@ docs/cluster.svg, docs/calibration.svg and docs/reveal.svg (a console 132x36, th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers.settle: the tests' own wait
 
-from textual.worker import WorkerCancelled  # noqa: E402
+
+from helpers import settle  # noqa: E402
 
 from engram.store.demo import build_demo  # noqa: E402
 from engram.store.service import Store  # noqa: E402
@@ -24,27 +25,20 @@ SIZE = (132, 36)
 async def shoot(store: Store) -> None:
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
-
-        async def settled() -> None:
-            for _ in range(3):
-                with contextlib.suppress(WorkerCancelled):  # an exclusive worker replaced by a newer one
-                    await app.workers.wait_for_complete()
-                await pilot.pause(0.3)
-
-        await settled()
+        await settle(app, pilot)
         app.save_screenshot(str(DOCS / "queue.svg"))
         await pilot.press("c")
-        await settled()
+        await settle(app, pilot)
         await pilot.press("g", "j", "j")  # the first cluster outside the locked scope: its best
-        await settled()
+        await settle(app, pilot)
         app.save_screenshot(str(DOCS / "cluster.svg"))
         await pilot.press("t")
-        await settled()
+        await settle(app, pilot)
         app.save_screenshot(str(DOCS / "calibration.svg"))
         await pilot.press("escape", "c", "slash", *"screen:quarantine", "enter")
-        await settled()
+        await settle(app, pilot)
         await pilot.press("G", "x")  # the demo's last poisoned proposal: an instruction in Unicode tag characters
-        await settled()
+        await settle(app, pilot)
         app.save_screenshot(str(DOCS / "reveal.svg"))
 
 

@@ -4,14 +4,15 @@ docs/triage.md shows (docs/walkthrough/*.svg), at 80x24 and, for the wide steps,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers.settle: the tests' own wait
 
-from textual.worker import WorkerCancelled  # noqa: E402
+
+from helpers import settle  # noqa: E402
 
 from engram.store.demo import build_demo  # noqa: E402
 from engram.store.service import Store  # noqa: E402
@@ -57,19 +58,12 @@ WIDE = [
 async def walk(store: Store, size: tuple[int, int], steps: list[tuple[str, list[str]]]) -> None:
     app = EngramApp(store)
     async with app.run_test(size=size) as pilot:
-
-        async def settled() -> None:
-            for _ in range(3):
-                with contextlib.suppress(WorkerCancelled):  # an exclusive worker replaced by a newer one
-                    await app.workers.wait_for_complete()
-                await pilot.pause(0.3)
-
-        await settled()
+        await settle(app, pilot)
         for name, keys in steps:
             for key in keys:
                 await pilot.press(key)
                 await pilot.pause(0.2)  # a key that opens a dialog: the next one goes to the dialog
-            await settled()
+            await settle(app, pilot)
             app.save_screenshot(str(OUT / f"{name}.svg"))
 
 
