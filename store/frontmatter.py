@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engram.store import plain_yaml
+from engram.store import fences, plain_yaml
 from engram.store.domain import DecayState, MemoryType, check_slug
 from engram.store.errors import BadInput, BadMemoryFile
 
@@ -43,7 +43,7 @@ KEY_ORDER = (
     "observations",
 )
 _DATETIME_KEYS = ("created_at", "updated_at", "last_recalled_at")
-_FENCE = "---\n"
+_FENCE = fences.FENCE
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader where PyYAML has it: same documents, several times faster."""
 _CDumper = getattr(yaml, "CSafeDumper", None)
@@ -216,23 +216,17 @@ def parse(data: bytes, path: str) -> MemoryDoc:
         raise BadMemoryFile(path, f"invalid UTF-8 at byte {exc.start}") from None
     if "\r" in text:
         raise BadMemoryFile(path, "CRLF or CR line endings (memoryd writes LF only)")
-    if not text.startswith(_FENCE):
-        raise BadMemoryFile(path, "no frontmatter: file does not start with '---'")
-    end = text.find("\n" + _FENCE, len(_FENCE) - 1)
-    if end < 0:
-        raise BadMemoryFile(path, "frontmatter is not closed by a '---' line")
-    header = text[len(_FENCE) : end + 1]
-    rest = text[end + 1 + len(_FENCE) :]
-    rest = rest[1:] if rest.startswith("\n") else rest
-    body = rest.lstrip("\n")
-    loaded = plain_yaml.load(header)
+    parts = fences.split(text)
+    if isinstance(parts, str):
+        raise BadMemoryFile(path, parts)
+    loaded = plain_yaml.load(parts.header)
     if loaded is None:  # not the plain shape every writer's dumper gives it: the full parser reads it
-        loaded = _load_yaml(header, path)
+        loaded = _load_yaml(parts.header, path)
     try:
         fm = Frontmatter.model_validate(loaded)
     except ValidationError as exc:
         raise BadMemoryFile(path, f"bad frontmatter {field_problem(exc)}") from None
-    return MemoryDoc(frontmatter=fm, body=body, lead=rest[: len(rest) - len(body)])
+    return MemoryDoc(frontmatter=fm, body=parts.body, lead=parts.lead)
 
 
 def _load_yaml(header: str, path: str) -> dict[str, Any]:

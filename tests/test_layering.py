@@ -16,18 +16,21 @@ def sources(package: str) -> dict[str, str]:
     return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in (ROOT / package).rglob("*.py")}
 
 
-def loaded_after(statement: str) -> set[str]:
+def loaded_after(statement: str, env: dict[str, str] | None = None) -> set[str]:
     """The modules a fresh interpreter holds after ``statement`` (each package and the packages above it): what
-    running it really pulls in."""
-    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
+    running it really pulls in. What the statement prints goes before a line of its own, and is left out."""
+    code = f"import sys; {statement}; print('\\n{_MODULES}'); print('\\n'.join(sorted(sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
-    return set(done.stdout.split())
+    return set(done.stdout.split(_MODULES)[-1].split())
+
+
+_MODULES = "--- modules ---"
 
 
 def test_the_store_loads_neither_textual_nor_rich():
@@ -42,6 +45,28 @@ def test_the_cli_starts_without_textual():
 def test_the_command_line_compiles_the_poisoning_screen_only_for_a_command_that_screens():
     """Its rules take a tenth of a second to compile: ``engram ls`` or ``engram search`` must not wait for them."""
     assert "engram.store.screen" not in loaded_after("import engram.tui.cli as c; c._parser()")
+
+
+def test_a_command_line_imports_the_module_of_its_command_alone():
+    """Each command module brings much of the store with it: ``engram audit verify`` waits for none of the
+    others. The table the parser reads it from is checked against what each module registers."""
+    from engram.tui.cli import COMMANDS, _command, _parser
+
+    modules = {f"engram.tui.cli.{name}" for name in COMMANDS.values()}
+    loaded = loaded_after("import engram.tui.cli as c; c._parser(c._command(['--root', 'R', 'audit', 'verify']))")
+    assert modules & loaded == {"engram.tui.cli.audit"}
+    assert _command(["--root=R", "search", "x"]) == "search" and _command(["--help"]) is None
+    assert {words.split()[0] for words in _parser()[1]} == set(COMMANDS)
+
+
+def test_a_search_of_an_index_up_to_date_parses_no_memory_file(fixture_root, tmp_path):
+    """``engram search`` answers from the persistent index: with nothing changed since its last sync, neither the
+    frontmatter's models (pydantic, PyYAML) nor ``show``'s explanation are loaded."""
+    search = f"from engram.tui.cli import main; main(['search', 'webhook', '--root', {str(fixture_root)!r}])"
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert "engram.store.frontmatter" in loaded_after(search, cache)  # the first builds the index: it parses
+    late = {"pydantic", "yaml", "engram.store.frontmatter", "engram.store.explain", "engram.tui.cli.root"}
+    assert late & loaded_after(search, cache) == set()
 
 
 def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_root):

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
-from engram.store.queue import pending_ids
-from engram.store.scopes import scope_hashes
+from engram.store.lazy import lazy_module
 from engram.store.service import Store
+
+if TYPE_CHECKING:
+    from engram.store import queue, scopes
+else:  # asked only while a shell completes: every command's parser names a completer, few commands run one
+    queue, scopes = lazy_module("engram.store.queue"), lazy_module("engram.store.scopes")
 
 Completer = Callable[..., list[str]]
 
@@ -28,8 +33,8 @@ def _from_root(listing: Callable[[Store], list]) -> Completer:
     return complete
 
 
-complete_scopes = _from_root(scope_hashes)
-complete_pending = _from_root(pending_ids)
+complete_scopes = _from_root(lambda store: scopes.scope_hashes(store))
+complete_pending = _from_root(lambda store: queue.pending_ids(store))
 
 
 SHELLS = ("bash", "zsh", "fish")

@@ -30,13 +30,14 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engram.store.drift.scan import FileEntry, read_ahead
 from engram.store.errors import StoreError
-from engram.store.frontmatter import parse
 from engram.store.index import TEMP_IN_MEMORY
+from engram.store.lazy import lazy_module
 from engram.store.paths import root_cache_file
 from engram.store.search import generation
 from engram.store.search.arrays import parse_rows, phrase
@@ -44,6 +45,11 @@ from engram.store.search.rows import padded
 from engram.store.search.segments import verify as verify_segments
 from engram.store.service import Store
 from engram.store.write.atomic import flush_written, fsync_dir, scrub, scrub_except, write_atomic
+
+if TYPE_CHECKING:
+    from engram.store import frontmatter
+else:
+    frontmatter = lazy_module("engram.store.frontmatter")  # PyYAML and pydantic: only when a file is read
 
 SCHEMA = "6"  # how rows are built: a file of another schema is discarded and built again (3 to 5 are upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
@@ -62,6 +68,7 @@ TAG_SEPARATOR = "\x1f"  # between a memory's tags in the ``tags`` column (the te
 # triggers, except while a build defers it (see _defer_if_empty): the row named DEFERRED is in ``meta`` from
 # before the build's first row until the transaction that fills FTS5 from the tail.
 DEFERRED = "fts_deferred"
+STAMP = "root_stamp"  # the stamp of the root the last full sync saw
 FTS_FROM = "fts_from"
 _ABOVE = f"coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{FTS_FROM}'), 0)"
 _FOLLOWING = f"WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = '{DEFERRED}')"
@@ -299,6 +306,16 @@ class FullText:
     def close(self) -> None:
         self.con.close()
 
+    def highest(self) -> int:
+        """The highest id a memory has had here (ids are never reused): the size of a table by id."""
+        row = self.con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
+        return int(row[0]) if row else 0
+
+    def stamp(self) -> str | None:
+        """The stamp of the root the last full sync saw (see :func:`engram.store.search.lookup.stamp`)."""
+        row = self.con.execute("SELECT value FROM meta WHERE key = ?", (STAMP,)).fetchone()
+        return str(row[0]) if row else None
+
     def tags(self) -> Iterator[tuple[int, str]]:
         """``(id, tags)`` of every memory with tags (lowercased, separated by TAG_SEPARATOR)."""
         yield from self.con.execute("SELECT id, tags FROM docs WHERE tags != ''")
@@ -485,11 +502,16 @@ def _json(values: Collection[str]) -> str:
 
 
 def sync(
-    store: Store, only: Collection[str] | None = None, progress: Callable[[int, int], None] | None = None
+    store: Store,
+    only: Collection[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stamp: str | None = None,
 ) -> SyncResult:
     """Bring the index in step with index.db and the files: every memory, or those of ``only`` (the change
-    feed's slugs). Files are stat-ed; only those whose fingerprint moved are read. Raises :class:`StoreError`
-    when the index cannot be written (another process syncing it holds the lock too long): try again later."""
+    feed's slugs). Files are stat-ed; only those whose fingerprint moved are read. A full sync records
+    ``stamp``, the root's as it was when the sync began (see :mod:`engram.store.search.lookup`); a partial one
+    leaves the last. Raises :class:`StoreError` when the index cannot be written (another process syncing it
+    holds the lock too long): try again later."""
     path = cache_path(store)
     result = SyncResult()
     try:
@@ -506,6 +528,11 @@ def sync(
                     with _immediate(con):
                         _follow_segments(con, _fts_from(con))
             _merge_if_many(con, result)
+            if full:
+                with _immediate(con):
+                    con.execute("DELETE FROM meta WHERE key = ?", (STAMP,))
+                    if stamp is not None:
+                        con.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (STAMP, stamp))
             if folded or result.changed:
                 _shrink_log(con)
     except (sqlite3.Error, OSError) as exc:
@@ -731,7 +758,7 @@ def _write(
             result.touched += 1
             continue
         try:
-            doc = parse(data, item.source.path)
+            doc = frontmatter.parse(data, item.source.path)
         except StoreError as exc:
             result.unreadable.append(f"{item.source.path}: {exc}")
             continue

@@ -28,7 +28,7 @@ from rapidfuzz import fuzz, process
 
 from engram.store import heap
 from engram.store.errors import StoreError
-from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY, Memory
+from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, packed, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
@@ -100,17 +100,23 @@ class SearchIndex:
         return "titles and triggers (bodies loading)"
 
     @classmethod
-    def load(cls, store: Store, fulltext: FullText | None = None, keep: bool = False) -> SearchIndex:
+    def load(
+        cls, store: Store, fulltext: FullText | None = None, keep: bool = False, only: np.ndarray | None = None
+    ) -> SearchIndex:
         """Titles, triggers and fields of every memory from index.db (no memory file is read), and the bodies of
         plain scopes at once through ``fulltext``, the persistent index, as up to date as its last sync. Rows are
         read a chunk at a time and made compact before the next.
 
         With ``keep`` (the console), the rows of plain scopes are kept beside the persistent index, for
         :meth:`cached` at the next open, and read from there where they are mapped: only the others stay in this
-        process's memory (see :meth:`_kept`)."""
+        process's memory (see :meth:`_kept`).
+
+        With ``only`` (ids in ``fulltext``), the index holds the memories of those ids and every memory the
+        persistent index does not answer for: a query whose hits are all among them is answered as by the whole
+        index (see :mod:`engram.store.search.lookup`), without a row read for the others."""
         sensitive = store.sensitive_scopes()
         builder = Builder()
-        with _listing(store, fulltext) as cursor:
+        with _listing(store, fulltext, only, sensitive) as cursor:
             while chunk := cursor.fetchmany(CHUNK):
                 slugs, titles, types, scopes, states, sources, created, encrypted, triggers, ids = zip(
                     *chunk, strict=True
@@ -220,9 +226,11 @@ class SearchIndex:
 
         Meant for a background worker: until it finishes, those rows are searched by their heads."""
         done = 0
-        paths = {m.slug: m.body_path for m in Memory.select(Memory.slug, Memory.body_path)}
-        todo = np.flatnonzero(~self.covered).tolist()
-        for n, i in enumerate(todo, 1):
+        todo = np.flatnonzero(~self.covered)
+        if carry is None:  # only the rows this process may read: a locked scope's are not even listed
+            todo = todo[self._readable(store, todo)]
+        paths = _body_paths(store, self.rows.slugs.pick(todo.tolist()))
+        for n, i in enumerate(todo.tolist(), 1):
             hit = self.rows[i]
             kept = carry.rows.by_slug.get(hit.slug) if carry is not None and hit.slug not in changed else None
             if kept is not None and carry is not None and kept in carry.bodies:
@@ -251,6 +259,13 @@ class SearchIndex:
         self._tags = None
         self._cache.clear()
         return done
+
+    def _readable(self, store: Store, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` (none the persistent index covers) :meth:`enrich` reads: an encrypted file whose scope
+        is unlocked; a plain one only without a persistent index (it takes in the plain ones itself)."""
+        unlocked = [k for k, scope in enumerate(self.rows.names["scope"]) if store.keys.can_open(scope)]
+        encrypted = self.rows.encrypted[rows]
+        return np.where(encrypted, np.isin(self.rows.codes["scope"][rows], unlocked), self.fulltext is None)
 
     def refreshed(self, store: Store, changed: Collection[str]) -> SearchIndex:
         """The index of the store as it is now, for a console told that the memories ``changed`` changed: the
@@ -314,9 +329,9 @@ class SearchIndex:
                 if value.startswith(t):
                     found |= value_bits
             return found
-        if not _findable(t):
+        if not findable(t):
             return 0
-        key = ("fts" if self._uses_fts(term) else "scan", term.kind, t)
+        key = ("fts" if uses_fts(term) else "scan", term.kind, t)
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
@@ -324,9 +339,7 @@ class SearchIndex:
         if key[0] == "fts":
             found = self._text_bits(t)
         else:
-            needle = " ".join(t.split())
-            needle = {"prefix": f" {needle}", "suffix": f"{needle} ", "equal": f" {needle} "}.get(term.kind, needle)
-            found = self._heads_holding(needle)
+            found = self._heads_holding(head_needle(term))
         self._remember(key, found)
         return found
 
@@ -371,10 +384,6 @@ class SearchIndex:
             self._tags = {tag: bits(ix, len(self.rows)) for tag, ix in rows.items()}
         return self._tags
 
-    @staticmethod
-    def _uses_fts(term: Term) -> bool:
-        return term.kind in ("substring", "exact") and body_term(term.text)
-
     def _rank(self, query: Query, found: int, limit: int, scored_as: dict[int, float]) -> list[int]:
         """The best ``limit`` of ``found``: memories whose title, triggers or slug answer every part of the query
         come first. Up to RANK_LIMIT hits are ordered by rapidfuzz's weighted ratio against the title (put in
@@ -407,7 +416,7 @@ class SearchIndex:
     def _head_bits(self, term: Term, found: int) -> int:
         """Where, among ``found``, a text term matches the title, triggers or slug (not only the body): a few
         thousand heads are quicker to check one by one than a phrase query over all of them."""
-        if not self._uses_fts(term):
+        if not uses_fts(term):
             return self._positive(term)
         t = term.text
         key = ("head", term.kind, t)
@@ -446,31 +455,67 @@ class SearchIndex:
 
 
 @contextmanager
-def _listing(store: Store, fulltext: FullText | None) -> Iterator[sqlite3.Cursor]:
+def _listing(
+    store: Store, fulltext: FullText | None, only: np.ndarray | None = None, sensitive: Collection[str] = ()
+) -> Iterator[sqlite3.Cursor]:
     """Every memory's listed columns, newest first, with its id in the persistent index (-1 where it has none): on a
     read-only connection of its own to index.db, the persistent index attached read-only, so that SQLite joins the
     two by the index of its slugs alone (a dict of them was 250 MB of small objects at a million memories, whose
     pages the heap kept long after among the console's; the rows themselves hold the bodies, 3 GB to read). That
     index holds no memory of a scope sensitive when it was opened (``FullText.open`` discards it otherwise), and
-    marking a scope sensitive discards it too: a row of a sensitive scope is left out by its own scope."""
+    marking a scope sensitive discards it too: a row of a sensitive scope is left out by its own scope.
+
+    With ``only`` (ids in the persistent index), the rows of those ids and of every memory it does not answer
+    for: none there, of a ``sensitive`` scope, or encrypted."""
     con = sqlite3.connect(f"file:{store.index.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         con.execute(TEMP_IN_MEMORY)
-        kept = "-1"
+        kept, where, args = "-1", "", tuple(sensitive)
         if fulltext is not None:
             con.execute("ATTACH DATABASE ? AS persistent", (f"file:{fulltext.path}?mode=ro",))
             kept = "coalesce(d.id, -1)"
+        if fulltext is not None and only is not None:
+            con.execute("CREATE TEMP TABLE wanted (id INTEGER PRIMARY KEY)")
+            con.executemany("INSERT INTO temp.wanted (id) VALUES (?)", ((int(i),) for i in only))
+            where = (
+                "WHERE d.id IS NULL OR d.id IN (SELECT id FROM temp.wanted) OR m.body_path LIKE '%.md.enc' "
+                f"OR m.scope_hash IN ({', '.join('?' * len(args))}) "
+            )
         yield con.execute(  # in the order of memoryd's index of creation times: no sort of a million rows
             "SELECT m.slug, m.title, m.type, m.scope_hash, m.decay_state, m.source, m.created_at, "
             f"m.body_path LIKE '%.md.enc', {TRIGGERS}, {kept} FROM main.memories m "
             + ("LEFT JOIN persistent.docs d ON d.slug = m.slug " if fulltext is not None else "")
-            + "ORDER BY m.created_at DESC"
+            + where
+            + "ORDER BY m.created_at DESC",
+            args if where else (),
         )
     finally:
         con.close()
 
 
-def _findable(text: str) -> bool:
+def _body_paths(store: Store, slugs: Sequence[str]) -> dict[str, str]:
+    """slug -> body_path from index.db, of ``slugs`` only (a few hundred asked at a time)."""
+    found: dict[str, str] = {}
+    for at in range(0, len(slugs), 500):
+        part = slugs[at : at + 500]
+        query = f"SELECT slug, body_path FROM memories WHERE slug IN ({', '.join('?' * len(part))})"
+        found.update(store.index.db.execute_sql(query, part).fetchall())
+    return found
+
+
+def uses_fts(term: Term) -> bool:
+    """Is a text term looked for in heads, tags and bodies (through the trigram indexes), or in heads alone?"""
+    return term.kind in ("substring", "exact") and body_term(term.text)
+
+
+def head_needle(term: Term) -> str:
+    """What a heads-only text term looks for in a head (``padded``: words between single spaces): ``^word``
+    starts a word, ``word$`` ends one."""
+    needle = " ".join(term.text.split())
+    return {"prefix": f" {needle}", "suffix": f"{needle} ", "equal": f" {needle} "}.get(term.kind, needle)
+
+
+def findable(text: str) -> bool:
     """Can ``text`` occur in a memory? Not with a NUL (it ends each head in the scanned buffer, and FTS5 takes no
     NUL in a phrase) nor with a lone surrogate (stored text is valid UTF-8, and SQLite cannot be asked for one).
     Such a term matches nothing, and the search answers rather than failing on what a paste put in the box."""

@@ -8,6 +8,7 @@ on stderr. Every command takes ``--root DIR``; every report takes ``--json``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -18,9 +19,27 @@ from engram.tui.cli.console import console_args, open_console
 from engram.tui.completion import autocomplete
 from engram.tui.terminal_safe import SafeWriter
 
+# the module that registers each command: a command line imports only the module of the command it runs (each
+# brings much of the store with it); the full parser (help, completion, an unknown word) imports them all
+COMMANDS = {
+    **dict.fromkeys(("check", "completion", "demo", "ls", "open", "rebuild-index", "repair", "stats"), "root"),
+    **dict.fromkeys(("search", "show"), "memories"),
+    "promotions": "promotions",
+    "supersedes": "links",
+    "decay": "decay",
+    "graph": "graph",
+    **dict.fromkeys(("grant", "revoke", "scope", "scopes"), "scopes"),
+    "import": "importing",
+    "audit": "audit",
+    **dict.fromkeys(("allow", "allowed", "disallow", "quarantine", "quarantined", "release", "screen"), "screening"),
+    "thresholds": "triage",
+}
+MODULES = tuple(dict.fromkeys(COMMANDS.values()))  # in the order the full help lists them
 
-def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    """The parser, and each command's handler by its words ("audit verify")."""
+
+def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    """The parser, and each command's handler by its words ("audit verify"): of ``command`` alone when it is one
+    (the words after it are its own), else of every command."""
     root_help = "data root (default: $MEMORYD_DATA_ROOT, else ~/.local/share/memoryd)"
     # --root is taken before or after the subcommand: a subcommand's own default must not overwrite the value
     # given before it (argparse's parents would), so there it is only set when given
@@ -33,25 +52,23 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser.add_argument("--root", metavar="DIR", help=root_help)
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command")
-    # the command modules bring most of the store with them: imported only when a command line is parsed
-    from engram.tui.cli import (
-        audit,
-        decay,
-        graph,
-        importing,
-        links,
-        memories,
-        promotions,
-        root,
-        scopes,
-        screening,
-        triage,
-    )
-
     handlers: dict[str, Handler] = {}
-    for module in (root, memories, promotions, links, decay, graph, scopes, importing, audit, screening, triage):
+    for name in (COMMANDS[command],) if command in COMMANDS else MODULES:
+        module = importlib.import_module(f"engram.tui.cli.{name}")
         handlers.update(module.add_commands(sub, common, report))
     return parser, handlers
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command word of a command line: the first word that is not an option, past ``--root DIR``; None when
+    an option comes first (``--help``, ``--version``) or there is none."""
+    words = iter(argv)
+    for word in words:
+        if word == "--root":
+            next(words, None)
+        elif not word.startswith("--root="):
+            return None if word.startswith("-") else word
+    return None
 
 
 class _Version(argparse.Action):
@@ -65,11 +82,13 @@ class _Version(argparse.Action):
 
 
 def main(argv: list[str] | None = None) -> int:
-    console = console_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    console = console_args(argv)
     if console is not None and "_ARGCOMPLETE" not in os.environ:  # the console alone: no command line to parse
         return _run(open_console, console)
-    parser, handlers = _parser()
-    if "_ARGCOMPLETE" in os.environ:  # the shell asks what can follow: answer and exit (see tui/completion.py)
+    completing = "_ARGCOMPLETE" in os.environ
+    parser, handlers = _parser(None if completing else _command(argv))
+    if completing:  # the shell asks what can follow: answer and exit (see tui/completion.py)
         autocomplete(parser)
     args = parser.parse_args(argv)
     command = args.command or "open"

@@ -7,15 +7,17 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from engram.store.explain import explanation
-from engram.store.memories import view_memory
+from engram.store.lazy import lazy_module
 from engram.store.query import QuerySyntaxError
 from engram.store.service import Store
-
-if TYPE_CHECKING:
-    from engram.store.search.rows import Hit
 from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
 from engram.tui.cli_progress import cli_progress
+
+if TYPE_CHECKING:
+    from engram.store import explain
+    from engram.store.search.rows import Hit
+else:
+    explain = lazy_module("engram.store.explain")  # the frontmatter's models and more: for ``show`` alone
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -30,6 +32,11 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         "(a query that starts with - goes after --)",
     )
     search.add_argument("--limit", type=int, default=20, metavar="N", help="at most N hits (default 20)")
+    search.add_argument(
+        "--rescan",
+        action="store_true",
+        help="look at every memory file for changes first (a file edited in place, without memoryd, is seen then)",
+    )
     show = sub.add_parser("show", parents=[common, report], help="one memory and why it is there")
     show.add_argument("slug", metavar="SLUG")
     return {"search": _search, "show": _show}
@@ -38,22 +45,17 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 def _search(args: argparse.Namespace) -> int:
     """The key, if any, comes from the environment: a search never prompts, and a locked scope's hits are
     titles only (index.db holds them in clear for memoryd anyway)."""
-    from engram.store.search.fulltext import FullText, sync  # numpy and rapidfuzz: loaded by the command
-    from engram.store.search.index import SearchIndex
+    from engram.store.search.lookup import Lookup  # numpy and rapidfuzz: loaded by the command
 
-    with open_with_key(args, lambda store: False) as store:
-        fulltext = FullText.open(store)
-        if fulltext is not None:
-            with cli_progress("updating the search index") as advance:
-                sync(store, progress=advance)
-        index = SearchIndex.load(store, fulltext)
+    with open_with_key(args, lambda store: False) as store, Lookup(store) as lookup:
+        with cli_progress("updating the search index") as advance:
+            lookup.refresh(rescan=args.rescan, progress=advance)
         with cli_progress("reading bodies") as advance:
-            index.enrich(store, advance)
-        result = index.search(args.query, limit=max(1, args.limit))
+            result = lookup.search(args.query, max(1, args.limit), advance)
         if result.error:
             raise QuerySyntaxError(result.error)
         hits = [
-            {**_hit(store, hit, result.words), "rank": rank, "score": score}
+            {**_hit(store, hit, lookup.body(hit), result.words), "rank": rank, "score": score}
             for rank, (hit, score) in enumerate(zip(result.hits, result.scores, strict=True), 1)
         ]
     text = "\n".join(
@@ -65,27 +67,24 @@ def _search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hit(store: Store, hit: Hit, words: list[str]) -> dict[str, object]:
-    """A hit with a snippet of its body around the match; none for a locked scope. Reading an unlocked
-    sensitive memory for its snippet is audited, as opening it in the console is."""
+def _hit(store: Store, hit: Hit, body: str | None, words: list[str]) -> dict[str, object]:
+    """A hit with a snippet of its body around the match; none for a locked scope."""
     from engram.store.search.index import snippet
 
-    locked = hit.encrypted and not store.keys.can_open(hit.scope_hash)
-    text = None if locked else view_memory(store, hit.slug).body
     return {
         "slug": hit.slug,
         "title": hit.title,
         "type": hit.type,
         "scope": hit.scope_hash,
         "state": hit.decay_state,
-        "locked": locked,
-        "snippet": None if text is None else snippet(text, words),
+        "locked": hit.encrypted and not store.keys.can_open(hit.scope_hash),
+        "snippet": None if body is None else snippet(body, words),
     }
 
 
 def _show(args: argparse.Namespace) -> int:
     with open_with_key(args, encrypted(args.slug)) as store:
-        found = explanation(store, args.slug)
+        found = explain.explanation(store, args.slug)
     if args.json:
         print(json.dumps(found.to_json(), ensure_ascii=False, indent=2, default=str))
     else:

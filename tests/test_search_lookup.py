@@ -1,0 +1,124 @@
+"""``engram search`` asks one query of the persistent index: it answers exactly as the console's whole index does,
+reads only the rows its terms can match, and syncs the index only when a memory's text can have changed, which
+memoryd's recalls and decay sweeps never do and its saves, updates and rebuilds always do."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+import pytest
+from memoryd_emulation import memoryd_rebuild_index, memoryd_saves, memoryd_sweeps
+
+from engram.store.frontmatter import parse
+from engram.store.index import Memory
+from engram.store.search.fulltext import FullText, sync
+from engram.store.search.index import SearchIndex, SearchResult
+from engram.store.search.lookup import Lookup
+from engram.store.search.rows import Builder
+from engram.store.service import Store
+
+QUERIES = [
+    "webhook",
+    "幂等",
+    '"webhook secret"',
+    "stripe | webhook",
+    "webhook -stripe",
+    "type:playbook webhook",
+    "^runbook",
+    "secret$",
+    "pr",
+    "tag:payments | refund",
+    "!webhook",
+    "state:alive",
+    "",
+    "zzzz-nothing-has-this",
+]
+
+
+def listed(result: SearchResult) -> tuple[list[str], int, list[float | None]]:
+    return [hit.slug for hit in result.hits], result.total, result.scores
+
+
+def test_a_query_is_answered_as_the_consoles_whole_index_answers_it(store):
+    sync(store)
+    whole = SearchIndex.load(store, FullText.open(store))
+    whole.enrich(store)
+    with Lookup(store) as lookup:
+        answers = {query: lookup.search(query, 50) for query in QUERIES}
+    for query, answer in answers.items():
+        assert listed(answer) == listed(whole.search(query, 50)), query
+    assert all(answers[q].total > 0 for q in QUERIES[:-1]) and answers[QUERIES[-1]].total == 0
+
+
+def test_a_narrow_query_reads_only_the_rows_it_can_match(store, monkeypatch):
+    built: list[int] = []
+    add = Builder.add
+    monkeypatch.setattr(Builder, "add", lambda self, slugs, *rest: (built.append(len(slugs)), add(self, slugs, *rest)))
+    every = Memory.select().count()
+    loose = Memory.select().where(Memory.body_path.endswith(".md.enc")).count()  # never in the persistent index
+    with Lookup(store) as lookup:
+        lookup.refresh()
+        found = lookup.search("webhook secret", 20)
+        narrow = sum(built)
+        built.clear()
+        lookup.search("!webhook", 20)  # a negation narrows nothing: every row
+    assert 0 < found.total < every - loose
+    assert narrow == found.total + loose
+    assert sum(built) == every
+
+
+def test_nothing_moved_no_sync_and_memoryds_recalls_and_sweeps_move_nothing(store):
+    with Lookup(store) as lookup:
+        assert lookup.refresh()  # the first look builds the index
+        assert not lookup.refresh()
+        slugs = [m.slug for m in Memory.select().limit(5)]
+        con = sqlite3.connect(store.layout.root / "index.db")
+        con.executemany(
+            "UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = ? WHERE slug = ?",
+            [(datetime.now(UTC).isoformat(), slug) for slug in slugs],
+        )
+        con.commit()
+        con.close()
+        memoryd_sweeps(store.layout.root, slugs, "dim")
+        assert not lookup.refresh()
+        assert lookup.refresh(rescan=True)
+
+
+def memoryd_updates(store: Store, slug: str, body: str) -> None:
+    """memoryd's ``mem_update``: the file rewritten in place with ``updated_at`` bumped, its row upserted."""
+    relpath = Memory.get(Memory.slug == slug).body_path
+    doc = parse((store.layout.root / relpath).read_bytes(), relpath)
+    fm = doc.frontmatter.replace(updated_at=datetime.now(UTC))
+    memoryd_saves(store.layout.root, doc.model_copy(update={"frontmatter": fm, "body": body}))
+
+
+@pytest.mark.parametrize("change", ["update", "save", "rebuild-index"])
+def test_memoryds_writes_are_searched_at_once(store, change):
+    plain = Memory.get(~Memory.body_path.endswith(".md.enc"))
+    with Lookup(store) as lookup:
+        lookup.refresh()
+        if change == "update":
+            memoryd_updates(store, plain.slug, "the quokka migration runbook\n")
+        elif change == "save":
+            doc = parse((store.layout.root / plain.body_path).read_bytes(), plain.body_path)
+            fm = doc.frontmatter.replace(slug="2026-12-07-quokka", title="Quokka notes")
+            memoryd_saves(store.layout.root, doc.model_copy(update={"frontmatter": fm, "body": "about the quokka\n"}))
+        else:
+            memoryd_updates(store, plain.slug, "the quokka migration runbook\n")
+            lookup.refresh()
+            memoryd_rebuild_index(store.layout.root)
+        assert lookup.refresh()
+        assert lookup.search("quokka", 5).total == 1
+
+
+def test_a_file_edited_in_place_by_hand_is_seen_by_a_rescan(store):
+    plain = Memory.get(~Memory.body_path.endswith(".md.enc"))
+    path = store.layout.root / plain.body_path
+    with Lookup(store) as lookup:
+        lookup.refresh()
+        path.write_bytes(path.read_bytes() + b"\nwombat\n")  # in place: no folder, index.db or audit change
+        assert not lookup.refresh()
+        assert lookup.search("wombat", 5).total == 0
+        assert lookup.refresh(rescan=True)
+        assert [hit.slug for hit in lookup.search("wombat", 5).hits] == [plain.slug]
