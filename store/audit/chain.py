@@ -33,14 +33,19 @@ class TornTail(StoreError):
     """The log's last line has no newline (a crashed writer): appending would glue onto it."""
 
 
+# the encoders json.dumps would make for these arguments, made once: a verify encodes every line twice
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_MEMORYD = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # memoryd's json.dumps(..., sort_keys=True, ...)
+
+
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 def memoryd_link(prev_line: dict[str, Any]) -> str:
     """memoryd's ``prev_hash`` for the line after ``prev_line``."""
     body = {k: v for k, v in prev_line.items() if k != "prev_hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_MEMORYD.encode(body).encode("utf-8")).hexdigest()
 
 
 def this_hash(line: dict[str, Any]) -> str:

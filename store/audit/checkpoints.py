@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from engram.store.audit import witness
 from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash
+from engram.store.audit.prefix import VerifiedPrefix, record_path
 from engram.store.errors import StoreError
 from engram.store.settings import Settings, load_settings
 from engram.store.write.atomic import ensure_dir, write_atomic
@@ -336,6 +337,33 @@ class CheckpointBook:
             self._witness(current)
         self._keep_copy(current)
         return current
+
+    def verified_prefix(self) -> VerifiedPrefix | None:
+        """The record of the last valid verify (see :mod:`engram.store.audit.prefix`), when engram's own key
+        signed it; None otherwise, and the next verify reads every line."""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        try:
+            record = VerifiedPrefix.from_json(record_path(self.path).read_text(encoding="utf-8"))
+            if record is None or record.public_key != self.public_key:
+                return None
+            Ed25519PublicKey.from_public_bytes(base64.b64decode(record.public_key)).verify(
+                base64.b64decode(record.sig), record.payload()
+            )
+        except (OSError, UnicodeDecodeError, InvalidSignature, ValueError):
+            return None
+        return record
+
+    def keep_prefix(self, record: VerifiedPrefix) -> None:
+        """Sign and keep ``record`` for the next verify; a state directory that cannot be written keeps none."""
+        unsigned = record.signed(self.public_key, "")
+        signed = unsigned.signed(self.public_key, base64.b64encode(self.key().sign(unsigned.payload())).decode())
+        try:
+            ensure_dir(self.path.parent, mode=0o700)
+            write_atomic(record_path(self.path), signed.to_json().encode("utf-8"), mode=0o600)
+        except OSError:
+            pass
 
     def witnessed(self) -> Checkpoint | None:
         """The OS keyring's witness of this root's newest checkpoint, as an (unsigned) checkpoint to verify the

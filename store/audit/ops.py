@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engram.store.audit.chain import repair_torn_tail, set_aside
 from engram.store.audit.checkpoints import Checkpoint, CheckpointRejected
-from engram.store.audit.verify import SET_ASIDE, TAMPERED, VALID, Verdict, verify
+from engram.store.audit.verify import SET_ASIDE, TAMPERED, VALID, Verdict, verify, verify_recording
 from engram.store.errors import StoreError
 from engram.store.service import Change, Store, utcnow
 
@@ -36,7 +36,8 @@ def verify_log(store: Store, progress: Callable[[int], None] | None = None) -> V
     except CheckpointRejected as exc:
         return Verdict(TAMPERED, reason=str(exc), checkpoint="rejected")
     witnessed = book.witnessed()
-    verdict = verify(store.layout.audit_path, checkpoint, copy, witnessed, progress=progress)
+    log, prefix = store.layout.audit_path, book.verified_prefix()
+    verdict, record = verify_recording(log, checkpoint, copy, witnessed, progress=progress, prefix=prefix)
     if witnessed is not None and checkpoint is not None and _behind(checkpoint, witnessed):
         verdict.add(
             None,
@@ -51,8 +52,10 @@ def verify_log(store: Store, progress: Callable[[int], None] | None = None) -> V
         verdict.add(None, missing)
         verdict.checkpoint = "missing"
     elif verdict.status == VALID and verdict.lines and verdict.head:
-        book.advance(store.layout.audit_path, utcnow(), (verdict.lines, verdict.head, verdict.offset), queued)
+        book.advance(log, utcnow(), (verdict.lines, verdict.head, verdict.offset), queued)
         store.audit_warning = book.warning
+        if record is not None and (prefix is None or (record.lines, record.digest) != (prefix.lines, prefix.digest)):
+            book.keep_prefix(record)
     return verdict
 
 

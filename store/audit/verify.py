@@ -18,6 +18,7 @@ rewritten history with every later hash recomputed, a whole replaced file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,7 @@ from typing import Any
 
 from engram.store.audit.chain import GENESIS, accumulate, line_hash, memoryd_link, this_hash
 from engram.store.audit.checkpoints import Checkpoint
+from engram.store.audit.prefix import ChainState, VerifiedPrefix
 
 VALID, TAMPERED, TORN, UNREADABLE = "valid", "tampered", "torn_tail", "unreadable"
 SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside
@@ -101,25 +103,49 @@ class Verdict:
         return f"{self.status}: {where}{self.reason}{more}"
 
 
-def verify(path: Path, *checkpoints: Checkpoint | None, progress: Callable[[int], None] | None = None) -> Verdict:
+def verify(
+    path: Path,
+    *checkpoints: Checkpoint | None,
+    progress: Callable[[int], None] | None = None,
+    prefix: VerifiedPrefix | None = None,
+) -> Verdict:
     """Verify the whole log against every checkpoint given (engram's own and its kept copy; None ones are
-    skipped), collecting every problem. ``progress(bytes_read)`` is called every 10k lines."""
+    skipped), collecting every problem. ``progress(bytes_read)`` is called every 10k lines. With ``prefix`` (see
+    :mod:`engram.store.audit.prefix`), bytes it covers unchanged are not read line by line."""
+    return verify_recording(path, *checkpoints, progress=progress, prefix=prefix)[0]
+
+
+def verify_recording(
+    path: Path,
+    *checkpoints: Checkpoint | None,
+    progress: Callable[[int], None] | None = None,
+    prefix: VerifiedPrefix | None = None,
+) -> tuple[Verdict, VerifiedPrefix | None]:
+    """:func:`verify`, and the unsigned record of what it found, for a valid log (None otherwise)."""
     pins = list({(c.log_id, c.size, c.head): c for c in checkpoints if c is not None}.values())  # a copy: once
     verdict = Verdict(VALID, checkpoint="pending" if pins else "none")
     try:
         fh = path.open("rb")
     except FileNotFoundError:
-        return _against_checkpoints(verdict, pins)
+        return _against_checkpoints(verdict, pins), None
     except OSError as exc:
-        return Verdict(UNREADABLE, reason=str(exc))
+        return Verdict(UNREADABLE, reason=str(exc)), None
     chain, torn = _Chain(verdict), None
     with fh:
         try:
-            for n, raw in enumerate(fh, 1):
+            read = prefix.read_over(fh) if prefix is not None and _resumes(prefix, pins) else None
+            if prefix is not None and read is not None:
+                chain.resume(prefix)
+                if progress is not None:
+                    progress(verdict.offset)
+            else:
+                read = hashlib.sha256()
+            for n, raw in enumerate(fh, verdict.lines + 1):
                 if not raw.endswith(b"\n"):
                     torn = f"{len(raw)} bytes with no newline at the end"
                     break
                 chain.check(n, raw)
+                read.update(raw)
                 verdict.head = accumulate(verdict.head or "", raw)
                 for pin in pins:
                     _check_pin(verdict, n, raw, pin)
@@ -127,11 +153,27 @@ def verify(path: Path, *checkpoints: Checkpoint | None, progress: Callable[[int]
                 if progress is not None and n % 10_000 == 0:
                     progress(verdict.offset)
         except OSError as exc:
-            return Verdict(UNREADABLE, reason=str(exc))
+            return Verdict(UNREADABLE, reason=str(exc)), None
     verdict.forgive(chain.forgiven())
     if torn and verdict.status == VALID:
         verdict.status, verdict.reason = TORN, torn
-    return _against_checkpoints(verdict, pins)
+    verdict = _against_checkpoints(verdict, pins)
+    if verdict.status != VALID or not verdict.lines or verdict.head is None:
+        return verdict, None
+    checked = tuple(sorted({(p.size, p.head) for p in pins if p.size <= verdict.lines}))
+    return verdict, chain.record(read.hexdigest(), checked)
+
+
+def _resumes(prefix: VerifiedPrefix, pins: list[Checkpoint]) -> bool:
+    """Can the verify start after ``prefix``? Every checkpoint must be of its log, and one that pins a line
+    inside it must be one it was matched against (or pin its last line): those lines are not read again."""
+    for pin in pins:
+        if pin.log_id != prefix.log_id:
+            return False
+        inside = pin.size <= prefix.lines
+        if inside and (pin.size, pin.head) not in prefix.pins and (pin.size, pin.head) != (prefix.lines, prefix.head):
+            return False
+    return True
 
 
 class _Chain:
@@ -139,21 +181,66 @@ class _Chain:
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
-        self.prev: dict[str, Any] | None = None  # the last non-blank line, parsed
+        self.started = False  # a non-blank line was read
+        self.link: str | None = None  # memoryd's prev_hash for the next line (of the last non-blank one, parsed)
         self.prev_line = 0  # its number
         self.prev_bad = False  # it had a problem of its own (its successor's link is then not blamed on it)
         self.unknown = False  # it could not be parsed: the next link cannot be checked
         self.last_seq: tuple[int, int] | None = None  # the previous engram line's (seq, line)
         self.legacy_base = 0  # see seq_problem
         self.legacy_since = 0
-        self.unparsable: dict[int, str] = {}  # line -> its hash
+        self.unparsable: dict[int, tuple[str, str]] = {}  # line -> its hash, and why
         self.named: set[tuple[int, str]] = set()  # (line, hash) set aside by a repair's event
+        self.log_id = ""
+
+    def resume(self, prefix: VerifiedPrefix) -> None:
+        """Stand where a valid verify of ``prefix`` stood after its last line. The lines it found unparsable and
+        a repair set aside are problems again, forgiven again at the end, as a full read would find them."""
+        state, verdict = prefix.state, self.verdict
+        self.started, self.link, self.prev_line = prefix.lines > 0, state.link, state.prev_line
+        self.unknown, self.last_seq = state.unknown, state.last_seq
+        self.legacy_base, self.legacy_since = state.legacy_base, state.legacy_since
+        self.named, self.log_id = set(state.named), prefix.log_id
+        for line, digest, reason in state.unparsable:
+            self.unparsable[line] = (digest, reason)
+            verdict.add(line, reason)
+        verdict.lines, verdict.offset, verdict.head = prefix.lines, prefix.offset, prefix.head
+        verdict.memoryd_lines, verdict.engram_lines = prefix.memoryd_lines, prefix.engram_lines
+        verdict.legacy_numbered = prefix.legacy_numbered
+
+    def record(self, digest: str, pins: tuple[tuple[int, str], ...]) -> VerifiedPrefix:
+        verdict = self.verdict
+        state = ChainState(
+            self.link,
+            self.prev_line,
+            self.unknown,
+            self.last_seq,
+            self.legacy_base,
+            self.legacy_since,
+            tuple((line, h, why) for line, (h, why) in sorted(self.unparsable.items())),
+            tuple(sorted(self.named)),
+        )
+        assert verdict.head is not None
+        return VerifiedPrefix(
+            self.log_id,
+            verdict.lines,
+            verdict.offset,
+            verdict.head,
+            digest,
+            verdict.memoryd_lines,
+            verdict.engram_lines,
+            verdict.legacy_numbered,
+            state,
+            pins,
+        )
 
     def forgiven(self) -> set[int]:
         """The unparsable lines a later repair event names, hash and all (a line edited since is not)."""
-        return {line for line, digest in self.named if self.unparsable.get(line) == digest}
+        return {line for line, digest in self.named if self.unparsable.get(line, ("", ""))[0] == digest}
 
     def check(self, n: int, raw: bytes) -> None:
+        if n == 1:
+            self.log_id = line_hash(raw)
         if not raw.strip():
             return  # memoryd's verifier skips blank lines; they still count as positions
         problems: list[str] = []
@@ -166,7 +253,7 @@ class _Chain:
             obj = None
             problems.append("unparsable: not a JSON object")
         if obj is None:
-            self.unparsable[n] = line_hash(raw)
+            self.unparsable[n] = (line_hash(raw), problems[0])
         else:
             if "this_hash" in obj:
                 self.verdict.engram_lines += 1
@@ -182,7 +269,8 @@ class _Chain:
             self.follow_legacy_numbering(obj)
         for reason in problems:
             self.verdict.add(n, reason)
-        self.prev, self.prev_line, self.prev_bad, self.unknown = obj, n, bool(problems), obj is None
+        self.started, self.prev_line, self.prev_bad, self.unknown = True, n, bool(problems), obj is None
+        self.link = None if obj is None else memoryd_link(obj)
 
     def engram_problems(self, n: int, obj: dict[str, Any]) -> list[str]:
         problems = []
@@ -221,13 +309,13 @@ class _Chain:
     def link_problem(self, n: int, obj: dict[str, Any]) -> str | None:
         if self.unknown:
             return None  # the line before could not be parsed: that line is the problem reported
-        if self.prev is None:
+        if not self.started:
             return (
                 None
                 if obj.get("prev_hash") == GENESIS
                 else "link mismatch: the first line's prev_hash is not the genesis value"
             )
-        if obj.get("prev_hash") == memoryd_link(self.prev):
+        if obj.get("prev_hash") == self.link:
             return None
         if self.prev_bad:
             return None  # the line before is already reported; this link breaks because of it
