@@ -45,7 +45,7 @@ class RebuildResult:
     removed: int = 0
     kept_for_promotions: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "path: reason"
-    searchable: int | None = None  # memories in engram's search index, built again; None when it cannot be
+    searchable: int | None = None  # files read into engram's search index by its sync; None when it cannot be
 
 
 def set_aside_if_corrupt(index_path: Path) -> str | None:
@@ -119,8 +119,8 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
         )
     )
     result.kept_locked = len(state.kept)
-    try:
-        result.searchable = fulltext.rebuild(store, progress).read
+    try:  # the files did not change: a sync reads only those it lacks (all, for an index damaged or gone)
+        result.searchable = fulltext.sync(store, progress=progress).read
     except StoreError:
         pass  # a cache that cannot be written now: the console's next sync builds it
     return result
