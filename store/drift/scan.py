@@ -52,12 +52,13 @@ def walk(layout: RootLayout) -> Iterator[FileEntry | str]:
             yield from _scope(scope.name, scope.path)
 
 
-def scope_files(layout: RootLayout, scope_hash: str) -> list[FileEntry]:
-    """The memory files of one scope, as :func:`walk` finds them (from the disk, whatever the index says)."""
+def scope_files(layout: RootLayout, scope_hash: str) -> Iterator[FileEntry]:
+    """The memory files of one scope, as :func:`walk` finds them (from the disk, whatever the index says), a
+    folder at a time: a caller that needs a few stops early."""
     folder = layout.scopes_dir / scope_hash
     if folder.is_symlink() or not folder.is_dir():
-        return []
-    return [e for e in _scope(scope_hash, str(folder)) if isinstance(e, FileEntry)]
+        return
+    yield from (e for e in _scope(scope_hash, str(folder)) if isinstance(e, FileEntry))
 
 
 def _scope(name: str, path: str) -> Iterator[FileEntry | str]:

@@ -183,7 +183,7 @@ def _adopt_unindexed(store: Store, scope_hash: str) -> None:
     :mod:`engram.store.write.retire`)."""
     store.flush_audit_outbox()
     indexed = {row.body_path for row in Memory.select(Memory.body_path).where(Memory.scope_hash == scope_hash)}
-    for entry in scope_files(store.layout, scope_hash):
+    for entry in list(scope_files(store.layout, scope_hash)):  # listed before any is adopted
         if entry.relpath not in indexed and not half_scrubbed(store.layout, entry):  # the sweep finishes those
             try:
                 adopt_file(store, entry.relpath)

@@ -17,6 +17,7 @@ verifier when there is none yet, so the day no file is encrypted any more a typo
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from engram.store.drift.scan import scope_files
@@ -128,7 +129,7 @@ def _verifier(store: Store) -> KeyVerifier | None:
 
 
 def _encrypted(store: Store, scope_hash: str) -> list[str]:
-    return [e.relpath for e in scope_files(store.layout, scope_hash) if e.encrypted][:PROBES]
+    return list(islice((e.relpath for e in scope_files(store.layout, scope_hash) if e.encrypted), PROBES))
 
 
 def _opens(store: Store, relpath: str, key: bytes, scope_hash: str) -> bool:
