@@ -45,6 +45,14 @@ def test_each_bench_on_a_root_runs(script, args, small, tmp_path):
     run(str(BENCH / script), "--root", str(small), *args, cwd=tmp_path)
 
 
+def test_the_command_line_bench_runs_without_memoryd(small, tmp_path):
+    """Without memoryd's code the demo root stands in for memoryd's, and memoryd's column says n/a."""
+    words = ["--md", str(small), "--md-passphrase", "engram-demo-passphrase", "--demo", str(small)]
+    words += ["--log-lines", "300", "--runs", "1", "--approvals", "1", "--warm", "1"]
+    printed = run(str(BENCH / "bench_cli.py"), *words, cwd=tmp_path)
+    assert "failed" not in printed and printed.count("engram ") == 8
+
+
 def test_the_benches_that_build_their_own_data_run(tmp_path):
     run(str(BENCH / "bench_store.py"), "--sizes", "300", "--dir", str(tmp_path), cwd=tmp_path)
     run(str(BENCH / "bench_scale.py"), "--sizes", "300", "--dir", str(tmp_path), cwd=tmp_path)
