@@ -1,5 +1,6 @@
-"""The README's screenshots, taken from a fresh demo root: ``python docs/screenshots.py`` writes docs/queue.svg,
-docs/cluster.svg, docs/calibration.svg and docs/reveal.svg (a console 132x36, the default theme)."""
+"""The documentation's screenshots, taken from a fresh demo root: ``python docs/screenshots.py`` writes
+docs/queue.svg, docs/cluster.svg, docs/calibration.svg, docs/reveal.svg and one of each other pane
+(docs/search.svg, supersedes, decay, graph, audit, scopes), a console 132x36 in the default theme."""
 
 from __future__ import annotations
 
@@ -40,6 +41,22 @@ async def shoot(store: Store) -> None:
         await pilot.press("G", "x")  # the demo's last poisoned proposal: an instruction in Unicode tag characters
         await settle(app, pilot)
         app.save_screenshot(str(DOCS / "reveal.svg"))
+        await pilot.press("escape")
+        for key, name, typed in PANES:
+            await pilot.press(key, *typed)
+            await settle(app, pilot)
+            app.save_screenshot(str(DOCS / f"{name}.svg"))
+
+
+# each pane's key, its screenshot's name, and what is typed there first
+PANES = [
+    ("2", "search", (*"kafka", "enter")),  # enter: to the results, so the next pane keys are not typed
+    ("3", "supersedes", ()),
+    ("4", "decay", ()),
+    ("5", "graph", ()),
+    ("6", "audit", ()),
+    ("7", "scopes", ()),
+]
 
 
 def main() -> None:

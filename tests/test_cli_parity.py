@@ -283,12 +283,12 @@ def test_every_console_action_on_data_has_a_cli_command():
     assert isinstance(parser, argparse.ArgumentParser)
 
 
-def test_the_readme_lists_every_command():
-    """Each command has a row of the README's table that starts with its group and names its verb
-    (``engram decay revive\\|pin\\|forget SLUG`` covers three)."""
+def test_the_command_reference_lists_every_command_and_no_other():
+    """Each command has a row of docs/cli.md's table that starts with its group and names its verb
+    (``engram decay revive\\|pin\\|forget SLUG`` covers three); each row names a command there is."""
     _, handlers = _parser()
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    rows = [line for line in readme.splitlines() if line.startswith("| `engram")]
+    reference = (Path(__file__).parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    rows = [line for line in reference.splitlines() if line.startswith("| `engram")]
 
     def listed(command: str) -> bool:
         group, *verb = command.split()
@@ -298,6 +298,9 @@ def test_the_readme_lists_every_command():
         )
 
     assert [c for c in handlers if not listed(c)] == []
+    groups = {command.split()[0] for command in handlers}
+    named = {row.split("`engram ", 1)[1].split()[0].rstrip("`") for row in rows}
+    assert {word for word in named if not word.startswith("[")} - groups == set()
 
 
 def test_at_a_terminal_where_asks_first(capsys, fixture_root, monkeypatch):
