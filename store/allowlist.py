@@ -8,7 +8,8 @@ import re
 
 from engram.store.errors import BadInput, Conflict
 from engram.store.index import AllowedHost
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 HOST = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 

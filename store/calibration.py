@@ -24,8 +24,9 @@ from engram.store.columns import dura_scores
 from engram.store.errors import BadInput, Conflict, StoreError
 from engram.store.index import Memory, Promotion, tuples
 from engram.store.paths import load_memoryd_config, memoryd_config_path
-from engram.store.service import Change, Store
+from engram.store.service import Store
 from engram.store.write.atomic import read_regular, write_atomic
+from engram.store.write.change import Change
 
 PROMOTE_DEFAULT = 0.85  # memoryd's own defaults, when its config does not set them
 REJECT_DEFAULT = 0.5

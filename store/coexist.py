@@ -11,15 +11,16 @@ encrypted files are indexed again by the ordinary ``enc_without_row`` repair, wh
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engram.store.drift.scan import FileEntry
 from engram.store.errors import StoreError
 from engram.store.index import Imported, Memory, Promotion, PromotionNote, SealedPromotion
 from engram.store.sensitive.crypto import decrypt, encrypt
-from engram.store.service import Change, Store
+from engram.store.sensitive.registration import unregistered_scopes
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 PROMOTION_COLUMNS = (
     "id",
@@ -36,56 +37,6 @@ PROMOTION_COLUMNS = (
     "created_at",
     "decided_at",
 )
-
-
-@dataclass(frozen=True)
-class Unregistered:
-    scope_hash: str
-    scope_root: str | None
-    why: str
-
-
-def unregistered_scopes(store: Store, files: Iterable[FileEntry]) -> list[Unregistered]:
-    """Scopes that are sensitive but missing from index.db's ``sensitive_scopes``: those engram's copy names
-    (after a rebuild), and any scope holding encrypted files."""
-    registered = {r["scope_hash"] for r in _index_rows(store)}
-    found: dict[str, Unregistered] = {}
-    if store.index.rebuilt:
-        for row in store.index.sensitive_copy():
-            if row["scope_hash"] not in registered:
-                found[str(row["scope_hash"])] = Unregistered(
-                    str(row["scope_hash"]), row.get("scope_root"), "sensitive before memoryd rebuilt index.db"
-                )
-    for entry in files:
-        if entry.encrypted and entry.scope_hash not in registered and entry.scope_hash not in found:
-            found[entry.scope_hash] = Unregistered(entry.scope_hash, None, f"holds encrypted files ({entry.relpath})")
-    return list(found.values())
-
-
-def _index_rows(store: Store) -> list[dict[str, Any]]:
-    cols = store.index.columns("sensitive_scopes")
-    cursor = store.index.db.execute_sql("SELECT * FROM main.sensitive_scopes")
-    return [dict(zip(cols, row, strict=True)) for row in cursor]
-
-
-def register_again(store: Store, scope: Unregistered) -> str:
-    """The scope's ``sensitive_scopes`` row (and memoryd's marker in the project, where engram knows it)."""
-    from engram.store.sensitive.convert import (  # sensitive builds on the store, as repair does
-        register,
-        write_marker,
-    )
-
-    write_marker(scope.scope_root)
-    store.apply(
-        Change(
-            "sensitive_scope_restored",
-            scope.scope_hash,
-            scope.scope_hash,
-            {"scope_root": scope.scope_root, "why": scope.why},
-            index_update=lambda: register(store, scope.scope_hash, scope.scope_root),
-        )
-    )
-    return f"registered scope {scope.scope_hash} as sensitive again ({scope.why})"
 
 
 def sealing(store: Store, promotion_id: int, index_update: Callable[[], object]) -> Callable[[], None]:

@@ -19,7 +19,8 @@ from engram.store.domain import FORGOTTEN_DIR, DecayState
 from engram.store.errors import BadInput
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, tuples
-from engram.store.service import Change, FileWrite, Store
+from engram.store.service import Store
+from engram.store.write.change import Change, FileWrite
 
 DIM_AFTER = timedelta(days=30)
 MOVE_AFTER = timedelta(days=90)

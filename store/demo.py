@@ -44,8 +44,9 @@ from engram.store.paths import RootLayout
 from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, propose, reject, write_promoted
 from engram.store.sensitive.crypto import KeyRing
-from engram.store.service import Change, MadeFile, Store, chunked, index_entry
+from engram.store.service import Store, chunked
 from engram.store.write.atomic import write_atomic
+from engram.store.write.change import Change, MadeFile, index_entry
 
 DEMO_PASSPHRASE = "engram-demo-passphrase"
 MARKER = ".engram-demo"  # in a root the demo made: the demo opens it again, and writes into nothing else
@@ -223,7 +224,7 @@ def _pick(bits: Callable[[int], int], seq: Sequence[T]) -> T:
 
 def _weighted(rng: random.Random, population: Sequence[T], cumulative: Sequence[int]) -> T:
     """``rng.choices(population, cum_weights=cumulative)[0]``: the same item from the same draw, as CPython makes
-    it, without the checks ``choices`` repeats at each call (4 µs)."""
+    it, without the checks ``choices`` repeats at each call."""
     return population[bisect.bisect(cumulative, rng.random() * (cumulative[-1] + 0.0), 0, len(population) - 1)]
 
 

@@ -16,7 +16,8 @@ from peewee import fn
 
 from engram.store.errors import BadInput, Conflict, NotFound
 from engram.store.index import Entity, Memory, Relation, tuples
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 MAX_HOPS = 3
 PER_PREDICATE = 50  # relations listed per predicate and node; the rest are counted (a popular tool has thousands)

@@ -8,7 +8,8 @@ from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict, NotFound
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, SupersedesChain
-from engram.store.service import Change, FileWrite, Store
+from engram.store.service import Store
+from engram.store.write.change import Change, FileWrite
 
 
 def create_memory(store: Store, doc: MemoryDoc) -> str:

@@ -23,7 +23,8 @@ from engram.store.errors import BadInput, Conflict, NotFound, Quarantined, Store
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
 from engram.store.sensitive import keyproof
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 if TYPE_CHECKING:
     from engram.store.screen import Screening

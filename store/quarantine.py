@@ -19,7 +19,8 @@ from engram.store.domain import DecayState, PromotionStatus
 from engram.store.errors import Conflict
 from engram.store.index import Promotion, QuarantinedMemory
 from engram.store.memories import with_state
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 if TYPE_CHECKING:
     from engram.store.screen import Screening

@@ -25,7 +25,8 @@ from engram.store.errors import BadInput, NotFound, StoreError, UnsafePath
 from engram.store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger, tuples
 from engram.store.paths import check_scope_name, scope_hash_for, scope_root_for
 from engram.store.sensitive.grants import Grant, grants
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 UNSCOPED = "_unscoped"
 

@@ -14,10 +14,9 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from peewee import SQL, Database
 
@@ -28,7 +27,7 @@ from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreErro
 from engram.store.index import AuditOutbox, Index, Memory, OutboxGuard, as_peewee_errors, tuples
 from engram.store.lazy import lazy_module
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
-from engram.store.sensitive import binding, keyproof
+from engram.store.sensitive import binding, keyproof, registration
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
 from engram.store.write import faults, retire
 from engram.store.write.atomic import (
@@ -38,6 +37,15 @@ from engram.store.write.atomic import (
     read_regular,
     write_atomic,
     write_sealed,
+)
+from engram.store.write.change import (
+    ROW_COLUMNS,
+    Change,
+    DataWrite,
+    FileWrite,
+    IndexEntry,
+    MemoryWrite,
+    index_entry,
 )
 from engram.store.write.elsewhere import FileWriter
 
@@ -61,84 +69,6 @@ def memoryd_keys() -> KeyRing:
     except StoreError as exc:
         return KeyRing.locked_by(f"{exc}: sensitive scopes stay locked until it is fixed")
     return KeyRing.from_config(config)
-
-
-@dataclass
-class FileWrite:
-    """A memory file to (re)write: ``doc`` is serialised, and encrypted when ``encrypted``."""
-
-    relpath: str
-    doc: MemoryDoc
-    encrypted: bool
-
-    @property
-    def slug(self) -> str:
-        return self.doc.frontmatter.slug
-
-    @property
-    def scope_hash(self) -> str:
-        return self.doc.frontmatter.scope_hash
-
-    @property
-    def entry(self) -> IndexEntry:
-        return index_entry(self.doc, self.relpath)
-
-    def text(self) -> bytes:
-        return frontmatter.serialize(self.doc)
-
-
-class MadeFile(NamedTuple):
-    """A memory file made elsewhere: its text and its index entry, all that writing it takes of its document (the
-    demo's drawing process makes them). The document itself then never crosses to this process: unpickling the
-    documents, and making their entries here, were a sixth of the demo's main process. A named tuple, as the
-    entry is: pickled in half the time a dataclass takes."""
-
-    relpath: str
-    made: bytes
-    entry: IndexEntry
-    encrypted: bool
-
-    @property
-    def slug(self) -> str:
-        return self.entry.slug
-
-    @property
-    def scope_hash(self) -> str:
-        return self.entry.scope_hash
-
-    def text(self) -> bytes:
-        return self.made
-
-
-MemoryWrite = FileWrite | MadeFile
-"""A memory file to write, with its document or made already."""
-
-
-@dataclass
-class DataWrite:
-    """A file that is not a memory (a grant): ``relpath`` under the root, checked by
-    :meth:`RootLayout.resolve_data`, written as ``data``."""
-
-    relpath: str
-    data: bytes
-
-
-@dataclass
-class Change:
-    """One mutation: the files it writes, its index update, the files it retires, and its audit event."""
-
-    event_type: str
-    target_id: str | None
-    scope_hash: str | None
-    details: dict[str, Any]
-    writes: Sequence[MemoryWrite | DataWrite] = field(default_factory=list)
-    index_update: Callable[[], object] | None = None  # what it returns is not used
-    removals: list[str] = field(default_factory=list)  # files the change retires (moved or renamed away)
-    scrubs: list[str] = field(default_factory=list)  # plaintext files it retires: zeroed before they are unlinked
-    # Checked first inside the write transaction, before any file moves: raises if the state the change was
-    # planned on is gone (memoryd decided the promotion meanwhile). The transaction holds the write lock, so
-    # what it saw cannot change until the change commits.
-    precondition: Callable[[], None] | None = None
 
 
 class Store:
@@ -370,12 +300,10 @@ class Store:
         """memoryd's rebuild-index dropped the ``sensitive_scopes`` rows, and memoryd's next save into such a scope
         would be plaintext: engram's first write after noticing registers the scopes it knew again (audited, as
         ``repair`` does), before its own change. The rest of what the rebuild took waits for ``repair``."""
-        from engram.store import coexist  # coexist builds on the store
-
         self._registering = True
         try:
-            for scope in coexist.unregistered_scopes(self, []):
-                coexist.register_again(self, scope)
+            for scope in registration.unregistered_scopes(self, []):
+                registration.register_again(self, scope)
         finally:
             self._registering = False
 
@@ -616,89 +544,19 @@ def _files_of(targets: list[tuple[str, MemoryWrite | DataWrite]], sealed: list[_
 _THREADED_FROM = 64  # files in a batch from which threads write them
 _THREADED_SLICE = 512  # files sealed and held at a time
 _BATCH = 400  # rows per statement: 14 columns x 400 stays far below SQLite's bound-variable limit
-_ROW_COLUMNS = (  # the order of index_entry's values
-    "slug",
-    "type",
-    "scope_hash",
-    "title",
-    "source",
-    "created_at",
-    "updated_at",
-    "ttl_days",
-    "decay_state",
-    "last_recalled_at",
-    "recall_count",
-    "fingerprint",
-    "body_path",
-    "scope_sensitive",
-)
 # ON CONFLICT never SETs the key column: doing so would make SQLite check every promotion that references the
 # row (promotions.source_session_slug has no index).
 _UPSERT = (
-    f"INSERT INTO memories ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))}) "
-    "ON CONFLICT (slug) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _ROW_COLUMNS if c != "slug")
+    f"INSERT INTO memories ({', '.join(ROW_COLUMNS)}) VALUES ({', '.join('?' * len(ROW_COLUMNS))}) "
+    "ON CONFLICT (slug) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in ROW_COLUMNS if c != "slug")
 )
-
-
-class IndexEntry(NamedTuple):
-    """What one memory file puts in the index: its ``memories`` row (values in _ROW_COLUMNS order) and its
-    triggers. A few hundred bytes, where the parsed document holds the whole body."""
-
-    values: tuple[Any, ...]
-    triggers: tuple[str, ...]
-
-    @property
-    def slug(self) -> str:
-        return str(self.values[0])
-
-    @property
-    def scope_hash(self) -> str:
-        return str(self.values[_ROW_COLUMNS.index("scope_hash")])
-
-    @property
-    def relpath(self) -> str:
-        return str(self.values[_ROW_COLUMNS.index("body_path")])
-
-    @property
-    def changed_at(self) -> str:
-        """When the memory last changed, as the index writes times: ``updated_at``, else ``created_at``."""
-        updated, created = (self.values[_ROW_COLUMNS.index(c)] for c in ("updated_at", "created_at"))
-        return str(updated or created)
-
-
-def index_entry(doc: MemoryDoc, relpath: str) -> IndexEntry:
-    """The ``memories`` row memoryd would write for ``doc`` at ``relpath``, and its triggers, the row made as the
-    tuple its statement takes (not a dict made a tuple: a step per memory of every demo, import and rebuild)."""
-    fm = doc.frontmatter
-    values = (
-        fm.slug,
-        fm.type.value,
-        fm.scope_hash,
-        fm.title,
-        fm.source,
-        frontmatter.index_datetime(fm.created_at),
-        frontmatter.index_datetime(fm.updated_at),
-        fm.ttl_days,
-        fm.decay_state.value,
-        frontmatter.index_datetime(fm.last_recalled_at),
-        fm.recall_count,
-        doc.fingerprint,
-        relpath,
-        int(relpath.endswith(".md.enc")),
-    )
-    return IndexEntry(values, tuple(dict.fromkeys(fm.triggers)))
-
-
-def memory_row(doc: MemoryDoc, relpath: str) -> dict[str, Any]:
-    """The ``memories`` row memoryd would write for ``doc`` at ``relpath``, by column."""
-    return dict(zip(_ROW_COLUMNS, index_entry(doc, relpath).values, strict=True))
 
 
 def _changed(db: Database, entries: list[IndexEntry]) -> list[IndexEntry]:
     """``entries`` with each existing row's decay state and recall figures kept where further along (see
     :func:`merge_runtime`), less those whose row and triggers are already what they would be written as: a
-    rebuild of an index in step with its files then writes nothing. (At 1M, rewriting every row took each
-    batch through all five of memoryd's indexes: 530 s.) The rows there are read as SQLite's own tuples:
+    rebuild of an index in step with its files then writes nothing. (Rewriting every row took each batch
+    through all five of memoryd's indexes, the most of a rebuild at 1M.) The rows there are read as SQLite's own tuples:
     peewee's models of them were a third of a 100k rebuild's writing."""
     changed: list[IndexEntry] = []
     for batch in chunked(entries, _BATCH):
@@ -731,8 +589,8 @@ def _runtime_of(old: tuple[Any, ...], new: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-_ROWS = f"SELECT {', '.join(_ROW_COLUMNS)} FROM memories"
-_DECAY, _RECALLS, _RECALLED = (_ROW_COLUMNS.index(c) for c in ("decay_state", "recall_count", "last_recalled_at"))
+_ROWS = f"SELECT {', '.join(ROW_COLUMNS)} FROM memories"
+_DECAY, _RECALLS, _RECALLED = (ROW_COLUMNS.index(c) for c in ("decay_state", "recall_count", "last_recalled_at"))
 _RANKS = {state.value: state.rank for state in DecayState}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from engram.store.errors import StoreError
 from engram.store.paths import engram_config_dir
+from engram.store.write.atomic import ensure_dir, write_atomic
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,6 @@ def save_theme(name: str, path: Path | None = None) -> Path:
     """Keep ``name`` as the theme in config.toml (a theme picked in the console's palette outlives the session),
     every other line and comment of the file kept. A file engram cannot read is left as it is: an error."""
     import tomlkit  # edits TOML keeping comments and order: only when a theme is saved
-
-    from engram.store.write.atomic import ensure_dir, write_atomic
 
     path = path or settings_path()
     try:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from engram.store.errors import Conflict, NotFound, StoreError
 from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.index import Memory, SupersedesChain, tuples
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 PROPOSED = "digest"  # memoryd's decided_by for a link its digest proposes but does not apply with confidence
 FILE_ONLY = "file"  # shown as decided_by for a link only the newer file's frontmatter lists (no index row)

@@ -17,7 +17,7 @@ from engram.store.audit.chain import GENESIS, memoryd_link
 from engram.store.domain import MemoryType
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
 from engram.store.paths import scope_hash_for
-from engram.store.service import memory_row
+from engram.store.write.change import memory_row
 
 
 def memoryd_verify_chain(path: Path) -> tuple[bool, int]:

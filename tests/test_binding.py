@@ -18,7 +18,7 @@ from engram.store.memories import edit_memory
 from engram.store.sensitive.binding import BOUND, CHANGED, ROLLED_BACK, SWAPPED, UNBOUND, verify
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import derive_passphrase_key
-from engram.store.service import memory_row
+from engram.store.write.change import memory_row
 
 PASSPHRASE = "engram-fixture-passphrase-2026"
 FINANCE, WEB = "35998c22af79", "710d5aaf7a15"

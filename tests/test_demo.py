@@ -239,7 +239,7 @@ def test_a_chunk_brings_each_memory_made_and_no_document(tmp_path):
 
     from engram.store.demo import _drawn
     from engram.store.frontmatter import parse
-    from engram.store.service import MadeFile, index_entry
+    from engram.store.write.change import MadeFile, index_entry
 
     (chunk,) = _drawn(60, 3, 60)
     assert chunk.files and all(isinstance(made, MadeFile) for made in chunk.files)

@@ -136,3 +136,30 @@ def test_docs_keymap_lists_every_action_with_its_keys_and_nothing_else():
     documented = {action_id: keys for keys, action_id in rows}
     registry = {a.id: ",".join(SHOWN_AS.get(k, k) for k in a.keys.split(",")) for a in ALL_ACTIONS}
     assert documented == registry
+
+
+def test_no_store_module_imports_another_that_imports_it_back(tmp_path):
+    """The store's modules form no circle, function-level imports counted (grimp reads them all): a module is
+    understood, and tested, from the modules below it. Built on a tree of links of the installed shape, as
+    .ci/lint-imports builds its graph."""
+    import grimp
+
+    package = tmp_path / "engram"
+    package.mkdir()
+    for item in (ROOT / "engram").iterdir():
+        (package / item.name).symlink_to(item)
+    for folder in ("store", "tui", "migrations", "themes"):
+        (package / folder).symlink_to(ROOT / folder)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        graph = grimp.build_graph("engram", exclude_type_checking_imports=True, cache_dir=None)
+    finally:
+        sys.path.remove(str(tmp_path))
+    store = sorted(m for m in graph.modules if m.startswith("engram.store"))
+    circles = [
+        (a, b)
+        for a in store
+        for b in graph.find_modules_directly_imported_by(a)
+        if b.startswith("engram.store") and b != a and graph.chain_exists(importer=b, imported=a)
+    ]
+    assert circles == []

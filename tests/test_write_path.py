@@ -48,7 +48,7 @@ def a_fact(slug: str, when) -> MemoryDoc:
 def apply_a_batch(store, prefix: str, count: int = 3) -> list:
     """``count`` new memories created as a batch is (an import's): one transaction, files not fsynced one by one;
     returns their writes."""
-    from engram.store.service import Change
+    from engram.store.write.change import Change
 
     docs, writes = a_batch(store, prefix, count)
     store.apply_many(
@@ -188,16 +188,16 @@ MUTATIONS = {
 }
 # Store functions that are not one mutation, and why.
 NOT_ONE_EVENT = {
-    "coexist.unregistered_scopes": "reads only",
+    "sensitive.registration.unregistered_scopes": "reads only",
     "coexist.lost_promotions": "reads only",
     "coexist.lost_sealed": "reads only (decrypts sealed rows in memory)",
     "coexist.seal_promotion": "engram's sealed copy of one promotion, inside its decision's transaction",
     "coexist.sealing": "wraps a decision's index update with seal_promotion, inside its transaction",
     "drift.seen.acknowledge": "one findings_seen event naming every finding seen (tests/test_seen_findings.py)",
-    "coexist.register_again": "one sensitive_scope_restored event (needs a rebuilt index: test_coexist_rebuild)",
+    "sensitive.registration.register_again": "one sensitive_scope_restored event (test_coexist_rebuild)",
     "coexist.restore_promotions": "one promotions_restored event when anything is restored (test_coexist_rebuild)",
     "coexist.claim_index": "one index_rebuild_reconciled event once nothing is missing (test_coexist_rebuild)",
-    "sensitive.convert.register": "the index step inside mark's and repair's changes, which carry the event",
+    "sensitive.registration.register": "the index step inside mark's and repair's changes, which carry the event",
     "drift.repair.repair": "runs many fixes, each its own mutation with its own event",
     "demo.build_demo": "an import event per 5,000 memories, then the approvals and rejections a person would make",
     "promotions.write_promoted": "the shared step of approve and repair, which name its event",
@@ -250,7 +250,7 @@ NOT_ONE_EVENT = {
     "sensitive.binding.verify": "reads only",
     "sensitive.binding.bindings": "reads only",
     "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
-    "drift.repair.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
+    "drift.adopt.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
     "scopes.scopes": "reads only",
     "scopes.scope_hashes": "reads only",
     "queue.pending_ids": "reads only",
@@ -414,7 +414,7 @@ def test_a_write_into_a_folder_that_leads_out_of_the_root_is_refused_before_anyt
     """Where a memory goes is named without touching the disk (:meth:`RootLayout.memory_relpath`); the write itself
     resolves every path before anything moves, so a type folder swapped for a symlink out of the root is refused
     there, whole: no file outside, no row, no event."""
-    from engram.store.service import Change
+    from engram.store.write.change import Change
 
     doc = a_fact("engram-escape-1", store.now())
     write = store.memory_write(doc)
@@ -447,7 +447,7 @@ def test_files_written_keep_memoryd_readable_form(store, fixture_root):
 
 def test_index_constraint_violation_is_a_conflict_and_commits_nothing(store, fixture_root):
     from engram.store.errors import Conflict
-    from engram.store.service import Change
+    from engram.store.write.change import Change
 
     row = a_plain_memory()
     doc = store.read_doc(row.body_path)
@@ -507,7 +507,7 @@ def test_a_batch_puts_its_rows_in_while_its_files_flush_and_commits_them_after(s
     import sqlite3
     import threading
 
-    from engram.store.service import Change
+    from engram.store.write.change import Change
 
     rows_in = threading.Event()
     seen: list[tuple[bool, int]] = []  # at each file's flush: rows in yet, rows another reader sees
@@ -585,7 +585,7 @@ def test_a_batch_written_elsewhere_has_its_files_written_while_its_rows_go_in(st
     """With ``writing_elsewhere`` a batch's files are written and flushed by a child process while this one puts
     the rows in (the demo's files and rows took turns before), a sensitive scope's files encrypted here and read
     back there; the rows are committed once every file is in place."""
-    from engram.store.service import Change
+    from engram.store.write.change import Change
 
     monkeypatch.setenv("ENGRAM_PAUSE_AT", "renamed:0.02")  # the child (started after this) dawdles at each file
     plain, plain_writes = a_batch(store, "engram-elsewhere", 70)
@@ -615,7 +615,7 @@ def test_a_batch_whose_files_fail_elsewhere_commits_nothing(store, fixture_root)
     """A file the child cannot write fails the whole batch here, with the child's reason, and no row of it is
     committed; the writer takes the next batch as before."""
     from engram.store.errors import StoreError
-    from engram.store.service import Change
+    from engram.store.write.change import Change
 
     (fixture_root / "scopes" / "0123456789ab").write_bytes(b"a file where a scope's folder would go")
     good, good_writes = a_batch(store, "engram-good", 70)

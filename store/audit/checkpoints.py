@@ -39,6 +39,7 @@ from engram.store.audit import witness
 from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash
 from engram.store.audit.prefix import VerifiedPrefix, record_path
 from engram.store.errors import StoreError
+from engram.store.paths import engram_config_dir, engram_state_dir
 from engram.store.settings import Settings, load_settings
 from engram.store.write.atomic import ensure_dir, write_atomic
 
@@ -444,6 +445,4 @@ def copy_dir_setting(settings: Settings | None = None) -> Path | None:
 
 
 def default_book(root: Path, settings: Settings | None = None) -> CheckpointBook:
-    from engram.store.paths import engram_config_dir, engram_state_dir
-
     return CheckpointBook(root, engram_state_dir(), engram_config_dir(), copy_dir_setting(settings))

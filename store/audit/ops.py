@@ -9,7 +9,8 @@ from engram.store.audit.chain import repair_torn_tail, set_aside
 from engram.store.audit.checkpoints import Checkpoint, CheckpointRejected
 from engram.store.audit.verify import SET_ASIDE, TAMPERED, VALID, Verdict, verify, verify_recording
 from engram.store.errors import StoreError
-from engram.store.service import Change, Store, utcnow
+from engram.store.service import Store, utcnow
+from engram.store.write.change import Change
 
 
 class NotSigned(StoreError):

@@ -30,7 +30,7 @@ from engram.store.index import Binding, Memory, Promotion, PromotionNote, Quaran
 from engram.store.promotions import slug_promoted_from
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
-from engram.store.sensitive import binding
+from engram.store.sensitive import binding, registration
 from engram.store.service import Store, chunked
 from engram.store.supersedes import listed_links
 from engram.store.write import retire
@@ -377,7 +377,7 @@ _ROW_COLUMNS = [getattr(Memory, name) for name in Row._fields]
 def _rows(query: Iterable[Any]) -> Iterator[Row]:
     """Rows with one copy of each value of the columns that hold few (type, scope, source, decay state): a
     million rows held 240 MB of copies. ``query`` may be SQLite's own cursor: peewee's conversion of every value
-    of 100k rows took 1.5 s (the values are SQLite's text and integers either way)."""
+    cost more than the check's reading (the values are SQLite's text and integers either way)."""
     for slug, kind, scope, title, source, created, ttl, fingerprint, sensitive, decay, path in query:
         yield Row(
             slug,
@@ -555,7 +555,7 @@ def _details(event: dict[str, Any]) -> dict[str, Any]:
 def _check_rebuild(store: Store, files: list[FileEntry], decided: EngramDecisions, report: Report) -> set[int]:
     """What memoryd's rebuild-index took: registrations, and every promotion a copy of engram's can put back,
     each named with what was decided and by whom. Returns the ids of those promotions."""
-    for scope in coexist.unregistered_scopes(store, files):
+    for scope in registration.unregistered_scopes(store, files):
         report.add(
             "sensitive_unregistered",
             f"scopes/{scope.scope_hash}",

@@ -28,8 +28,8 @@ from engram.store.errors import BadMemoryFile, StoreError
 from engram.store.frontmatter import MemoryDoc, index_datetime, parse
 from engram.store.paths import RootLayout
 from engram.store.secrets import scan
-from engram.store.service import IndexEntry
 from engram.store.write.atomic import read_regular
+from engram.store.write.change import IndexEntry
 
 MIN_FILES = 4000
 """Plain files below which the checking process examines them itself: starting a worker (a fresh interpreter

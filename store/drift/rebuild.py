@@ -32,7 +32,8 @@ from engram.store.frontmatter import parse
 from engram.store.index import Memory, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
 from engram.store.search import fulltext
-from engram.store.service import Change, IndexEntry, Store, chunked, index_entry
+from engram.store.service import Store, chunked
+from engram.store.write.change import Change, IndexEntry, index_entry
 
 BATCH = 5000
 """Files whose rows go in one transaction: half a second of the write lock at most here, a few MB held."""

@@ -13,15 +13,18 @@ from dataclasses import dataclass, field
 
 from engram.store import coexist
 from engram.store.domain import OPEN_STATUSES
+from engram.store.drift.adopt import adopt_file
 from engram.store.drift.check import Finding, Report, check
 from engram.store.errors import DatabaseLocked, ReadOnlyStore, StoreError
 from engram.store.frontmatter import MemoryDoc
 from engram.store.index import Memory, Promotion, Trigger
 from engram.store.promotions import write_promoted
 from engram.store.search import fulltext
-from engram.store.sensitive import binding
-from engram.store.service import Change, Store
+from engram.store.sensitive import binding, registration
+from engram.store.sensitive.convert import mark_sensitive
+from engram.store.service import Store
 from engram.store.write.atomic import remove_durably
+from engram.store.write.change import Change
 
 MAX_PASSES = 3  # a fix can reveal the next (a file indexed, then its interrupted approval completed)
 
@@ -84,10 +87,6 @@ def _bind_unbound(store: Store, result: RepairResult) -> RepairResult:
 def _encrypt_plaintext(store: Store, finding: Finding) -> str | None:
     """Finish what an interrupted mark (or a tool unaware of the scope) left, with mark's own resumable
     procedure; it takes the whole scope at once, so later findings of the same scope are already done."""
-    from engram.store.sensitive.convert import (
-        mark_sensitive,  # sensitive builds on the store; repair only reaches for it here
-    )
-
     if not store.layout.resolve(finding.path or "").exists():
         return None
     done = mark_sensitive(store, finding.data["scope_hash"])
@@ -134,70 +133,6 @@ def _finish_change(store: Store, finding: Finding) -> str | None:
 
 def _index_file(store: Store, finding: Finding) -> str | None:
     return adopt_file(store, finding.path or "")
-
-
-def adopt_file(store: Store, rel: str) -> str:
-    """Index a memory file that has no row; if its slug is taken, drop an exact leftover copy or give it a free
-    slug. Says what it did (one ``repair_applied`` event)."""
-    doc = store.read_doc(rel)  # an encrypted file without its key raises KeyUnavailable: left for later
-    owner = Memory.get_or_none(Memory.slug == doc.frontmatter.slug)
-    if owner is None:
-        store.apply(
-            Change(
-                "repair_applied",
-                doc.frontmatter.slug,
-                doc.frontmatter.scope_hash,
-                {"fix": "indexed_file", "path": rel},
-                index_update=lambda: store.upsert_memory_row(doc, rel, keep_runtime=True),
-            )
-        )
-        return f"indexed {rel}"
-    if _same_memory(store, owner.body_path, doc):
-        store.apply(
-            Change(
-                "repair_applied",
-                owner.slug,
-                doc.frontmatter.scope_hash,
-                {"fix": "removed_duplicate_copy", "path": rel, "kept": owner.body_path},
-                scrubs=[rel],
-            )
-        )
-        return f"removed {rel}: an exact copy of {owner.body_path}"
-    new_slug = _free_slug(f"{doc.frontmatter.slug}-{doc.frontmatter.scope_hash}")
-    new_doc = MemoryDoc(frontmatter=doc.frontmatter.replace(slug=new_slug), body=doc.body)
-    write = store.rewrite(rel, new_doc)
-    store.apply(
-        Change(
-            "repair_applied",
-            new_slug,
-            doc.frontmatter.scope_hash,
-            {
-                "fix": "reslugged_collision",
-                "path": rel,
-                "old_slug": doc.frontmatter.slug,
-                "slug_owner": owner.body_path,
-            },
-            writes=[write],
-            index_update=lambda: store.upsert_memory_row(new_doc, write.relpath),
-            removals=[rel],
-        )
-    )
-    return f"{rel}: slug {doc.frontmatter.slug} belongs to {owner.body_path}; renamed to {new_slug}"
-
-
-def _same_memory(store: Store, relpath: str, doc: MemoryDoc) -> bool:
-    """True when the file at ``relpath`` holds exactly ``doc`` (a leftover copy, not a different memory)."""
-    try:
-        return store.read_doc(relpath) == doc
-    except (StoreError, OSError):
-        return False
-
-
-def _free_slug(base: str) -> str:
-    slug, n = base, 2
-    while Memory.get_or_none(Memory.slug == slug) is not None:
-        slug, n = f"{base}-{n}", n + 1
-    return slug
 
 
 def _drop_row(store: Store, finding: Finding) -> str | None:
@@ -285,8 +220,8 @@ def _finish_approval(store: Store, finding: Finding) -> str:
 
 
 def _register_again(store: Store, finding: Finding) -> str:
-    return coexist.register_again(
-        store, coexist.Unregistered(finding.data["scope_hash"], finding.data.get("scope_root"), finding.detail)
+    return registration.register_again(
+        store, registration.Unregistered(finding.data["scope_hash"], finding.data.get("scope_root"), finding.detail)
     )
 
 

@@ -18,7 +18,8 @@ import hashlib
 from typing import Any
 
 from engram.store.errors import BadInput, NotFound
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 SEEN = "findings_seen"  # engram's event naming the findings a person has seen
 

@@ -33,7 +33,8 @@ from engram.store.paths import check_scope_name, scope_hash_for
 from engram.store.promotions import Proposal, promoted_slug, promotion_values
 from engram.store.secrets import Finding, find_secrets, redact
 from engram.store.sensitive import keyproof
-from engram.store.service import Change, Store, chunked
+from engram.store.service import Store, chunked
+from engram.store.write.change import Change
 
 BATCH = 200  # items per transaction: one fsync of the log and one checkpoint per batch
 FIRST = 8  # items shown in a preview

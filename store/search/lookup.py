@@ -31,7 +31,8 @@ from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.fulltext import SCHEMA, FullText, sync
 from engram.store.search.index import SearchIndex, SearchResult, findable, head_needle, uses_fts
 from engram.store.search.rows import Hit, needle_bytes
-from engram.store.service import Change, Store
+from engram.store.service import Store
+from engram.store.write.change import Change
 
 Progress = Callable[[int, int], None]
 

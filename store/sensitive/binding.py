@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING
 
 from engram.store.index import Binding, as_peewee_errors, table_of
 from engram.store.lazy import lazy_module
+from engram.store.write.change import Change, IndexEntry, index_entry
 
 if TYPE_CHECKING:
     from engram.store import frontmatter
     from engram.store.frontmatter import MemoryDoc
-    from engram.store.service import IndexEntry, Store
+    from engram.store.service import Store
 else:
     frontmatter = lazy_module("engram.store.frontmatter")
 
@@ -140,8 +141,6 @@ def verify(
 def bind_files(store: Store, scope_hash: str, items: list[tuple[str, MemoryDoc, bytes, bytes]]) -> int:
     """Bind files of a scope engram has just decrypted and accepted (unbound, or changed by memoryd): one
     audited change. ``items`` are (relpath, doc, file bytes, plaintext)."""
-    from engram.store.service import Change, index_entry  # the write path builds on this module
-
     if not items:
         return 0
 

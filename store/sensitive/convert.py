@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engram.store.coexist import lost_promotions
-from engram.store.drift.repair import adopt_file
+from engram.store.drift.adopt import adopt_file
 from engram.store.drift.scan import half_scrubbed, scope_files
 from engram.store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
 from engram.store.index import Memory, SensitiveScope
@@ -19,8 +19,10 @@ from engram.store.scopes import project_dir, resolve_scope
 from engram.store.search import fulltext
 from engram.store.sensitive import keyproof
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
-from engram.store.service import Change, FileWrite, Store
-from engram.store.write.atomic import remove_durably, write_atomic
+from engram.store.sensitive.registration import MARKER, register, write_marker
+from engram.store.service import Store
+from engram.store.write.atomic import remove_durably
+from engram.store.write.change import Change, FileWrite
 
 
 def unlock(store: Store, passphrase: str | None = None, *, confirmed: bool = False) -> list[str]:
@@ -55,7 +57,6 @@ def lock(store: Store) -> None:
     store.keys.forget()
 
 
-MARKER = ".memoryd-sensitive"
 BATCH = 50  # files per change: one audit event each, and the unit a crash can leave half done
 
 
@@ -229,21 +230,6 @@ def check_key(store: Store, scope_hash: str) -> bool:
     return False
 
 
-def register(store: Store, scope_hash: str, scope_root: str | None) -> None:
-    """The ``sensitive_scopes`` row, in whichever of memoryd's two table shapes this index has."""
-    columns = store.index.columns("sensitive_scopes")
-    values = {"scope_hash": scope_hash, "marked_at": store.now().isoformat()}
-    if "scope_root" in columns:
-        values["scope_root"] = scope_root or ""
-    if "key_source" in columns:
-        values["key_source"] = store.keys.key_source
-    names = ", ".join(values)
-    store.index.db.execute_sql(
-        f"INSERT OR REPLACE INTO sensitive_scopes ({names}) VALUES ({', '.join('?' for _ in values)})",
-        list(values.values()),
-    )
-
-
 def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:
     """The scope's folders to close to the owner: real directories inside ``scopes/`` only, so a symlinked
     folder never carries a chmod out of the data root."""
@@ -252,12 +238,6 @@ def _scope_dirs(store: Store, scope_hash: str) -> list[Path]:
     if base.is_symlink() or not base.is_dir():
         return []
     return [base, *(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())]
-
-
-def write_marker(scope_root: str | None) -> None:
-    """memoryd's marker in the project itself, so its capture path knows without the index."""
-    if scope_root and Path(scope_root).is_dir():
-        write_atomic(Path(scope_root) / MARKER, f"scope_root: {scope_root}\n".encode())
 
 
 def _remove_marker(scope_root: str | None) -> None:

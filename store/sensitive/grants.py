@@ -14,7 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.store.errors import BadInput, Conflict, NotFound
-from engram.store.service import Change, DataWrite, Store
+from engram.store.service import Store
+from engram.store.write.change import Change, DataWrite
 
 DURATIONS = {"once": timedelta(seconds=90), "session": timedelta(hours=8)}
 UNTIL_REVOKED = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)  # memoryd's "task" expiry

@@ -34,8 +34,9 @@ from engram.store.sensitive.crypto import (
     keyring_password,
     next_random_scope_key,
 )
-from engram.store.service import Change, FileWrite, Store, index_entry
+from engram.store.service import Store
 from engram.store.write.atomic import read_regular
+from engram.store.write.change import Change, FileWrite, index_entry
 
 # What a rekey's end says, in the CLI and the console: memoryd reads its passphrase once, when it starts.
 RESTART_MEMORYD = (
