@@ -212,8 +212,8 @@ def _log(path: Path) -> _FileState:
     """The state of a database's write-ahead log, where an empty log is no log: SQLite makes an empty one when
     the first connection opens and the last one to close removes it, and the console closes its connections
     whenever a worker ends. Counted as changes, the feed compared every row once a second on an idle console
-    (135 ms at 100,000 memories). A commit fills the log (or, once it restarts, rewrites it: a new time), and a
-    last close's checkpoint writes the database file itself, so no commit goes unseen."""
+    (a noticeable pause at 100,000 memories). A commit fills the log (or, once it restarts, rewrites it: a new
+    time), and a last close's checkpoint writes the database file itself, so no commit goes unseen."""
     state = _stat(path.with_name(path.name + "-wal"))
     return None if state is None or state[2] == 0 else state
 

@@ -732,8 +732,8 @@ class Index:
         """Within: this thread's connection keeps up to :data:`BULK_CACHE_KIB` of pages instead of SQLite's 2 MB.
         The demo's build puts rows into every one of memoryd's indexes (by slug, body path, fingerprint, creation
         time; a relation's subject, object, predicate) at places all over their B-trees, and with the small cache
-        a page is written out to the log and read back many times over: raw inserts of the 100k demo's memories
-        and relations took 18.5 s, 13.1 s with 64 MB. (An import of 10,000 sessions and a rebuild at 100k gained
+        a page is written out to the log and read back many times over: the demo's raw inserts take a third less
+        time with 64 MB. (An import of 10,000 sessions and a rebuild at 100k gained
         nothing measurable with it, and keep the default.) Restored after, so a long-running process holds no more
         than before."""
         (kib,) = self.db.execute_sql("PRAGMA cache_size").fetchone()
@@ -878,7 +878,7 @@ def _hint_file(path: Path, stop: threading.Event) -> None:
 class _LenientConnection(sqlite3.Connection):
     """Text another writer stored as bytes that are not UTF-8 (an agent's proposal, a damaged page) would fail
     every query that reads its row, so ``list``, ``check``, ``repair`` and the console could not run at all; it
-    is read with U+FFFD in place of the bad bytes instead (about 0.1 s more per million cells)."""
+    is read with U+FFFD in place of the bad bytes instead."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

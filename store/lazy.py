@@ -16,8 +16,8 @@ from typing import Any
 class _LazyModule:
     """Stands for a module until an attribute is read. ``importlib.import_module`` does the import, so two
     threads asking at once wait on the import system's own lock (the standard ``LazyLoader`` is not
-    thread-safe before Python 3.12). The module found is kept: asking the import system on every read cost the
-    demo's build of 100k memories 5 s (three reads of the frontmatter module per memory). Its attributes are
+    thread-safe before Python 3.12). The module found is kept: asking the import system on every read was a
+    visible part of the demo's build (three reads of the frontmatter module per memory). Its attributes are
     still read from the module each time, so a module's attribute replaced later (a test's patch) is seen."""
 
     __slots__ = ("_module", "_name")

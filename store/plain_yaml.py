@@ -1,7 +1,7 @@
 """The plain YAML that ``yaml.safe_dump`` writes for a frontmatter, read and written line by line.
 
-Loading YAML was most of the time of reading a memory file (about 90 µs of a header's 30 nodes, even with
-libyaml's parser: PyYAML builds every node in Python). Every frontmatter memoryd or engram writes has one
+Loading YAML was most of the time of reading a memory file, even with libyaml's parser: PyYAML builds every
+node in Python. Every frontmatter memoryd or engram writes has one
 shape: top-level ``key: scalar`` lines, block lists of scalars (``- item`` under their key) and one level of
 nested ``key: scalar`` mappings (``dura_score``), with scalars plain or quoted on one line, or ``[]`` and ``{}``.
 :func:`load` reads that shape with a few string operations per line and declines, returning None, on anything

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-multiprocessing = lazy_module("multiprocessing")  # 5 ms the console's start-up has no use for
+multiprocessing = lazy_module("multiprocessing")  # an import the console's start-up has no use for
 
 T = TypeVar("T")
 
@@ -77,7 +77,7 @@ def failure(exc: Exception) -> str:
 AHEAD = 2
 """Items the child keeps ready (pickled) beyond the one it is sending. With none, it drew one item and then waited
 for this process to take it: when this process waited too (on the disk, flushing a batch of the demo's files), a
-core had nothing to do (a 1M demo used 1,414 s of CPU in 1,059 s on two cores)."""
+core had nothing to do (a large demo kept two cores busy a third of the time)."""
 
 
 def _produce(out: Connection, make: Callable[..., Iterator[Any]], args: tuple[Any, ...]) -> None:

@@ -97,7 +97,7 @@ def pending_queue(
             items.append(item)
             continue
         fields = _fields(item, sources.get(session, ""), now)
-        if "secret" in asked:  # scanned only when asked (20 µs a promotion)
+        if "secret" in asked:  # scanned only when asked: a pattern pass per promotion
             kinds = [kind.lower() for kind in kinds_in(item.title, *item.triggers, text[0] or "")]
             fields["secret"] = ["yes", *kinds] if kinds else ["no"]
         if screens is not None and pid in screens:

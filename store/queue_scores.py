@@ -1,8 +1,8 @@
 """The pending promotions' DURA scores as numbers, kept in engram's cache for the queue's first page.
 
 memoryd keeps each score as JSON text in a column that follows the proposed body, and text anyone may edit: ordering
-the first page by it means reading every pending row and parsing its JSON sixteen times (0.25-0.35 s for 50,000
-pending promotions, the most of a launch that grows with the root). The console's full read parses every score
+the first page by it means reading every pending row and parsing its JSON sixteen times (the most of a launch
+that grows with the root). The console's full read parses every score
 anyway; it keeps them here, as four numbers a promotion, and the next start's first page reads those for every
 promotion they know and parses only the ones proposed since. It is a cache and no more: deleted, damaged, written
 for an index.db since replaced, or unwritable, the first page is ordered from the JSON as before. A score edited by

@@ -47,8 +47,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 
 
 # What each kind cannot match without (in the text lowercased): Python's ``re`` tries a pattern that starts with
-# ``\b`` or an alternation at every offset, 15-35 µs a memory each (250 µs for them all), and ``check`` reads a
-# million memories; one pass for these words costs 10 µs, and most memories hold none of them.
+# ``\b`` or an alternation at every offset, and ``check`` reads every memory; one pass for these words is a
+# fraction of one such pattern's cost, and most memories hold none of them (docs/performance-history.md).
 GATES: dict[str, tuple[str, ...]] = {
     "private key": ("private key",),
     "AWS access key": ("akia", "asia"),
@@ -71,8 +71,8 @@ _PHONE_SHAPES = ("+9", "(999)", "999-999-9999", "999.999.9999")  # how the phone
 
 
 def _phone_shaped(text: str) -> bool:
-    """Could ``text`` hold a phone number? (Its digits made alike, then substring tests: 10 µs, where a pattern
-    starting with a digit is tried at every offset.)"""
+    """Could ``text`` hold a phone number? (Its digits made alike, then substring tests, where a pattern starting
+    with a digit is tried at every offset.)"""
     alike = text.translate(_DIGITS)
     return any(shape in alike for shape in _PHONE_SHAPES)
 

@@ -1,7 +1,7 @@
 """The audit log for reading by a person: any line by number at once, filters, and events per day.
 
 Opening a million-line log must not mean parsing it. The file is memory-mapped and numpy finds every newline,
-16 MB at a time (about 70 ms for a million lines, 322 MB); a line is parsed only when it is shown. Filters and the
+16 MB at a time; a line is parsed only when it is shown. Filters and the
 per-day counts do read every line and are meant for a worker (``progress`` reports lines done).
 """
 

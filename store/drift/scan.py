@@ -141,8 +141,8 @@ def in_order(
 class _Hints:
     """A thread that opens the files ahead of the readers and asks the kernel to fetch their pages
     (``POSIX_FADV_WILLNEED``), without waiting for them: the readers, a few at a time, then mostly find the
-    pages there. On a cold page cache the device gets many requests at once instead of four (100,000 files of
-    the 1M demo root: 11.4 s to read, 6.6 s with the hints). It reads nothing into this process; a file it cannot
+    pages there. On a cold page cache the device gets many requests at once instead of four, and the files are
+    read in little more than half the time. It reads nothing into this process; a file it cannot
     open or hint (a symlink, a FIFO, a system without the call) is left to the readers, who say what is wrong.
     It keeps at most :data:`_HINTED_AHEAD` files ahead of those handed to the caller."""
 

@@ -549,13 +549,13 @@ def _shrink_log(con: sqlite3.Connection) -> None:
 
 
 def _defer_if_empty(con: sqlite3.Connection) -> None:
-    """A full sync of an empty index (its first build, a rebuild) writes ``docs`` without FTS5 following them:
-    the fold that follows makes segments of them all, and FTS5 is filled in its transaction from the rows above
-    those, few or none (:func:`_follow_segments`). Following each row had cost the 100k demo root's build 28.8 s
-    of FTS5's work (every batch's transaction left FTS5 a segment to merge), filling FTS5 from every row at the
-    end 9.7 s. The mark that defers it is committed before the first row, so a build cut short leaves it: the
-    next full sync finishes the job (and ``check`` does not count the rows FTS5 lacks meanwhile as damage). Rows
-    another process writes or deletes meanwhile are deferred alike."""
+    """A full sync of an empty index (its first build, a rebuild) writes ``docs`` without FTS5 following them: the
+    fold that follows makes segments of them all, and FTS5 is filled in its transaction from the rows above those,
+    few or none (:func:`_follow_segments`). Following each row had cost a build three times FTS5's work (every
+    batch's transaction left FTS5 a segment to merge) of filling it from every row at the end. The mark that defers
+    it is committed before the first row, so a build cut short leaves it: the next full sync finishes the job (and
+    ``check`` does not count the rows FTS5 lacks meanwhile as damage). Rows another process writes or deletes
+    meanwhile are deferred alike."""
     if not con.execute("SELECT 1 FROM docs LIMIT 1").fetchone():
         con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, '1')", (DEFERRED,))
 
@@ -572,8 +572,8 @@ def _fts_from(con: sqlite3.Connection) -> int:
 
 def _merge_if_many(con: sqlite3.Connection, result: SyncResult) -> None:
     """Merge the trigram index into one b-tree (FTS5's ``optimize``) after a sync that wrote many rows: batches
-    leave dozens of segments, and a phrase query reads each one (a long phrase over 100k bodies: 26 ms before,
-    9 ms after). A few rows at a time, against the rows FTS5 holds, are left to FTS5's own merging, and so is a
+    leave dozens of segments, and a phrase query reads each one (a long phrase then took about three times as
+    long). A few rows at a time, against the rows FTS5 holds, are left to FTS5's own merging, and so is a
     fold's fill (one transaction)."""
     written = result.read + result.touched + result.removed
     if written >= OPTIMIZE_FROM or (written and written * 10 >= _followed(con)):

@@ -256,7 +256,7 @@ class Reader:
 
     def tabulate(self, position: np.ndarray, none: int) -> None:
         """Make the tables of rows :meth:`flag` and :meth:`flag_heads` look up (see :meth:`_rows`) for ``position``,
-        ahead of the first term: for a million memories they take 10-12 ms a set of segments, which the first key
+        ahead of the first term: at a million memories they are a noticeable part of a key, which the first key
         of a body term and the first of a head term each paid while a person typed."""
         for segments in (self.segments, self.heads):
             if segments is not None:

@@ -39,7 +39,7 @@ RANK_LIMIT = 1_000  # rank (rapidfuzz) when at most this many match; beyond, hea
 REFINE_HEADS = 1_000
 """Ranking checks the heads of at most this many hits one by one (uncached); more are answered by the term's head
 bits, worked out once and kept for the next keys. At 5,000, a query of a few thousand hits checked them all again
-on every key (bench_console's queries at 100k: p95 6.0-6.7 ms, 2.5-3.6 ms at 1,000)."""
+on every key (bench_console's queries at 100k: p95 more than twice as long)."""
 CACHE = 256  # term bitsets kept (a 100k-memory bitset is 12.5 KB)
 CHUNK = 20_000  # rows of index.db made compact at a time
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"  # one-key terms prepare() answers ahead
@@ -172,8 +172,8 @@ class SearchIndex:
             return rows
 
     def prepare(self) -> None:
-        """What the first field, ``tag:`` or short term would otherwise build while a person types (80 ms at 100k
-        memories for tags, 20 ms for the scan's byte counts, 5 ms for each letter): for the worker that loaded the
+        """What the first field, ``tag:`` or short term would otherwise build while a person types (the tags, the
+        scan's byte counts, each letter's answer): for the worker that loaded the
         index, once the index answers. The kept files the rows are read from are read ahead first, and let go of
         last: the letters' scans read every head where it is mapped (75 MB at 1M, and as much again for the index
         that replaces this one), which counted as the console's memory until a person typed and stopped, or the
@@ -186,7 +186,7 @@ class SearchIndex:
         self.loose_heads.prepare()
         if self.fulltext is not None and (coverage := self.fulltext.warm(self.position, len(self.rows))) is not None:
             self._unsegmented(*coverage)[1].prepare()
-        for letter in LETTERS:  # a query's first key: a scan of every head (55 ms at 1M), done here once
+        for letter in LETTERS:  # a query's first key: a scan of every head, done here once
             with self._searching:  # a key typed meanwhile waits for one letter at most
                 self._positive(Term(letter))
         self.words.forget()  # what the letters' scans kept for a next key no one typed

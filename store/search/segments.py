@@ -1,21 +1,19 @@
 """Sorted-offset segments: how the persistent index finds a body term at keyboard speed.
 
-FTS5 answers a phrase by merging the position lists of all its trigrams in every memory holding them: 13 ms for
-``idempotency`` over 75,000 bodies, ten times that over a million, however many keys of the word were typed
-before. A segment keeps, for up to SEGMENT_DOCS memories, their text as one buffer (each memory's head, a NUL,
-its tags and body, a NUL; lowercased UTF-8, as the index stores it) and every offset of it, ordered by the ORDER
-bytes that follow each (a suffix array cut at sixteen bytes), with the memory each offset is in. The occurrences
-of a needle of up to sixteen bytes are then one range of those offsets: ``marks`` (the first eight bytes of every
-64th) and two binary searches find the range of its first eight bytes, two more the range of the next eight
-within it; their memories are the same range of a 16-bit array, read in order. (Checking a broad term's million
-candidates byte by byte against the text cost a cache and TLB miss each: 13 ms a byte at a million memories;
-with offsets ordered by eight bytes only, a word of nine to sixteen letters still read the text at each
-occurrence of its first eight, mapping a page for most of them.) A longer needle is found in the range of its
-first sixteen bytes, its other bytes compared at each, and one typed a key further among the occurrences of the
-one before. A match of UTF-8 bytes is a match of characters, and no needle holds a NUL, so
-no match spans two memories or a head and a body. A segment of the same memories' heads alone answers what is
-looked for in heads only: needles of one or two bytes, prefixes and suffixes, and whether a hit matched in its
-head.
+FTS5 answers a phrase by merging the position lists of all its trigrams in every memory holding them: a cost that
+grows with the memories, however many keys of the word were typed before. A segment keeps, for up to SEGMENT_DOCS
+memories, their text as one buffer (each memory's head, a NUL, its tags and body, a NUL; lowercased UTF-8, as the
+index stores it) and every offset of it, ordered by the ORDER bytes that follow each (a suffix array cut at sixteen
+bytes), with the memory each offset is in. The occurrences of a needle of up to sixteen bytes are then one range of
+those offsets: ``marks`` (the first eight bytes of every 64th) and two binary searches find the range of its first
+eight bytes, two more the range of the next eight within it; their memories are the same range of a 16-bit array,
+read in order. (Checking a broad term's million candidates byte by byte against the text cost a cache and TLB miss
+each, per byte of the needle; with offsets ordered by eight bytes only, a word of nine to sixteen letters still read
+the text at each occurrence of its first eight, mapping a page for most of them.) A longer needle is found in the
+range of its first sixteen bytes, its other bytes compared at each, and one typed a key further among the
+occurrences of the one before. A match of UTF-8 bytes is a match of characters, and no needle holds a NUL, so no
+match spans two memories or a head and a body. A segment of the same memories' heads alone answers what is looked
+for in heads only: needles of one or two bytes, prefixes and suffixes, and whether a hit matched in its head.
 
 Segments are ``.npy`` files beside the index. A lookup reads what it needs of them with ``pread`` (see
 :class:`Probes`); they are also memory-mapped, for what reads a whole array (verification, the offsets of a long
@@ -42,7 +40,7 @@ import numpy as np
 
 from engram.store.search.rows import needle_bytes
 
-SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text, built in ~4 s
+SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text
 ARRAYS = ("ids", "ends", "text", "positions", "docs", "marks")
 FORMAT = 3  # the manifest's word for these arrays: segments of another format are built again
 PREFIX = 8  # bytes of each mark: the first half of the key ``positions`` are ordered by
@@ -165,7 +163,7 @@ class Segment:
         """The range of ``positions`` whose text begins with ``key`` (at most ORDER bytes). Past PREFIX bytes, a
         key that extends the one looked up last (a word typed a key further) is found inward from the ends of
         that one's range, which it mostly fills: a step or two at each end, where a binary search over the range
-        took fifteen (two reads each, in every segment: 5-8 ms a keystroke at a million memories)."""
+        took fifteen (two reads each, in every segment, on every keystroke)."""
         typed = self.typed
         if len(key) > PREFIX and len(typed.key) >= PREFIX and key.startswith(typed.key):
             low, past = _span(key[PREFIX:ORDER])
@@ -348,7 +346,7 @@ class InMemory:
     ``docs`` has the memory of each offset read worked out instead: a table of the memory at the start of every
     STRIDE bytes of its text, and how far into those bytes it ends, give it at once where no memory is shorter
     than STRIDE bytes (a head rarely is); where one is, it is moved on past the ends between, a vectorised step at
-    a time. Three sixteenths of a byte per byte of text, where ``docs`` takes two; 1.8 ms for 300,000 offsets."""
+    a time. Three sixteenths of a byte per byte of text, where ``docs`` takes two."""
 
     def __init__(self, segment: Segment) -> None:
         self._segment = segment
@@ -387,7 +385,7 @@ def _ordered(after: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     GROUPS-th of them, by their second eight bytes, then by their first (each sort stable, the group taken in
     offset order). Two bytes are the top of the first eight, so the groups follow one another in order. Sorting
     every offset at once held two eight-byte numbers and an eight-byte index per byte of text together: a
-    build of a segment's 22 MB of text took 5.0-5.3 s and 580 MB; by groups, 3.7-4.1 s and 270-280 MB."""
+    build of a segment's text held twice the memory, and took longer, than by groups."""
     leads = _numbers(after, count, ">u2").astype(np.uint16)
     pair_ends = np.cumsum(np.bincount(leads, minlength=1 << 16))  # where the offsets of each leading pair end, in order
     order = np.empty(count, dtype=np.uint32)
@@ -497,9 +495,9 @@ class Segments:
         A lookup reads a few bytes at a time from them, at places no one can tell ahead: each end of a range is
         a mark and six prefixes of the text, in every segment, so a key whose pages are not in the kernel's cache
         (after a boot, or once a kernel has paged out files unread for a while) waited on about 600 reads of the
-        disk, one after another, 530 of them of text and marks (p95 20 ms a key at a million memories). Read
-        through in order, text and marks are 560 MB there, 0.36 s of a disk that reads 1.5 GB a second; the
-        offsets and memory numbers (3 GB) stay on it. Asking the kernel to read them ahead
+        disk, one after another, most of them of text and marks. Read through in order, text and marks are a
+        sixth of the segments' bytes, a fraction of a second of a local disk; the offsets and memory numbers stay
+        on it. Asking the kernel to read them ahead
         (``POSIX_FADV_WILLNEED``) read less than half of them. Done once for these segments (0 after): an open
         prepares the index from the kept rows, then the one read from index.db, seconds apart, over the same
         segments."""
@@ -528,10 +526,9 @@ class Segments:
     def flag(self, needle: str, rows: Sequence[np.ndarray], flags: np.ndarray) -> None:
         """Set ``flags[rows[k][d]]`` for each memory ``d`` of segment ``k`` whose text contains ``needle``: each
         occurrence goes straight to its memory's flag, where ids to look up and map were a scatter, a gather and
-        two more passes over them (``conf`` at a million memories, 1.26 million occurrences: 13.6 ms to 9.8 ms).
-        Where a segment has more occurrences than memories, they are counted by memory first and only the memories
-        found are flagged (``con``, 1.77 million occurrences: 10.3-12.0 ms to 8.0-10.5 ms); ``take`` is numpy's
-        quicker gather of the others."""
+        two more passes over them. Where a segment has more occurrences than memories, they are counted by memory
+        first and only the memories found are flagged; ``take`` is numpy's quicker gather of the others (figures
+        in docs/performance-history.md)."""
         with self._lock:
             found, _ = self._occurrences(needle_bytes(needle))
         for hits, table in zip(found, rows, strict=True):

@@ -2,10 +2,10 @@
 
 File = base64(nonce[12] || AES-256-GCM ciphertext || tag[16]), AAD = scope hash (UTF-8), plaintext = the
 whole memory file. Keys are derived once per scope per session and held only in this process's memory
-(memoryd re-derives for every file, ~0.1 s each). They are never written, logged or cached on disk.
+(memoryd re-derives it for every file). They are never written, logged or cached on disk.
 
 The cipher (the ``cryptography`` package) is imported by the first encryption or decryption, not with this module:
-the console's first frame only asks which scopes are locked (15-25 ms of its start).
+the console's first frame only asks which scopes are locked.
 """
 
 from __future__ import annotations

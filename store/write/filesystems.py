@@ -1,9 +1,9 @@
 """Making a large batch of new files durable by writing back the file systems that hold them (``syncfs``).
 
 Flushed file by file, each of a batch's new files costs an ``fsync`` that writes its data and its inode's block
-and waits for the device: 5,000 demo files took 0.7 s and as much CPU, nearly as much as writing them, on every
-batch of a million-memory demo. Asked of the file system once, the kernel writes the same blocks back
-together (sixteen inodes share a block) in 0.1 s. ``syncfs`` also writes back whatever else is waiting on that
+and waits for the device: nearly as much time and CPU as writing them, on every batch of a large demo. Asked
+of the file system once, the kernel writes the same blocks back together (sixteen inodes share a block), several
+times faster. ``syncfs`` also writes back whatever else is waiting on that
 file system, which is why small batches keep their own fsyncs.
 
 Python's ``os`` has no ``syncfs``; it is libc's, called through ``ctypes``, and only where it reports write-back

@@ -38,7 +38,7 @@ SHOWN = 100
 SNIPPETS_AT_ONCE = 25  # results whose body lines are read and shown together
 SNIPPET_WIDTH = 160  # characters of body kept around a match; the list crops them to its width
 IDLE = 30.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
-# (mapping them again costs the next broad term ~100 ms at 1M: a pause to read the results must not pay it)
+# (mapping them again costs the next broad term a visible pause at 1M: a pause to read the results must not pay it)
 INLINE = 50_000  # memories up to which a keystroke's search runs on the UI thread (a few ms); above, in a worker
 
 

@@ -1,7 +1,7 @@
 """The search pane's result list (a :class:`LineList`).
 
 A keystroke replaces the whole result set. A DataTable renders every visible cell again through Rich's padding
-and wrapping (about 40 ms at 200x50, most of a keystroke's budget); here a line is one Text cropped to the width,
+and wrapping (most of a keystroke's budget at 200x50); here a line is one Text cropped to the width,
 and only the lines on screen are drawn, so results follow typing with no visible lag.
 """
 
