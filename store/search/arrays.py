@@ -12,6 +12,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import cached_property
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,6 +23,20 @@ from engram.store.search.segments import SEGMENT_DOCS, Segment, Segments
 SCANS_REMEMBERED = 4  # needles whose starts a scan keeps for the next key
 SCAN_REMEMBERED_MOST = 2_000_000  # ... each of at most this many starts (8 MB)
 SEGMENTED_FROM = 8 << 20  # bytes of heads from which those held in memory get segments: below, a scan is as quick
+
+
+@runtime_checkable
+class Matcher(Protocol):
+    """What each in-memory matcher of the search answers: the positions (rows of the search index) of the
+    memories whose text holds ``needle``, in no promised order, repeats allowed (:func:`bits` takes either).
+
+    :class:`Words` and :class:`SplicedWords` scan heads (title, triggers, slug) byte by byte, :class:`Heads` adds
+    segments of the heads held in memory, :class:`MemoryTrigrams` looks up tags and bodies held in memory. The
+    persistent index answers the same question for the memories it holds, through
+    :meth:`engram.store.search.fulltext.FullText.flag`, which flags an array by id instead (its ids are not
+    positions)."""
+
+    def rows(self, needle: str) -> np.ndarray: ...
 
 
 def body_term(text: str) -> bool:
@@ -86,16 +101,16 @@ class MemoryTrigrams:
         self.con.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", ((n, f"{b}\n") for n, b in bodies.items()))
         self.con.commit()
 
-    def rows(self, term: str) -> np.ndarray:
-        """Positions whose tags or body contain ``term`` (a :func:`body_term`). A trigram index holds no phrase of
+    def rows(self, needle: str) -> np.ndarray:
+        """Positions whose tags or body contain ``needle`` (a :func:`body_term`). A trigram index holds no phrase of
         two characters, but every occurrence of one begins a trigram (a body ends in a newline): the two are
         found as any of the index's trigrams that begin with them, which its list of terms gives in order (a
-        look at each body took 45 ms for the 24,000 sensitive bodies of the 100k demo root, this 1-5 ms)."""
-        if len(term) >= 3:
-            query, arg = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", phrase(term)
+        look at each body cost ten times more for the sensitive bodies of the 100k demo root)."""
+        if len(needle) >= 3:
+            query, arg = "SELECT group_concat(rowid) FROM docs WHERE docs MATCH ?", phrase(needle)
         else:
             after = self.con.execute(
-                "SELECT term FROM trigrams WHERE term >= ? AND term < ?", (term, f"{term}\U0010ffff")
+                "SELECT term FROM trigrams WHERE term >= ? AND term < ?", (needle, f"{needle}\U0010ffff")
             )
             if not (trigrams := [trigram for (trigram,) in after]):
                 return np.empty(0, dtype=np.int64)
@@ -172,7 +187,7 @@ class SplicedWords:
         return np.concatenate([whole[part.rows(needle)] for part, whole in zip(self.parts, self.whole, strict=True)])
 
 
-def scan(heads: Column) -> Words | SplicedWords:
+def scan(heads: Column) -> Words | SplicedWords:  # both a Matcher
     """The scan of a column of heads, whichever its kind."""
     return SplicedWords(heads) if isinstance(heads, Spliced) else Words(heads)
 
@@ -180,11 +195,11 @@ def scan(heads: Column) -> Words | SplicedWords:
 class Heads:
     """Heads the persistent index does not answer for (sensitive scopes, encrypted files, memories not taken in
     yet), searched in memory as segments are: a needle of two bytes or more from the range of sorted offsets it
-    begins; one byte by the scan of :class:`Words`. Built by the search's loading worker (1.5 s and 95 MB at
-    240,000 heads: the sorted offsets, with no memory number per byte, see ``Segment.of``); nothing of it reaches
+    begins; one byte by the scan of :class:`Words`. Built by the search's loading worker (the sorted offsets, with
+    no memory number per byte, see ``Segment.of``); nothing of it reaches
     disk. Fewer heads than :data:`SEGMENTED_FROM` bytes are scanned, needle by needle, as a short needle is:
-    segments cost over four bytes per byte of heads (9.5 MB for the 24,000 sensitive heads of the 100k demo), and
-    a scan of 2 MB costs a millisecond or two, narrowed by the scan before it from the second key of a term on."""
+    segments cost over four bytes per byte of heads, and a scan of a few MB is quick, narrowed by the scan before
+    it from the second key of a term on."""
 
     def __init__(self, heads: Strings) -> None:
         self.words = Words(heads)
@@ -214,7 +229,7 @@ class Heads:
         """Positions of the heads holding ``needle`` (ascending, or with repeats from a scan; read-only). Until
         :meth:`prepare` built the segments (a one-off search from the command line never does), a scan. The
         last needle's answer is kept: a body term asks for its heads here, and its ranking asks again for the
-        same (5 ms of a keystroke at a million memories, twice)."""
+        same (twice per keystroke otherwise)."""
         if self._last is not None and self._last[0] == needle:
             return self._last[1]
         if self._segments is None or len(needle_bytes(needle)) < 2:
