@@ -83,7 +83,10 @@ async def test_c_groups_a_cluster_A_approves_the_best_rejects_the_rest_and_u_und
         await pilot.press("y")
         await settle(app, pilot)
         assert [status(pid) for pid in (best, *rest)] == ["approved", "rejected", "rejected"]
-        assert pane.undo_stack[-1].label == "approve best of cluster" and len(pane.undo_stack[-1].decisions) == 3
+        assert (
+            pane.history.undo_stack[-1].label == "approve best of cluster"
+            and len(pane.history.undo_stack[-1].decisions) == 3
+        )
         await pilot.press("u")
         await settle(app, pilot)
         assert [status(pid) for pid in (best, *rest)] == ["pending"] * 3

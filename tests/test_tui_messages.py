@@ -149,7 +149,7 @@ async def test_a_row_memoryd_decided_under_the_cursor_is_said_and_left(store, fi
         assert gone not in {i.id for i in queue.items} and queue.current().id == after
         assert "6 pending" in str(app.query_one("#status", Static).render())
         assert Promotion.get_by_id(gone).status == "rejected" and len(events(fixture_root)) == lines
-        assert queue.undo_stack == [] and not any("0 promotions" in message for _, message in told)
+        assert queue.history.undo_stack == [] and not any("0 promotions" in message for _, message in told)
 
 
 async def test_a_second_a_while_a_decision_runs_decides_once(store, monkeypatch):
@@ -170,7 +170,7 @@ async def test_a_second_a_while_a_decision_runs_decides_once(store, monkeypatch)
         await pilot.press("a", "u")  # while the first runs: neither decides nor undoes
         release.set()
         await settle(app, pilot)
-        assert len(calls) == 1 and len(app.query_one(QueuePane).undo_stack) == 1
+        assert len(calls) == 1 and len(app.query_one(QueuePane).history.undo_stack) == 1
 
 
 @pytest.mark.parametrize("failure", ["locked", "changed"])
@@ -193,7 +193,7 @@ async def test_undo_keeps_its_step_until_it_succeeded(store, monkeypatch, failur
             monkeypatch.setattr(promotions, "undo", locked)
             await pilot.press("u")
             await settle(app, pilot)
-            assert len(queue.undo_stack) == 1 and Promotion.get_by_id(first).status == "approved"
+            assert len(queue.history.undo_stack) == 1 and Promotion.get_by_id(first).status == "approved"
             monkeypatch.setattr(promotions, "undo", undo)
             await pilot.press("u")
             await settle(app, pilot)
@@ -203,7 +203,7 @@ async def test_undo_keeps_its_step_until_it_succeeded(store, monkeypatch, failur
             await pilot.press("u")
             await settle(app, pilot)
             assert any("nothing to undo" in n.message for n in app._notifications)
-        assert queue.undo_stack == [] and len(queue.redo_stack) == 1
+        assert queue.history.undo_stack == [] and len(queue.history.redo_stack) == 1
 
 
 COLOUR_NAME = re.compile(r"""["'\[](?:b |bold |dim )?(?:red|green|yellow|magenta|cyan|blue)\b""")

@@ -4,7 +4,6 @@ that decide them (approve, reject, defer, edit, merge; marks for bulk; undo and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -16,7 +15,7 @@ from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import CellDoesNotExist
 from textual.worker import get_current_worker
 
-from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, NotFound, StoreError
+from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
 from engram.store.lazy import lazy_module
 from engram.store.query import QuerySyntaxError
 from engram.store.queue import (
@@ -34,6 +33,7 @@ from engram.store.queue_scores import keep as keep_scores
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
 from engram.store.views import DEFAULTS, View, load_views, save_view
+from engram.tui.decisions import History, Kind, Outcome, decide_each, short, told, undo_step
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
 from engram.tui.messages import OpenMemory, Settled, StoreChanged
 from engram.tui.panes.base import PaneBase
@@ -56,25 +56,6 @@ SCREEN_BATCH = 200  # promotions screened between two updates of the page's lane
 PAGE = 200  # rows in the table at once; pages move by key, so 100k pending never sit in one widget
 
 
-@dataclass
-class Step:
-    """One entry of the undo stack: what was decided (possibly in bulk) and how to decide it again."""
-
-    label: str
-    decisions: list[promotions.Decision]
-    redo: Callable[[], Outcome]
-
-
-@dataclass
-class Outcome:
-    """What a decision, an undo or a redo did: the step, why some promotions were skipped (decided or changed
-    elsewhere meanwhile), and what stopped it early, if anything did."""
-
-    step: Step
-    skipped: list[str] = field(default_factory=list)
-    stopped: str | None = None
-
-
 _NO_KINDS: frozenset[str] = frozenset()
 
 
@@ -84,37 +65,12 @@ def _kinds(found: list[tuple[str, Finding]]) -> frozenset[str]:
     return frozenset(f.kind for _, f in found) or _NO_KINDS
 
 
-_PAST = {"approve": "approved", "reject": "rejected", "defer": "deferred", "merge": "merged", "snooze": "snoozed"}
-
-
-def _short(title: str, width: int = 40) -> str:
-    return title if len(title) <= width else title[: width - 1] + "…"
-
-
 def _what(label: str, items: list[QueueItem]) -> str:
     """ "Reject #12 'Keep PRs small'" or "Reject 3 promotions (#4, #7, #9)": a prompt that acts says on what."""
     if len(items) == 1:
-        return f"{label.capitalize()} #{items[0].id} '{_short(items[0].title)}'"
+        return f"{label.capitalize()} #{items[0].id} '{short(items[0].title)}'"
     ids = ", ".join(f"#{i.id}" for i in items[:6]) + (", …" if len(items) > 6 else "")
     return f"{label.capitalize()} {len(items)} promotions ({ids})"
-
-
-def _decide_each(label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> Outcome:
-    """Decide each promotion (in a worker). One that another writer (memoryd) decided or removed meanwhile is
-    skipped and named; any other refusal stops the rest. The step redoes the promotions it decided."""
-    done: list[promotions.Decision] = []  # the step's: undo empties it
-    decided: list[int] = []  # what redo decides again
-    outcome = Outcome(Step(label, done, lambda: _decide_each(label, act, list(decided))))
-    for pid in ids:
-        try:
-            done.append(act(pid))
-            decided.append(pid)
-        except (Conflict, NotFound) as exc:
-            outcome.skipped.append(str(exc))
-        except StoreError as exc:
-            outcome.stopped = str(exc)
-            break
-    return outcome
 
 
 class QueuePane(PaneBase):
@@ -132,18 +88,15 @@ class QueuePane(PaneBase):
         self.marked: set[int] = set()
         self.range_anchor: int | None = None
         self.filter_text = ""
-        self.undo_stack: list[Step] = []
-        self.redo_stack: list[Step] = []
+        self.history = History()
         self.busy = False  # a decision, an undo or a redo runs: the next waits (set and read on the UI thread)
         self.land_on: int | None = None  # where the cursor goes once the running step's queue is shown
         self.titles: dict[int, str] = {}  # the titles of the rows when the running step started
-        self.decided: set[int] = set()  # promotions decided in this session (and not undone): the progress shown
         self.wake_at: str | None = None  # when the first snoozed promotion comes back: the queue is read again
-        self.undoing: list[int] = []  # the ids the running undo reverses
         self.settled_once = False  # the first load has told the console (messages.Settled)
         self.detail: PromotionDetail | None = None
         # promotion id -> kinds of secret-looking text it holds, for those scanned while pending (a reload after each
-        # decision scans only what it has not seen: 40,000 pending at 1M take 2 s); those holding any
+        # decision scans only what it has not seen: tens of thousands pending take seconds); those holding any
         self.scanned: dict[int, frozenset[str]] = {}
         self.flagged: dict[int, frozenset[str]] = {}
         self.lanes: dict[int, str] = {}  # promotion id -> the poisoning screen's lane, screened while pending
@@ -280,7 +233,7 @@ class QueuePane(PaneBase):
 
     @background("queue-similar")
     def find_similar(self) -> None:
-        """Bring the blocks of near-duplicates up to date (the first time: 0.7 s at 100,000 memories; then what
+        """Bring the blocks of near-duplicates up to date (the first time: every memory; then what
         changed), and find the clusters while their view is on."""
         from engram.store.similar import Similarity  # numpy and rapidfuzz: loaded here, off the first frame
 
@@ -454,11 +407,11 @@ class QueuePane(PaneBase):
             parts.append(f"{found} cluster{'s' if found != 1 else ''}" if self.clusters else "clusters: finding…")
         if self.marked:
             parts.append(f"{len(self.marked)} marked")
-        if self.decided:  # progress: what this session decided, and what is left here (deferred ones aside)
+        if self.history.decided:  # progress: what this session decided, and what is left here (deferred ones aside)
             left = sum(not item.deferred for item in self.items)
-            parts.append(f"{len(self.decided)} decided this session, {left} left")
-        if self.undo_stack:
-            parts.append(f"undo: {self.undo_stack[-1].label}")
+            parts.append(f"{len(self.history.decided)} decided this session, {left} left")
+        if self.history.undo_stack:
+            parts.append(f"undo: {self.history.undo_stack[-1].label}")
         self.query_one("#queue-status", Static).update(Text("  ·  ".join(parts)))
 
     # ------------------------------------------------------------------ cursor and detail
@@ -684,20 +637,19 @@ class QueuePane(PaneBase):
     def run_decisions(self, label: str, act: Callable[[int], promotions.Decision], ids: list[int]) -> None:
         """Decide in a worker. Until it is done, another key that decides, undoes or redoes does nothing (so a
         second ``a`` pressed while the first runs never decides twice)."""
-        self.run_step(lambda: _decide_each(label, act, ids), None, label, land=self.next_undecided(set(ids)))
+        self.run_step(lambda: decide_each(label, act, ids), Kind.DECIDE, label, land=self.next_undecided(set(ids)))
 
-    def run_step(
-        self, work: Callable[[], Outcome], source: list[Step] | None, message: str, land: int | None = None
-    ) -> None:
-        """The one path of decisions, undo and redo: ``work`` runs in a worker and returns the step it made;
-        ``source`` (undo's or redo's stack) loses its newest step only once the work succeeded. The cursor then
-        lands on ``land`` (a promotion id), whatever order the queue has once reloaded."""
+    def run_step(self, work: Callable[[], Outcome], kind: Kind, message: str, land: int | None = None) -> None:
+        """The one path of decisions, undo and redo: ``work`` runs in a worker and returns the step it made, which
+        the history then files by ``kind`` (an undo's or redo's step leaves its stack only once the work
+        succeeded). The cursor then lands on ``land`` (a promotion id), whatever order the queue has once
+        reloaded."""
         if self.busy:
             return
         self.busy = True
         self.land_on = land
         self.titles = {item.id: item.title for item in self.items}  # for saying what was decided, once it is gone
-        self.step_in_worker(work, source, message)
+        self.step_in_worker(work, kind, message)
 
     def next_undecided(self, decided: set[int]) -> int | None:
         """The promotion the cursor goes to once ``decided`` are decided: the next one below the cursor in the
@@ -709,66 +661,36 @@ class QueuePane(PaneBase):
         return next(below, next(above, None))
 
     @background("queue-act", exclusive=False)
-    def step_in_worker(self, work: Callable[[], Outcome], source: list[Step] | None, message: str) -> None:
+    def step_in_worker(self, work: Callable[[], Outcome], kind: Kind, message: str) -> None:
         outcome: Outcome | None = None
         try:
             outcome = work()
         finally:  # whatever happened, the queue takes keys again
-            deliver(self, self.stepped, outcome, source, message)
+            deliver(self, self.stepped, outcome, kind, message)
 
-    def stepped(self, outcome: Outcome | None, source: list[Step] | None, message: str) -> None:
-        """On the UI thread: move the step between the stacks, say what was skipped or stopped it, and show what
-        is pending now (a row decided elsewhere leaves the list; the cursor keeps its place, so it rests on the
-        next one)."""
+    def stepped(self, outcome: Outcome | None, kind: Kind, message: str) -> None:
+        """On the UI thread: file the step in the history, say what was skipped or stopped it, and show what is
+        pending now (a row decided elsewhere leaves the list; the cursor keeps its place, so it rests on the next
+        one)."""
         self.busy = False
         if outcome is None:
             self.reload()
             return
-        step = outcome.step
         if outcome.skipped:
             more = f" (and {len(outcome.skipped) - 1} more)" if len(outcome.skipped) > 1 else ""
             self.notify(outcome.skipped[0] + more, title="Changed elsewhere: skipped", severity="warning", timeout=8)
         if outcome.stopped:
             self.notify(outcome.stopped, title="Stopped", severity="error", timeout=8)
-        if source is self.undo_stack:
-            self.decided -= set(self.undoing) - {d.promotion_id for d in step.decisions}
-            if not step.decisions:  # all undone (a stopped undo keeps the rest on the stack)
-                self.undo_stack.pop()
-                self.redo_stack.append(step)
-        else:
-            if source is self.redo_stack:
-                self.redo_stack.pop()
-            else:
-                self.redo_stack.clear()
-                self.marked.clear()
-            if step.decisions:
-                self.undo_stack.append(step)
-                self.decided |= {d.promotion_id for d in step.decisions}
-        n = len(step.decisions)
-        if n or source is self.undo_stack:
-            self.refresh_after(self.told(message, step, undone=source is self.undo_stack))
+        if self.history.settle(outcome, kind):
+            self.marked.clear()
+        step, undone = outcome.step, kind is Kind.UNDO
+        if step.decisions or undone:
+            self.refresh_after(told(message, step, undone, self.titles))
         else:  # everything was skipped (and said): engram changed nothing, but the store had changed
             self.reload()
             self.post_message(StoreChanged())
         if self.store.audit_warning:
             self.notify(self.store.audit_warning, severity="warning")
-
-    def told(self, label: str, step: Step, undone: bool) -> str:
-        """What happened to what, for the toast: "rejected #12 'Keep PRs small'", "merged #116 into 'Deploys…'",
-        "approved 3: #4, #7, #9"."""
-        decisions = step.decisions if not undone else []
-        if undone:
-            return f"undid {step.label}"
-        verb = _PAST.get(label.split(" ")[0], label)
-        if len(decisions) == 1:
-            decision = decisions[0]
-            title = _short(self.titles.get(decision.promotion_id, ""))
-            if isinstance(decision, promotions.Merged):
-                return f"merged #{decision.promotion_id} '{title}' into '{_short(decision.before.frontmatter.title)}'"
-            return f"{verb} #{decision.promotion_id} '{title}'"
-        ids = ", ".join(f"#{d.promotion_id}" for d in decisions[:8])
-        more = f" and {len(decisions) - 8} more" if len(decisions) > 8 else ""
-        return f"{verb} {len(decisions)}: {ids}{more}"
 
     def action_approve(self) -> None:
         """Approve. A promotion the poisoning screen puts in quarantine is approved only alone, each finding
@@ -813,7 +735,7 @@ class QueuePane(PaneBase):
             f"  {f.rule} ({f.field}{', ' + f.revealed if f.revealed else ''}): {f.excerpt}" for f in found.findings
         )
         question = (
-            f"#{item.id} '{_short(masked(item.title))}' is in quarantine. Its findings:\n{listing}\n"
+            f"#{item.id} '{short(masked(item.title))}' is in quarantine. Its findings:\n{listing}\n"
             "Approve it anyway, acknowledging each finding (recorded in the audit log)? (y/n)"
         )
         rules = found.rules
@@ -943,7 +865,7 @@ class QueuePane(PaneBase):
             if slug:
                 self.confirm_merge(item, slug)
 
-        question = f"Merge #{item.id} '{_short(item.title)}' into which memory?"
+        question = f"Merge #{item.id} '{short(item.title)}' into which memory?"
         self.app.push_screen(MemoryPicker(question, index, scope=item.scope_hash, first=similar), picked)
 
     def confirm_merge(self, item: QueueItem, slug: str) -> None:
@@ -961,38 +883,21 @@ class QueuePane(PaneBase):
                 self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug), items=[item])
 
         self.app.push_screen(
-            Confirm(f"Merge #{item.id} into '{_short(masked(target.title), 60)}'?\n\n{preview}"), answered
+            Confirm(f"Merge #{item.id} into '{short(masked(target.title), 60)}'?\n\n{preview}"), answered
         )
 
     def action_undo(self) -> None:
         """Undo the newest step; the cursor lands on the promotion it restores (the first, for a bulk step)."""
-        if self.undo_stack:
-            step = self.undo_stack[-1]
+        step = self.history.next_undo()
+        if step is not None:
             restored = step.decisions[0].promotion_id if step.decisions else None
-            self.undoing = [d.promotion_id for d in step.decisions]
-            self.run_step(lambda: self.undo_step(step), self.undo_stack, f"undid {step.label}", land=restored)
+            self.run_step(lambda: undo_step(self.store, step), Kind.UNDO, f"undid {step.label}", land=restored)
 
     def action_redo(self) -> None:
-        if self.redo_stack:
-            step = self.redo_stack[-1]
+        step = self.history.next_redo()
+        if step is not None:
             again = self.next_undecided({d.promotion_id for d in step.decisions})
-            self.run_step(step.redo, self.redo_stack, step.label, land=again)
-
-    def undo_step(self, step: Step) -> Outcome:
-        """Undo the step's decisions newest first, each dropped from the step once done. One that cannot be
-        undone any more (memoryd decided the promotion again, the memory was edited) is skipped and named; any
-        other refusal stops, and the step keeps the rest, so undo again goes on from there."""
-        outcome = Outcome(step)
-        while step.decisions:
-            try:
-                promotions.undo(self.store, step.decisions[-1])
-            except (Conflict, NotFound) as exc:
-                outcome.skipped.append(str(exc))
-            except StoreError as exc:
-                outcome.stopped = str(exc)
-                break
-            step.decisions.pop()
-        return outcome
+            self.run_step(step.redo, Kind.REDO, step.label, land=again)
 
     def refresh_after(self, message: str) -> None:
         """After a change: say what happened, reload the queue, and tell the console (the status line, the
