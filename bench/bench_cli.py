@@ -53,7 +53,7 @@ import json, statistics, sys, time
 from engram.store import promotions
 from engram.store.demo import DEMO_PASSPHRASE
 from engram.store.errors import Quarantined
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.sensitive.convert import unlock
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engram.store import promotions  # noqa: E402
 from engram.store.demo import DEMO_PASSPHRASE  # noqa: E402
-from engram.store.index import Promotion  # noqa: E402
+from engram.store.models import Promotion  # noqa: E402
 from engram.store.search.fulltext import FullText, sync  # noqa: E402
 from engram.store.search.index import SearchIndex  # noqa: E402
 from engram.store.sensitive.crypto import KeyRing  # noqa: E402

@@ -25,7 +25,7 @@ from generate import codex_home  # noqa: E402
 
 from engram.store.importers import importer  # noqa: E402
 from engram.store.importers.run import apply_import, preview  # noqa: E402
-from engram.store.index import Memory  # noqa: E402
+from engram.store.models import Memory  # noqa: E402
 from engram.store.service import Store  # noqa: E402
 
 TRACE = "--trace" in sys.argv

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engram.store import decay, graph, supersedes  # noqa: E402
 from engram.store.audit.view import AuditLog  # noqa: E402
 from engram.store.demo import DEMO_PASSPHRASE  # noqa: E402
-from engram.store.index import Entity, Relation  # noqa: E402
+from engram.store.models import Entity, Relation  # noqa: E402
 from engram.store.scopes import scopes  # noqa: E402
 from engram.store.sensitive.crypto import KeyRing  # noqa: E402
 from engram.store.service import Store  # noqa: E402

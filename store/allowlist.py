@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from engram.store.errors import BadInput, Conflict
-from engram.store.index import AllowedHost
+from engram.store.models import AllowedHost
 from engram.store.service import Store
 from engram.store.write.change import Change
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from engram.store.columns import dura_scores
 from engram.store.errors import BadInput, Conflict, StoreError
-from engram.store.index import Memory, Promotion, tuples
+from engram.store.models import Memory, Promotion, tuples
 from engram.store.paths import load_memoryd_config, memoryd_config_path
 from engram.store.service import Store
 from engram.store.write.atomic import read_regular, write_atomic

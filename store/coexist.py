@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.store.errors import StoreError
-from engram.store.index import Imported, Memory, Promotion, PromotionNote, SealedPromotion
+from engram.store.models import Imported, Memory, Promotion, PromotionNote, SealedPromotion
 from engram.store.sensitive.crypto import decrypt, encrypt
 from engram.store.sensitive.registration import unregistered_scopes
 from engram.store.service import Store

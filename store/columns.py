@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 
 
 def parse_json_list(text: str | None) -> list[Any]:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from engram.store.domain import FORGOTTEN_DIR, DecayState
 from engram.store.errors import BadInput
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import Memory, tuples
+from engram.store.models import Memory, tuples
 from engram.store.service import Store
 from engram.store.write.change import Change, FileWrite
 

@@ -30,16 +30,8 @@ from engram.store.columns import dura_scores
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
 from engram.store.frontmatter import Frontmatter, MemoryDoc, serialize
-from engram.store.index import (
-    Entity,
-    Memory,
-    Promotion,
-    Relation,
-    SensitiveScope,
-    SupersedesChain,
-    insert_rows,
-    insert_values,
-)
+from engram.store.index import insert_rows, insert_values
+from engram.store.models import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain
 from engram.store.paths import RootLayout
 from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, propose, reject, write_promoted

@@ -11,8 +11,8 @@ import yaml
 from engram.store.audit.verify import EventFilter, events
 from engram.store.columns import dura_of
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Promotion, SupersedesChain
 from engram.store.memories import view_memory
+from engram.store.models import Promotion, SupersedesChain
 from engram.store.sensitive import binding
 from engram.store.service import Store
 

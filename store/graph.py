@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from peewee import fn
 
 from engram.store.errors import BadInput, Conflict, NotFound
-from engram.store.index import Entity, Memory, Relation, tuples
+from engram.store.models import Entity, Memory, Relation, tuples
 from engram.store.service import Store
 from engram.store.write.change import Change
 

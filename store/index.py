@@ -1,4 +1,4 @@
-"""index.db: peewee models of memoryd's tables, opening with migrations, read-only for unknown schemas.
+"""index.db and engram.db opened: the models bound to them, migrations applied, read-only for unknown schemas.
 
 The index is rebuildable from the Markdown files, but not all of it: promotions, the graph, sensitive scope
 registrations and (for memoryd-written roots) decay state live only here, so nothing in engram drops it.
@@ -17,21 +17,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import peewee
 from peewee import (
-    AutoField,
-    BlobField,
-    CompositeKey,
     IntegrityError,
     Model,
     OperationalError,
     SqliteDatabase,
 )
 
-from engram.migrations import ENGRAM_PREFIX, migration_files
-from engram.store.errors import Conflict, DatabaseLocked, ReadOnlyStore, StoreError
+from engram.migrations import ENGRAM_PREFIX
+from engram.store.errors import Conflict, ReadOnlyStore, StoreError
+from engram.store.migrate import (
+    BUSY_TIMEOUT_MS,
+    apply_migrations,
+    locked_or,
+    migrate,
+    read_only_query,
+    unknown_migrations,
+)
+from engram.store.models import (
+    MODELS,
+    IndexIdentity,
+    Memory,
+    Promotion,
+    RootRecord,
+    Trigger,
+    table_of,
+)
 
-BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_WAIT_MS = 250  # how long a redaction's checkpoint waits for another process's readers (see overwriting)
 # On every connection engram opens: SQLite's sorts, temporary tables and statement journals stay in memory. Left
 # to the default, a sort too large for the page cache goes to files in /var/tmp (the console's read of every
@@ -40,378 +52,6 @@ TEMP_IN_MEMORY = "PRAGMA temp_store = MEMORY"
 LOOKUP_VALUES = 500  # values bound in one lookup statement (SQLite's limit is far above)
 BULK_CACHE_KIB = 64 * 1024  # a bulk write's page cache: see Index.bulk_cache
 
-
-def tuples(query: Any) -> Iterator[tuple[Any, ...]]:
-    """The rows of a select as plain tuples (no model instance per row), typed as tuples: peewee's stubs give
-    ``query.tuples()`` the query's own type, so a loop over it would look like a loop over model instances."""
-    return iter(query.tuples())
-
-
-class TextField(peewee.TextField):
-    """Text as read from a row another program wrote: bytes that are not UTF-8 read with U+FFFD, and a number in
-    a text column as its digits, so that one damaged row cannot stop a listing, a check or the console."""
-
-    def python_value(self, value: Any) -> Any:
-        if value is None or isinstance(value, str):
-            return value
-        if isinstance(value, bytes):
-            return value.decode("utf-8", "replace")
-        return str(value)
-
-
-class IntegerField(peewee.IntegerField):
-    """A whole number as read: text that is none (``'many'``) reads as the column's default, or None."""
-
-    def python_value(self, value: Any) -> Any:
-        try:
-            return super().python_value(value)
-        except (TypeError, ValueError):
-            return self.default if isinstance(self.default, int) else None
-
-
-class FloatField(peewee.FloatField):
-    """A number as read: text that is none reads as None."""
-
-    def python_value(self, value: Any) -> Any:
-        try:
-            return super().python_value(value)
-        except (TypeError, ValueError):
-            return None
-
-
-class _Base(Model):
-    class Meta:
-        legacy_table_names = False
-
-
-class Memory(_Base):
-    slug = TextField(primary_key=True)
-    type = TextField()
-    scope_hash = TextField()
-    title = TextField()
-    source = TextField()
-    created_at = TextField()
-    updated_at = TextField(null=True)
-    ttl_days = IntegerField(null=True)
-    decay_state = TextField(default="alive")
-    last_recalled_at = TextField(null=True)
-    recall_count = IntegerField(default=0)
-    fingerprint = TextField()
-    body_path = TextField(unique=True)
-    scope_sensitive = IntegerField(default=0)
-
-    class Meta:
-        table_name = "memories"
-
-
-class Trigger(_Base):
-    slug = TextField()
-    trigger = TextField()
-
-    class Meta:
-        table_name = "triggers"
-        primary_key = CompositeKey("slug", "trigger")
-
-
-class Promotion(_Base):
-    id = AutoField()
-    source_session_slug = TextField()
-    proposed_type = TextField()
-    proposed_title = TextField()
-    proposed_body = TextField()
-    proposed_triggers = TextField()
-    dura_score = TextField()
-    reasoning = TextField(null=True)
-    proposed_supersedes = TextField(default="[]")
-    scope_hash = TextField()
-    status = TextField(default="pending")
-    created_at = TextField()
-    decided_at = TextField(null=True)
-
-    class Meta:
-        table_name = "promotions"
-
-
-class SensitiveScope(_Base):
-    """memoryd's code writes ``(scope_hash, scope_root, marked_at)``; its docs show ``key_source`` instead.
-    Read it through :func:`sensitive_scope_rows`, which takes whichever columns the table has."""
-
-    scope_hash = TextField(primary_key=True)
-    scope_root = TextField()
-    marked_at = TextField()
-
-    class Meta:
-        table_name = "sensitive_scopes"
-
-
-class Entity(_Base):
-    id = TextField(primary_key=True)
-    name = TextField()
-    type = TextField()
-    aliases = TextField(null=True)
-    context = TextField(null=True)
-    first_seen_at = TextField()
-    last_seen_at = TextField()
-    mention_count = IntegerField(default=1)
-    scope_hash = TextField(null=True)
-    decay_state = TextField(default="fresh")
-
-    class Meta:
-        table_name = "entities"
-
-
-class Relation(_Base):
-    id = AutoField()
-    subject_id = TextField()
-    subject_kind = TextField()
-    predicate = TextField()
-    object_id = TextField()
-    object_kind = TextField()
-    source_memory_id = TextField(null=True)
-    scope_hash = TextField(null=True)
-    confidence = FloatField(null=True)
-    created_at = TextField()
-    superseded_at = TextField(null=True)
-
-    class Meta:
-        table_name = "relations"
-
-
-class SupersedesChain(_Base):
-    newer_memory_id = TextField()
-    older_memory_id = TextField()
-    entity_id = TextField(null=True)
-    confidence = FloatField()
-    decided_at = TextField()
-    decided_by = TextField()
-    reason = TextField(null=True)
-
-    class Meta:
-        table_name = "supersedes_chain"
-        primary_key = CompositeKey("newer_memory_id", "older_memory_id")
-
-
-class ProfileVersion(_Base):
-    id = AutoField()
-    version_num = IntegerField(unique=True)
-    written_at = TextField()
-    trigger = TextField()
-    content_md = TextField()
-    diff_from_prev = TextField(null=True)
-    change_summary = TextField(null=True)
-    sources_count = IntegerField(null=True)
-    sources_window_start = TextField(null=True)
-    sources_window_end = TextField(null=True)
-
-    class Meta:
-        table_name = "profile_versions"
-
-
-class TriggerStat(_Base):
-    trigger = TextField()
-    scope_hash = TextField(default="_global")
-    day = TextField()
-    hits = IntegerField(default=1)
-
-    class Meta:
-        table_name = "trigger_stats"
-        primary_key = CompositeKey("trigger", "scope_hash", "day")
-
-
-class ProfileChangeReport(_Base):
-    id = AutoField()
-    period = TextField(unique=True)
-    generated_at = TextField()
-    content_md = TextField()
-    versions_count = IntegerField(null=True)
-    supersedes_count = IntegerField(null=True)
-    entities_added = IntegerField(null=True)
-    entities_dropped = IntegerField(null=True)
-
-    class Meta:
-        table_name = "profile_change_reports"
-
-
-class _Own(_Base):
-    """engram's own tables: in engram.db, attached to the index connection as ``engram``."""
-
-    class Meta:
-        schema = "engram"
-
-
-class AuditOutbox(_Own):
-    op_id = TextField(primary_key=True)
-    event = TextField()
-    created_at = TextField()
-
-    class Meta:
-        table_name = "engram_audit_outbox"
-
-
-class OutboxGuard(AuditOutbox):
-    """The audit outbox's twin inside index.db (same columns). SQLite commits a WAL database and an attached one
-    separately, so a crash between the two commits could keep an index change without its queued event; written
-    in the same transaction as the index change, this copy cannot. Recreated whenever missing (see
-    :meth:`Index.writable`)."""
-
-    class Meta:
-        schema = None  # main: index.db
-        table_name = "engram_outbox_guard"
-
-
-class IndexIdentity(_Base):
-    """The root's identity as index.db last knew it (engram.db's ``engram_root`` holds the same id)."""
-
-    root_id = TextField(primary_key=True)
-    written_at = TextField()
-
-    class Meta:
-        table_name = "engram_identity"
-
-
-class RootRecord(_Own):
-    root_id = TextField(primary_key=True)
-    created_at = TextField()
-
-    class Meta:
-        table_name = "engram_root"
-
-
-class PromotionNote(_Own):
-    promotion_id = IntegerField(primary_key=True)
-    deferred_at = TextField(null=True)
-    defer_reason = TextField(null=True)
-    reject_reason = TextField(null=True)
-    merged_into = TextField(null=True)
-    snoozed_until = TextField(null=True)  # migration 109: out of the queue until then
-
-    class Meta:
-        table_name = "engram_promotion_notes"
-
-
-class Binding(_Own):
-    slug = TextField(primary_key=True)
-    scope_hash = TextField()
-    version = IntegerField()
-    updated_at = TextField(null=True)
-    file_mac = TextField()
-    content_mac = TextField()
-    bound_at = TextField()
-
-    class Meta:
-        table_name = "engram_binding"
-
-
-class Rekey(_Own):
-    scope_hash = TextField(primary_key=True)
-    started_at = TextField()
-    new_source = TextField()
-
-    class Meta:
-        table_name = "engram_rekey"
-
-
-class ScopeLabel(_Own):
-    scope_hash = TextField(primary_key=True)
-    label = TextField()
-    set_at = TextField()
-
-    class Meta:
-        table_name = "engram_scope_labels"
-
-
-class Imported(_Own):
-    """What an importer brought in (migration 105): a second run skips every ``source_key`` found here."""
-
-    source_key = TextField(primary_key=True)
-    system = TextField()
-    kind = TextField()
-    memory_slug = TextField(null=True)
-    promotion_id = IntegerField(null=True)
-    origin = TextField()
-    imported_at = TextField()
-
-    class Meta:
-        table_name = "engram_imports"
-
-
-class KeyVerifier(_Own):
-    """Proof of the root's master passphrase (migration 107): see :mod:`engram.store.sensitive.keyproof`."""
-
-    id = IntegerField(primary_key=True)
-    salt = TextField()
-    kdf_iters = IntegerField()
-    sealed = TextField()
-    set_at = TextField()
-
-    class Meta:
-        table_name = "engram_key_verifier"
-
-
-class SealedPromotion(_Own):
-    """A promotion of a sensitive scope engram decided, sealed under its scope's key (migration 108): see
-    :func:`engram.store.coexist.seal_promotion`."""
-
-    id = IntegerField(primary_key=True)
-    scope_hash = TextField()
-    status = TextField()
-    decided_at = TextField(null=True)
-    sealed = BlobField()
-
-    class Meta:
-        table_name = "engram_sealed_promotions"
-
-
-class QuarantinedMemory(_Own):
-    """A memory engram quarantined (migration 110): soft-forgotten on disk and in the index, ``was`` the decay state
-    its release restores, ``rules`` the screen's findings (a JSON list of rule ids)."""
-
-    slug = TextField(primary_key=True)
-    was = TextField()
-    rules = TextField(default="[]")
-    at = TextField()
-
-    class Meta:
-        table_name = "engram_quarantine"
-
-
-class AllowedHost(_Own):
-    """A host a person trusts (migration 111): a poisoning finding whose addresses are all such hosts is lowered
-    to review."""
-
-    host = TextField(primary_key=True)
-    added_at = TextField()
-    note = TextField(null=True)
-
-    class Meta:
-        table_name = "engram_allowlist"
-
-
-MODELS = (
-    Memory,
-    Trigger,
-    Promotion,
-    SensitiveScope,
-    Entity,
-    Relation,
-    SupersedesChain,
-    ProfileVersion,
-    TriggerStat,
-    ProfileChangeReport,
-    AuditOutbox,
-    OutboxGuard,
-    IndexIdentity,
-    RootRecord,
-    PromotionNote,
-    Binding,
-    Rekey,
-    ScopeLabel,
-    Imported,
-    KeyVerifier,
-    SealedPromotion,
-    QuarantinedMemory,
-    AllowedHost,
-)
 
 ENGRAM_DB = "engram.db"
 # memoryd's tables engram keeps copies of in engram.db, with the rows a copy leaves out: promotions of sensitive
@@ -462,16 +102,16 @@ class Index:
             if not create:
                 raise StoreError(f"{path}: no index.db (run `engram rebuild-index` to create one from the files)")
             if read_only is None:
-                _migrate(path, engram=False)
-        unknown = _unknown_migrations(path, fixed is not None) + (
-            _unknown_migrations(engram_path, fixed is not None) if engram_path.is_file() else []
+                migrate(path, engram=False)
+        unknown = unknown_migrations(path, fixed is not None) + (
+            unknown_migrations(engram_path, fixed is not None) if engram_path.is_file() else []
         )
         if unknown:
             read_only = (
                 f"the data root has migrations engram does not know ({', '.join(unknown)}): it was "
                 "written by a newer memoryd or engram, so engram opened it read-only"
             )
-        ro = _read_only_query(path, fixed is not None) if read_only else ""
+        ro = read_only_query(path, fixed is not None) if read_only else ""
         db = _connect(f"file:{path}{ro}")
         missing = _missing_schema(db)
         if missing:
@@ -481,9 +121,9 @@ class Index:
             )
         index = cls(path, db, read_only)
         if read_only is None:
-            _migrate(engram_path, engram=True)
+            migrate(engram_path, engram=True)
         if engram_path.is_file():
-            ro = _read_only_query(engram_path, fixed is not None) if read_only else ""
+            ro = read_only_query(engram_path, fixed is not None) if read_only else ""
             _attach(db, f"file:{engram_path}{ro}")
         else:
             index._attach_empty()
@@ -502,7 +142,7 @@ class Index:
         it and says why, rather than not opening. Nothing is ever written through it."""
         name = f"file:engram-stand-in-{uuid.uuid4().hex}?mode=memory&cache=shared"
         keeper = sqlite3.connect(name, uri=True, check_same_thread=False)
-        _apply_migrations(keeper, engram=False)
+        apply_migrations(keeper, engram=False)
         index = cls(path, _connect(name), reason)
         index.db.watched = None  # the file at ``path`` is not what this reads: its replacement is no news here
         index._keepers.append(keeper)
@@ -521,7 +161,7 @@ class Index:
         """engram's tables, empty, in a private in-memory database (kept alive by its own connection)."""
         name = f"file:engram-{uuid.uuid4().hex}?mode=memory&cache=shared"
         self._memory_keeper = sqlite3.connect(name, uri=True, check_same_thread=False)
-        _apply_migrations(self._memory_keeper, engram=True)
+        apply_migrations(self._memory_keeper, engram=True)
         _attach(self.db, name)
 
     def _copy_legacy_tables(self) -> None:
@@ -551,7 +191,7 @@ class Index:
         if self._writable:
             return
         try:
-            _migrate(self.path, engram=False)
+            migrate(self.path, engram=False)
             self.db.execute_sql(
                 "CREATE TABLE IF NOT EXISTS main.engram_outbox_guard "
                 "(op_id TEXT PRIMARY KEY, event TEXT NOT NULL, created_at TEXT NOT NULL)"
@@ -560,7 +200,7 @@ class Index:
                 "CREATE TABLE IF NOT EXISTS main.engram_identity (root_id TEXT PRIMARY KEY, written_at TEXT NOT NULL)"
             )
         except OperationalError as exc:
-            raise _locked_or(exc, self.path) from None
+            raise locked_or(exc, self.path) from None
         self._tables = None
         # One transaction, so one file: memoryd's rebuild-index unlinks index.db without taking any lock, and a
         # rebuild landing between a look at the identity and the copy would have the copies follow an index that
@@ -755,7 +395,7 @@ class Index:
         except IntegrityError as exc:
             raise Conflict(f"index.db refused the change ({exc}); nothing was committed") from None
         except OperationalError as exc:
-            raise _locked_or(exc, self.path) from None
+            raise locked_or(exc, self.path) from None
 
     def has(self, model: type[Model]) -> bool:
         """Whether the model's table exists (a memoryd root engram never wrote has none of engram's). Asked on
@@ -807,12 +447,6 @@ class Index:
         )
 
 
-def _locked_or(exc: OperationalError, path: Path) -> Exception:
-    if "locked" in str(exc) or "busy" in str(exc):
-        return DatabaseLocked(f"{path}: locked by another process for more than {BUSY_TIMEOUT_MS // 1000} s")
-    return StoreError(f"{path}: {exc}")
-
-
 @contextmanager
 def as_peewee_errors() -> Iterator[None]:
     """For statements run on a raw sqlite3 cursor (bulk ``executemany``): their errors raised as peewee's, as
@@ -823,11 +457,6 @@ def as_peewee_errors() -> Iterator[None]:
         raise IntegrityError(*exc.args) from exc
     except sqlite3.OperationalError as exc:
         raise OperationalError(*exc.args) from exc
-
-
-def table_of(model: type[Model]) -> str:
-    """``model``'s table as plain SQL names it: engram's own tables live in the attached ``engram`` schema."""
-    return f"{model._meta.schema or 'main'}.{model._meta.table_name}"
 
 
 def insert_rows(db: SqliteDatabase, model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
@@ -1029,62 +658,3 @@ def _root_read_only(folder: Path) -> str | None:
         why = "on a read-only file system" if mounted_ro else "not writable by this user"
         return f"the data root {folder} is {why}: engram opened it read-only, so nothing can be decided or repaired"
     return None
-
-
-def _read_only_query(path: Path, fixed: bool) -> str:
-    """The URI query opening ``path`` read-only. On a root nothing can write (``fixed``) and with no WAL beside
-    it, SQLite is told the file cannot change (``immutable``): it would otherwise want to create the WAL's
-    shared-memory file next to it, and fail to open at all."""
-    wal = path.with_name(path.name + "-wal")
-    return "?mode=ro&immutable=1" if fixed and not wal.exists() else "?mode=ro"
-
-
-def _unknown_migrations(path: Path, fixed: bool = False) -> list[str]:
-    known = {name for name, _ in migration_files(engram=False) + migration_files(engram=True)}
-    try:
-        con = sqlite3.connect(f"file:{path}{_read_only_query(path, fixed)}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            rows = con.execute("SELECT filename FROM _schema_migrations").fetchall()
-        finally:
-            con.close()
-    except sqlite3.OperationalError:
-        return []  # no _schema_migrations yet: a fresh or pre-migration database
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not an SQLite database ({exc}); `engram rebuild-index` can recreate it") from None
-    return sorted(r[0] for r in rows if r[0] not in known)
-
-
-def _migrate(path: Path, engram: bool) -> None:
-    """Apply the migrations ``path`` lacks (creating it, 0600 for engram.db), in WAL mode as memoryd runs."""
-    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000)
-    try:
-        if engram:
-            path.chmod(0o600)
-        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            con.execute("PRAGMA journal_mode=WAL")
-        _apply_migrations(con, engram)
-    except sqlite3.OperationalError as exc:
-        raise _locked_or(OperationalError(str(exc)), path) from None
-    finally:
-        con.close()
-
-
-def _apply_migrations(con: sqlite3.Connection, engram: bool) -> None:
-    """Apply every shipped migration not yet recorded, each in its own transaction with its record."""
-    con.execute("CREATE TABLE IF NOT EXISTS _schema_migrations (filename TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    done = {r[0] for r in con.execute("SELECT filename FROM _schema_migrations")}
-    for name, sql in migration_files(engram):
-        if name in done:
-            continue
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
-        try:
-            con.executescript(
-                "BEGIN IMMEDIATE;\n" + sql + "\nINSERT INTO _schema_migrations (filename, applied_at) "
-                f"VALUES ('{name}', '{stamp}');\nCOMMIT;"
-            )
-        except sqlite3.Error as exc:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            if "locked" in str(exc):
-                raise DatabaseLocked(f"cannot apply migration {name}: {exc}") from None
-            raise StoreError(f"migration {name} failed: {exc}") from None

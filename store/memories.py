@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict, NotFound
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import Memory, SupersedesChain
+from engram.store.models import Memory, SupersedesChain
 from engram.store.service import Store
 from engram.store.write.change import Change, FileWrite
 

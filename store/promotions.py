@@ -21,7 +21,7 @@ from engram.store.columns import parse_json_list
 from engram.store.domain import OPEN_STATUSES, DecayState, MemoryType, PromotionStatus
 from engram.store.errors import BadInput, Conflict, NotFound, Quarantined, StoreError
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
-from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
+from engram.store.models import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
 from engram.store.sensitive import keyproof
 from engram.store.service import Store
 from engram.store.write.change import Change

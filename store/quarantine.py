@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from engram.store.domain import DecayState, PromotionStatus
 from engram.store.errors import Conflict
-from engram.store.index import Promotion, QuarantinedMemory
 from engram.store.memories import with_state
+from engram.store.models import Promotion, QuarantinedMemory
 from engram.store.service import Store
 from engram.store.write.change import Change
 

@@ -16,7 +16,7 @@ from engram.store import queue_scores
 from engram.store.columns import Repeats, dura_average, dura_of, dura_scores, parse_json_list, shared
 from engram.store.domain import OPEN_STATUSES
 from engram.store.errors import StoreError
-from engram.store.index import Memory, Promotion, PromotionNote, table_of, tuples
+from engram.store.models import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
 from engram.store.secrets import Finding, kinds_in, scan
 from engram.store.service import Store, chunked

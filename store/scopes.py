@@ -22,7 +22,7 @@ from peewee import fn
 
 from engram.store.drift.scan import scope_files
 from engram.store.errors import BadInput, NotFound, StoreError, UnsafePath
-from engram.store.index import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger, tuples
+from engram.store.models import Binding, Entity, Memory, Promotion, ScopeLabel, Trigger, tuples
 from engram.store.paths import check_scope_name, scope_hash_for, scope_root_for
 from engram.store.sensitive.grants import Grant, grants
 from engram.store.service import Store

@@ -19,7 +19,7 @@ from engram.store.drift.examine import examined
 from engram.store.drift.scan import FileEntry
 from engram.store.errors import StoreError
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import Memory, Promotion, tuples
+from engram.store.models import Memory, Promotion, tuples
 from engram.store.screen import Item, Screening, screen
 from engram.store.screen.screen import relaxed
 from engram.store.service import Store, chunked

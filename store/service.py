@@ -24,8 +24,9 @@ from engram.store.audit import chain
 from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
-from engram.store.index import AuditOutbox, Index, Memory, OutboxGuard, as_peewee_errors, tuples
+from engram.store.index import Index, as_peewee_errors
 from engram.store.lazy import lazy_module
+from engram.store.models import AuditOutbox, Memory, OutboxGuard, tuples
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof, registration
 from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt

@@ -26,7 +26,7 @@ from rapidfuzz import fuzz
 from engram.store.columns import Repeats, dura_average, dura_scores, parse_json_list, shared
 from engram.store.domain import OPEN_STATUSES
 from engram.store.frontmatter import body_fingerprint
-from engram.store.index import Memory, Promotion, Relation, Trigger, table_of, tuples
+from engram.store.models import Memory, Promotion, Relation, Trigger, table_of, tuples
 from engram.store.service import Store, chunked
 
 CANDIDATES = 32  # best-blocked candidates a promotion's text is compared with, per block

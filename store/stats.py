@@ -10,7 +10,7 @@ from peewee import fn
 from engram.store.domain import OPEN_STATUSES
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import StoreError
-from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain, tuples
+from engram.store.models import Entity, Memory, Promotion, Relation, SupersedesChain, tuples
 from engram.store.service import Store
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from engram.store.errors import Conflict, NotFound, StoreError
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Memory, SupersedesChain, tuples
+from engram.store.models import Memory, SupersedesChain, tuples
 from engram.store.service import Store
 from engram.store.write.change import Change
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from engram.store.domain import DecayState
-from engram.store.index import Memory
 from engram.store.memories import set_decay
+from engram.store.models import Memory
 from engram.store.service import Store
 from engram.tui.cli import main
 

@@ -18,7 +18,7 @@ from engram.store.domain import MemoryType
 from engram.store.importers import importer
 from engram.store.importers.base import Options
 from engram.store.importers.run import apply_import, preview
-from engram.store.index import Entity, Memory
+from engram.store.models import Entity, Memory
 from engram.store.paths import scope_hash_for
 from engram.store.promotions import Proposal, propose, reject
 from engram.store.sensitive.convert import mark_sensitive

@@ -13,8 +13,8 @@ from memoryd_emulation import memoryd_append, memoryd_verify_chain
 from engram.store.audit.ops import repair_log, verify_log
 from engram.store.audit.verify import TAMPERED, VALID
 from engram.store.domain import DecayState
-from engram.store.index import Memory
 from engram.store.memories import set_decay
+from engram.store.models import Memory
 from engram.store.service import Store
 from engram.tui.cli import main
 

@@ -13,8 +13,8 @@ from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.explain import explain
 from engram.store.frontmatter import parse, serialize
-from engram.store.index import Binding, Memory
 from engram.store.memories import edit_memory
+from engram.store.models import Binding, Memory
 from engram.store.sensitive.binding import BOUND, CHANGED, ROLLED_BACK, SWAPPED, UNBOUND, verify
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import derive_passphrase_key

@@ -15,7 +15,7 @@ from engram.store.changes import ChangeFeed
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.errors import StoreError
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.promotions import approve, reject
 from engram.store.service import Store
 

@@ -9,7 +9,7 @@ import pytest
 
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.service import Store
 
 FIXTURE_QUIRKS = {"file_without_row": 2, "approved_without_memory": 1, "decay_index_only": 26}

@@ -8,7 +8,7 @@ from memoryd_emulation import memoryd_saves
 from engram.store.drift import check as checking
 from engram.store.drift.check import check
 from engram.store.frontmatter import Frontmatter, MemoryDoc
-from engram.store.index import Memory
+from engram.store.models import Memory
 
 
 def test_check_reads_the_rows_a_few_files_at_a_time(store, monkeypatch):

@@ -10,8 +10,8 @@ from helpers import run_engram
 from engram.store.audit.ops import verify_log
 from engram.store.audit.verify import TAMPERED, VALID
 from engram.store.domain import DecayState
-from engram.store.index import Memory, Promotion
 from engram.store.memories import set_decay
+from engram.store.models import Memory, Promotion
 from engram.store.paths import engram_config_dir
 from engram.store.service import Store
 from engram.tui.cli import main

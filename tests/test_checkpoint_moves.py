@@ -16,8 +16,8 @@ from memoryd_emulation import memoryd_append
 from engram.store.audit.chain import first_line, line_hash
 from engram.store.audit.checkpoints import CheckpointBook
 from engram.store.domain import DecayState
-from engram.store.index import Memory
 from engram.store.memories import set_decay
+from engram.store.models import Memory
 from engram.store.paths import engram_config_dir, engram_state_dir
 from engram.store.service import Store
 from engram.tui.cli import main

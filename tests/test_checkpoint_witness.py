@@ -8,8 +8,8 @@ from pathlib import Path
 
 from engram.store.audit.witness import SERVICE
 from engram.store.domain import DecayState
-from engram.store.index import Memory
 from engram.store.memories import set_decay
+from engram.store.models import Memory
 from engram.store.service import Store
 from engram.tui.cli import main
 

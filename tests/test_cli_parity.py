@@ -15,7 +15,7 @@ from conftest import PASSPHRASE
 from helpers import events
 from memoryd_emulation import memoryd_load_failures
 
-from engram.store.index import Memory, Promotion, SupersedesChain
+from engram.store.models import Memory, Promotion, SupersedesChain
 from engram.tui.cli import _parser, main
 from engram.tui.panes.table import ALL_ACTIONS
 

@@ -10,7 +10,7 @@ from memoryd_emulation import memoryd_decides
 from engram.store.drift.check import check
 from engram.store.errors import Conflict
 from engram.store.frontmatter import MemoryDoc, parse, serialize
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.promotions import approve, defer, reject, undo
 from engram.store.service import Store
 from engram.store.supersedes import confirm_supersede, links, undo_supersede

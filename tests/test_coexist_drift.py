@@ -6,7 +6,7 @@ import hashlib
 import sqlite3
 
 from engram.store.drift.check import check
-from engram.store.index import Memory
+from engram.store.models import Memory
 
 
 def test_a_body_starting_with_blank_lines_is_indexed_as_memoryd_indexes_it(store, fixture_root):

@@ -16,7 +16,7 @@ from memoryd_emulation import memoryd_proposes, memoryd_verify_chain
 
 from engram.store.audit.verify import VALID, verify
 from engram.store.drift.check import check
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 

@@ -15,7 +15,7 @@ from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.errors import Conflict
-from engram.store.index import Memory, Promotion, PromotionNote, ScopeLabel
+from engram.store.models import Memory, Promotion, PromotionNote, ScopeLabel
 from engram.store.promotions import approve, reject
 from engram.store.scopes import set_label
 from engram.store.sensitive.convert import mark_sensitive
@@ -84,7 +84,7 @@ def test_after_a_rebuild_an_approval_into_a_sensitive_scope_is_still_encrypted(f
 
 
 def test_import_records_survive_a_rebuild(fixture_root, unlocked_keys):
-    from engram.store.index import Imported
+    from engram.store.models import Imported
 
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         store.index.writable()

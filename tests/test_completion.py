@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.service import Store
 from engram.tui.completion import complete_pending, complete_scopes
 

@@ -13,7 +13,7 @@ import pytest
 
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.promotions import approve
 from engram.store.service import Store
 from engram.store.write import faults

@@ -23,7 +23,7 @@ from memoryd_emulation import memoryd_load_failures
 from engram.store.decay import forget_now
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
-from engram.store.index import Imported, Memory, Promotion
+from engram.store.models import Imported, Memory, Promotion
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store

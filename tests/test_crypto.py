@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from engram.store.errors import DecryptionFailed, KeyUnavailable
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.paths import scope_hash_for
 from engram.store.sensitive.crypto import KeyRing, decrypt, derive_passphrase_key, encrypt
 

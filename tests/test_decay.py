@@ -22,7 +22,7 @@ from engram.store.decay import (
 )
 from engram.store.domain import DecayState
 from engram.store.errors import BadInput
-from engram.store.index import Memory
+from engram.store.models import Memory
 
 LATER = datetime(2027, 6, 1, tzinfo=UTC)
 

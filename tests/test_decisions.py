@@ -6,7 +6,7 @@ from __future__ import annotations
 from memoryd_emulation import memoryd_decides
 
 from engram.store import promotions
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.queue import pending_ids
 from engram.tui.decisions import History, Kind, decide_each, told, undo_step
 

@@ -13,7 +13,8 @@ from peewee import SQL
 from engram.store.demo import DEMO_PASSPHRASE, POISONED, SECRET_BEARING, build_demo
 from engram.store.drift.check import check
 from engram.store.drift.scan import FileEntry, walk
-from engram.store.index import BULK_CACHE_KIB, Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.index import BULK_CACHE_KIB
+from engram.store.models import Entity, Memory, Promotion, Relation, SupersedesChain
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 

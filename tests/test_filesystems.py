@@ -98,7 +98,7 @@ def test_a_write_back_that_fails_commits_nothing_of_the_batch(store, fixture_roo
     committed, so the index never points at files that may not be on the disk."""
     from test_write_path import apply_a_batch
 
-    from engram.store.index import Memory
+    from engram.store.models import Memory
 
     def failing(fd: int) -> None:
         raise OSError(5, "writing back the file system: Input/output error")

@@ -35,7 +35,7 @@ def test_every_fixture_file_round_trips_byte_for_byte(store):
 
 
 def test_fingerprint_matches_memoryd_index(store):
-    from engram.store.index import Memory
+    from engram.store.models import Memory
 
     for row in Memory.select():
         doc = store.read_doc(row.body_path)
@@ -43,7 +43,7 @@ def test_fingerprint_matches_memoryd_index(store):
 
 
 def test_naive_and_aware_datetimes_keep_their_form(store):
-    from engram.store.index import Memory
+    from engram.store.models import Memory
 
     naive = Memory.get(Memory.slug == "2026-04-03-0ad3f2d6-c878-4ae0-a32e-f1eac3693486")
     doc = store.read_doc(naive.body_path)

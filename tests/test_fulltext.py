@@ -21,7 +21,7 @@ from engram.store.drift.check import check
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.errors import StoreError
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.queue import pending_ids
 from engram.store.search import arrays, generation
 from engram.store.search import fulltext as fulltext_module

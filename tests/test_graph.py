@@ -18,7 +18,7 @@ from engram.store.graph import (
     rename_entity,
     supersede_relation,
 )
-from engram.store.index import Entity, Relation
+from engram.store.models import Entity, Relation
 
 
 def test_entities_by_mentions_and_fuzzy_name(store):

@@ -13,7 +13,7 @@ import pytest
 from conftest import PASSPHRASE
 
 from engram.store.errors import StoreError
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.service import Store
 
 

@@ -19,7 +19,7 @@ from engram.store.domain import MemoryType
 from engram.store.importers import base, importer
 from engram.store.importers.base import Options
 from engram.store.importers.run import apply_import, preview
-from engram.store.index import Imported, Memory, Promotion, SupersedesChain
+from engram.store.models import Imported, Memory, Promotion, SupersedesChain
 from engram.store.paths import scope_hash_for
 from engram.store.promotions import approve
 

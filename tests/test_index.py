@@ -9,8 +9,8 @@ import pytest
 
 from engram.store.domain import DecayState
 from engram.store.errors import DatabaseLocked, ReadOnlyStore
-from engram.store.index import Memory
 from engram.store.memories import set_decay
+from engram.store.models import Memory
 from engram.store.service import Store
 
 MEMORYD_MIGRATIONS = [
@@ -111,7 +111,7 @@ def test_engram_01_tables_inside_index_db_are_read_then_moved_out(fixture_root, 
         INSERT INTO _schema_migrations VALUES ('104_engram_scope_labels.sql', '2026-11-01 00:00:00');""")
     con.commit()
     con.close()
-    from engram.store.index import ScopeLabel
+    from engram.store.models import ScopeLabel
 
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         assert [r.label for r in ScopeLabel.select()] == ["ledger"]

@@ -14,7 +14,7 @@ from helpers import fresh_store
 from memoryd_emulation import memoryd_proposes
 
 from engram.store.errors import PassphraseUnconfirmed, WrongKey
-from engram.store.index import KeyVerifier, Promotion
+from engram.store.models import KeyVerifier, Promotion
 from engram.store.sensitive import keyproof
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing, opens_verifier

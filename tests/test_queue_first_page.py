@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram.store import promotions, queue_scores
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.queue import SORTS, first_page, pending_queue
 from engram.tui.app import EngramApp
 from engram.tui.panes import queue as queue_pane

@@ -8,7 +8,7 @@ import shutil
 import sqlite3
 
 from engram.store import queue_scores
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.queue import first_page, pending_queue
 from engram.store.service import Store
 from engram.tui.app import EngramApp

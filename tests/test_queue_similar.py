@@ -11,7 +11,7 @@ from helpers import events, settle
 from memoryd_emulation import memoryd_proposes
 from textual.widgets import DataTable
 
-from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.models import Memory, Promotion, PromotionNote
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 from engram.tui.app import EngramApp

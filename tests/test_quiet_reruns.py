@@ -9,7 +9,7 @@ from helpers import events
 
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.scopes import scopes
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.sensitive.rekey import rekey_passphrase

@@ -102,7 +102,7 @@ def test_check_and_rebuild_ask_the_kernel_for_all_of_index_db_ahead_of_their_loo
 
 
 def test_a_search_index_build_asks_the_kernel_for_its_files_ahead_of_reading_them(store, monkeypatch):
-    from engram.store.index import Memory
+    from engram.store.models import Memory
     from engram.store.search.fulltext import sync
 
     asked = _hinted_paths(monkeypatch)

@@ -6,7 +6,7 @@ import sqlite3
 
 from engram.store.drift.check import check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
-from engram.store.index import Entity, Memory, Promotion, Relation, SupersedesChain
+from engram.store.models import Entity, Memory, Promotion, Relation, SupersedesChain
 from engram.store.service import Store
 
 

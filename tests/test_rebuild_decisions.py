@@ -11,7 +11,7 @@ from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index
 
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.promotions import approve, defer, merge, reject
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store

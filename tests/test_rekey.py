@@ -17,7 +17,7 @@ from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.errors import StoreError, WrongKey
 from engram.store.frontmatter import parse
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.sensitive.binding import BOUND, verify
 from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key
 from engram.store.sensitive.rekey import plan_passphrase_rekey, rekey_passphrase, rekey_random

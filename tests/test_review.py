@@ -10,8 +10,8 @@ import pytest
 from engram.store import promotions
 from engram.store.domain import MemoryType
 from engram.store.errors import Conflict
-from engram.store.index import Memory, Promotion, PromotionNote, SupersedesChain
 from engram.store.memories import edit_memory
+from engram.store.models import Memory, Promotion, PromotionNote, SupersedesChain
 
 
 def pending() -> Promotion:

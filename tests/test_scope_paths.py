@@ -16,8 +16,8 @@ from helpers import run_engram
 
 from engram.store.domain import MemoryType
 from engram.store.frontmatter import Frontmatter, MemoryDoc
-from engram.store.index import Memory
 from engram.store.memories import create_memory
+from engram.store.models import Memory
 from engram.store.scopes import set_label
 from engram.store.sensitive.convert import mark_sensitive
 from engram.store.sensitive.crypto import KeyRing

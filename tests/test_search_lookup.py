@@ -11,7 +11,7 @@ import pytest
 from memoryd_emulation import memoryd_rebuild_index, memoryd_saves, memoryd_sweeps
 
 from engram.store.frontmatter import parse
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.search.fulltext import FullText, sync
 from engram.store.search.index import SearchIndex, SearchResult
 from engram.store.search.lookup import Lookup

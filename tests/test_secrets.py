@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Markdown, Static
 
 from engram.store import promotions
 from engram.store.drift.check import check
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.queue import pending_findings, pending_queue, queue_query
 from engram.store.secrets import GATES, PATTERNS, find_secrets, redact, scan
 from engram.tui.app import EngramApp
@@ -320,7 +320,7 @@ def test_a_password_said_in_a_sentence_is_found_and_only_the_value_redacted(text
 
 def test_a_password_in_a_title_is_flagged_and_redacted_from_the_approved_memory(store):
     from engram.store.domain import MemoryType
-    from engram.store.index import Memory, Promotion
+    from engram.store.models import Memory, Promotion
     from engram.store.promotions import Proposal, propose
     from engram.store.queue import pending_findings
 

@@ -20,7 +20,7 @@ from memoryd_emulation import memoryd_saves
 
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.search import generation
 from engram.store.search import segments as segments_module
 from engram.store.search.fulltext import FullText, cache_path, segments_dir, sync, verify

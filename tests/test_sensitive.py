@@ -18,7 +18,7 @@ from helpers import run_engram
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.errors import KeyUnavailable
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store

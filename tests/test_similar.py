@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memoryd_emulation import memoryd_proposes
 
 from engram.store import similar
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.promotions import approve
 from engram.store.queue import pending_queue, queue_query
 from engram.store.similar import Block, Similarity, Text, cluster_order, normalised, title_similarity, words

@@ -10,7 +10,7 @@ import pytest
 from helpers import events, settle
 
 from engram.store.errors import BadInput
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.promotions import snooze, undo
 from engram.store.queue import first_page, pending_queue
 from engram.store.snooze import parse_until

@@ -7,8 +7,8 @@ import pytest
 from helpers import events
 
 from engram.store.errors import Conflict, NotFound
-from engram.store.index import Memory, SupersedesChain
 from engram.store.memories import add_supersede
+from engram.store.models import Memory, SupersedesChain
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 from engram.store.supersedes import (

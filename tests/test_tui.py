@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input, Markdown, OptionList, Static, Tree
 from engram.store.domain import MemoryType
 from engram.store.drift.check import KINDS
 from engram.store.errors import StoreError
-from engram.store.index import Memory, Promotion, PromotionNote
+from engram.store.models import Memory, Promotion, PromotionNote
 from engram.store.paths import engram_config_dir
 from engram.store.promotions import Proposal, propose
 from engram.store.sensitive.crypto import KeyRing

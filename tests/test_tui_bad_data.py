@@ -11,7 +11,7 @@ from pathlib import Path
 
 from helpers import settle
 
-from engram.store.index import Promotion
+from engram.store.models import Promotion
 from engram.store.service import Store
 from engram.tui.app import EngramApp
 from engram.tui.cli import main

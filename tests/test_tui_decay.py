@@ -9,7 +9,7 @@ from helpers import events, settle
 from textual.widgets import DataTable
 
 from engram.store.decay import plan_sweep, state_of
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.tui.app import EngramApp
 from engram.tui.screens.prompt import Confirm
 

@@ -13,7 +13,7 @@ from textual.widgets import Input
 
 from engram.store.audit.chain import append_event
 from engram.store.domain import MemoryType
-from engram.store.index import Entity, Memory
+from engram.store.models import Entity, Memory
 from engram.store.promotions import Proposal, propose
 from engram.tui.app import EngramApp
 from engram.tui.widgets.safe import ControlFilter

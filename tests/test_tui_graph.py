@@ -6,7 +6,7 @@ from __future__ import annotations
 from helpers import events, settle
 from textual.widgets import DataTable, Static, Tree
 
-from engram.store.index import Entity, Relation
+from engram.store.models import Entity, Relation
 from engram.tui.app import EngramApp
 from engram.tui.panes.graph import GraphPane
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from helpers import events, settle
 from textual.widgets import DataTable, Static
 
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.tui.app import EngramApp
 from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.search import SearchPane

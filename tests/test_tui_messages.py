@@ -24,7 +24,7 @@ from engram.store import promotions
 from engram.store.domain import MemoryType
 from engram.store.errors import DatabaseLocked
 from engram.store.frontmatter import Frontmatter, MemoryDoc
-from engram.store.index import Memory, Promotion
+from engram.store.models import Memory, Promotion
 from engram.store.settings import Settings
 from engram.tui import app as app_module
 from engram.tui.app import EngramApp

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, ProgressBar, Tree
 from engram.store.decay import plan_sweep, state_of
 from engram.store.demo import DEMO_PASSPHRASE, build_demo
 from engram.store.graph import PER_PREDICATE, entities
-from engram.store.index import Entity, Memory, Relation
+from engram.store.models import Entity, Memory, Relation
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 from engram.tui.app import EngramApp

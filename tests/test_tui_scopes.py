@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from helpers import events, fresh_store, settle
 from textual.widgets import DataTable, Input, ProgressBar, Static
 
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.sensitive.crypto import KeyRing, derive_passphrase_key
 from engram.store.service import Store
 from engram.tui.app import EngramApp

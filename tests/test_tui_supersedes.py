@@ -9,7 +9,7 @@ import json
 from helpers import events, settle
 from textual.widgets import Static, Tree
 
-from engram.store.index import SupersedesChain
+from engram.store.models import SupersedesChain
 from engram.tui.app import EngramApp
 
 SIZE = (140, 45)

@@ -100,7 +100,7 @@ async def test_a_toast_says_what_happened_to_what(console):
 
 
 async def test_capital_r_and_d_decide_at_once_and_the_status_counts_progress(console):
-    from engram.store.index import Promotion, PromotionNote
+    from engram.store.models import Promotion, PromotionNote
 
     async with console.run_test(size=SIZE) as pilot:
         await settle(console, pilot)

@@ -15,7 +15,7 @@ from engram.store.domain import DecayState, MemoryType
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.errors import Conflict, UnsafePath
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse
-from engram.store.index import AllowedHost, Memory, Promotion, QuarantinedMemory, SupersedesChain
+from engram.store.models import AllowedHost, Memory, Promotion, QuarantinedMemory, SupersedesChain
 from engram.store.scopes import set_label
 from engram.store.sensitive.binding import bind_files
 from engram.store.sensitive.grants import issue_grant, revoke_grant

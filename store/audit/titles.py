@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from engram.store.index import LOOKUP_VALUES, Memory, Promotion, tuples
+from engram.store.index import LOOKUP_VALUES
+from engram.store.models import Memory, Promotion, tuples
 from engram.store.service import Store
 
 

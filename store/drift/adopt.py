@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from engram.store.errors import StoreError
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import Memory
+from engram.store.models import Memory
 from engram.store.service import Store
 from engram.store.write.change import Change
 

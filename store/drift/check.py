@@ -26,7 +26,7 @@ from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_fact
 from engram.store.drift.scan import FileEntry, appeared_since, half_scrubbed, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError, UnsafePath
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Binding, Memory, Promotion, PromotionNote, QuarantinedMemory, Rekey, tuples
+from engram.store.models import Binding, Memory, Promotion, PromotionNote, QuarantinedMemory, Rekey, tuples
 from engram.store.promotions import slug_promoted_from
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict

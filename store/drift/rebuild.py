@@ -29,7 +29,7 @@ from engram.store.drift.examine import Bad, Failed, examined
 from engram.store.drift.scan import FileEntry, appeared_since, read_ahead, walk
 from engram.store.errors import BadMemoryFile, DecryptionFailed, KeyUnavailable, StoreError
 from engram.store.frontmatter import parse
-from engram.store.index import Memory, Trigger
+from engram.store.models import Memory, Trigger
 from engram.store.paths import RootLayout, resolve_data_root
 from engram.store.search import fulltext
 from engram.store.service import Store, chunked

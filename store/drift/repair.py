@@ -17,7 +17,7 @@ from engram.store.drift.adopt import adopt_file
 from engram.store.drift.check import Finding, Report, check
 from engram.store.errors import DatabaseLocked, ReadOnlyStore, StoreError
 from engram.store.frontmatter import MemoryDoc
-from engram.store.index import Memory, Promotion, Trigger
+from engram.store.models import Memory, Promotion, Trigger
 from engram.store.promotions import write_promoted
 from engram.store.search import fulltext
 from engram.store.sensitive import binding, registration

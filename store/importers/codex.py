@@ -32,7 +32,7 @@ from engram.store.importers.base import (
     slug_part,
     text_of,
 )
-from engram.store.index import Imported, Memory, tuples
+from engram.store.models import Imported, Memory, tuples
 from engram.store.paths import scope_hash_for
 from engram.store.service import Store
 

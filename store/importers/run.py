@@ -28,7 +28,7 @@ from engram.store.importers.base import (
     Skipped,
     SupersedeItem,
 )
-from engram.store.index import Imported, Memory, Promotion, SupersedesChain, tuples
+from engram.store.models import Imported, Memory, Promotion, SupersedesChain, tuples
 from engram.store.paths import check_scope_name, scope_hash_for
 from engram.store.promotions import Proposal, promoted_slug, promotion_values
 from engram.store.secrets import Finding, find_secrets, redact

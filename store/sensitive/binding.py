@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from engram.store.index import Binding, as_peewee_errors, table_of
+from engram.store.index import as_peewee_errors
 from engram.store.lazy import lazy_module
+from engram.store.models import Binding, table_of
 from engram.store.write.change import Change, IndexEntry, index_entry
 
 if TYPE_CHECKING:

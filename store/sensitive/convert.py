@@ -13,7 +13,7 @@ from engram.store.coexist import lost_promotions
 from engram.store.drift.adopt import adopt_file
 from engram.store.drift.scan import half_scrubbed, scope_files
 from engram.store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
-from engram.store.index import Memory, SensitiveScope
+from engram.store.models import Memory, SensitiveScope
 from engram.store.paths import check_scope_name
 from engram.store.scopes import project_dir, resolve_scope
 from engram.store.search import fulltext

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from engram.store.drift.scan import scope_files
 from engram.store.errors import DecryptionFailed, PassphraseUnconfirmed, StoreError, WrongKey
-from engram.store.index import KeyVerifier
+from engram.store.models import KeyVerifier
 from engram.store.sensitive.crypto import (
     PASSPHRASE_ENV,
     decrypt,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from engram.store.drift.scan import scope_files
 from engram.store.errors import BadMemoryFile, Conflict, DecryptionFailed, KeyUnavailable, StoreError, WrongKey
 from engram.store.frontmatter import MemoryDoc, parse
-from engram.store.index import Rekey
+from engram.store.models import Rekey
 from engram.store.scopes import resolve_scope
 from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.convert import BATCH, Progress
