@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,15 +27,10 @@ from engram.store.lazy import lazy_module
 from engram.store.models import AuditOutbox, Memory, OutboxGuard, tuples
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof, registration
-from engram.store.sensitive.crypto import KeyRing, decrypt, encrypt
+from engram.store.sensitive.crypto import KeyRing, decrypt
 from engram.store.write import faults, retire
 from engram.store.write.atomic import (
-    WRITER_THREADS,
-    SealedFile,
-    flushed_on_exit,
     read_regular,
-    write_atomic,
-    write_sealed,
 )
 from engram.store.write.change import (
     ROW_COLUMNS,
@@ -45,10 +38,9 @@ from engram.store.write.change import (
     DataWrite,
     FileWrite,
     IndexEntry,
-    MemoryWrite,
     index_entry,
 )
-from engram.store.write.elsewhere import FileWriter
+from engram.store.write.engine import FileEngine, Sealed
 
 if TYPE_CHECKING:
     from engram.store import frontmatter
@@ -87,7 +79,7 @@ class Store:
         self._registering = False  # re-registering sensitive scopes after a rebuild (see apply_many)
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
         self.checkpoints = default_book(layout.root, settings)
-        self._writer: FileWriter | None = None  # see writing_elsewhere
+        self.files = FileEngine(layout, lambda scope: self.keys.key_for(scope), self._bind)
         self._move_checked = False  # see record_move
 
     def now(self) -> datetime:
@@ -238,7 +230,7 @@ class Store:
         writes = [w for change in changes for w in change.writes]
         # Before anything moves: every target path is inside the root and every key is at hand, so a
         # change needing a locked scope's key fails whole, not after its first file.
-        targets = [(self._target(w), w) for w in writes]
+        targets = [(self.files.target(w), w) for w in writes]
         for scope in sorted({w.scope_hash for w in writes if not isinstance(w, DataWrite) and w.encrypted}):
             keyproof.prove(self, scope)  # a typo'd passphrase would encrypt memories nobody can open again
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
@@ -247,7 +239,7 @@ class Store:
             for change in changes:
                 if change.precondition is not None:
                     change.precondition()
-            with self._files_written(targets, durable):
+            with self.files.written(targets, durable):
                 if index_update is not None:
                     index_update()
                 for change in changes:
@@ -373,101 +365,7 @@ class Store:
         else:
             self.audit_warning = self.checkpoints.warning
 
-    def _target(self, write: MemoryWrite | DataWrite) -> str:
-        """Where ``write`` goes, checked to be inside the root: a string, which the batch's writers take as it is."""
-        if isinstance(write, DataWrite):
-            return os.fspath(self.layout.resolve_data(write.relpath))
-        return self.layout.inside(write.relpath)
-
-    @contextmanager
-    def writing_elsewhere(self) -> Iterator[None]:
-        """Within: a batch's files (``durable=False``) are written and flushed by a child process while the
-        batch's rows go in here, rather than before them (see :mod:`engram.store.write.elsewhere`). For a long
-        run of batches, such as the demo's: the child is started once for all of them."""
-        with FileWriter() as writer:
-            self._writer = writer
-            try:
-                yield
-            finally:
-                self._writer = None
-
-    @contextmanager
-    def _files_written(self, targets: list[tuple[str, MemoryWrite | DataWrite]], durable: bool) -> Iterator[None]:
-        """Write a change's files; the block puts its index rows in. A batch's files (``durable=False``) are
-        flushed while its rows go in (and written then too, with :meth:`writing_elsewhere`), and the block is
-        left, for the commit, only once they are: the index never points at a file a crash could still take
-        back. A crash leaves what a sequential write would: temp files, or renamed files the uncommitted index
-        does not point at."""
-        if durable or len(targets) < _THREADED_FROM:
-            for path, write in targets:
-                self._write_file(path, write, durable)
-        elif self._writer is None:
-            self._write_threaded(targets)
-        else:
-            with self._written_elsewhere(self._writer, targets):
-                yield
-            return
-        with flushed_on_exit(path for path, _ in targets) if not durable and targets else nullcontext():
-            yield
-
-    @contextmanager
-    def _written_elsewhere(
-        self, writer: FileWriter, targets: list[tuple[str, MemoryWrite | DataWrite]]
-    ) -> Iterator[None]:
-        """The batch's files sealed here, then written and flushed by ``writer``'s process during the block."""
-        sealed = [(write, *self._seal(write)) for _, write in targets]
-        writer.start(_files_of(targets, sealed))
-        try:
-            self._bind(sealed)
-            yield
-        finally:
-            writer.finish()
-
-    def _write_threaded(self, targets: list[tuple[str, MemoryWrite | DataWrite]]) -> None:
-        """A batch's files written by a few threads, which overlap the kernel's work on each file (create,
-        write, rename: most of a batch's time) with each other and with the sealing of the next slice; the
-        index stays on this thread."""
-        with ThreadPoolExecutor(WRITER_THREADS) as pool:
-            sealed: list[_Sealed] = []
-            writing: list[Future[None]] = []
-            for piece in chunked(targets, _THREADED_SLICE):
-                sealing = [(write, *self._seal(write)) for _, write in piece]  # while the last slice writes
-                files = _files_of(piece, sealing)
-                self._bind_written(sealed, writing)
-                sealed = sealing
-                # a task per thread, not per file: a future per file cost the batch more than its writing
-                writing = [pool.submit(write_sealed, files[n::WRITER_THREADS]) for n in range(WRITER_THREADS)]
-            self._bind_written(sealed, writing)
-
-    def _bind_written(self, sealed: list[_Sealed], writing: list[Future[None]]) -> None:
-        for future in writing:
-            future.result()
-        self._bind(sealed)
-
-    def _write_file(self, path: str, write: MemoryWrite | DataWrite, durable: bool) -> None:
-        data, mode, plaintext = self._seal(write)
-        if isinstance(write, DataWrite):
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data, mode=mode, durable=durable, read_back=plaintext is not None)
-        self._bind([(write, data, mode, plaintext)])
-
-    def _seal(self, write: MemoryWrite | DataWrite) -> tuple[bytes, int, bytes | None]:
-        """The bytes to write, their file mode, and the plaintext of an encrypted memory. An encrypted memory's
-        ciphertext is decrypted here and must give its text back, and its file is read back against the
-        ciphertext before the rename: a file nobody could open again is never put in place."""
-        if isinstance(write, DataWrite):
-            return write.data, 0o600, None
-        data = write.text()
-        if not write.encrypted:
-            return data, 0o644, None
-        scope = write.scope_hash
-        key = self.keys.key_for(scope)
-        sealed = encrypt(data, key, scope)
-        if decrypt(sealed, key, scope, write.relpath) != data:
-            raise StoreError(f"{write.relpath}: the encrypted file did not decrypt to its text")
-        return sealed, 0o600, data
-
-    def _bind(self, written: list[_Sealed]) -> None:
+    def _bind(self, written: list[Sealed]) -> None:
         """Record the bindings of the encrypted memories written, and forget those of the ones now plaintext (the
         index's part), a statement for each kind whatever their number."""
         memories = [(w, data, plaintext) for w, data, _, plaintext in written if not isinstance(w, DataWrite)]
@@ -530,20 +428,6 @@ class Store:
         return body_path
 
 
-_Sealed = tuple[MemoryWrite | DataWrite, bytes, int, bytes | None]
-"""A write of a batch sealed: what for, its bytes, its file mode and the plaintext of an encrypted memory."""
-
-
-def _files_of(targets: list[tuple[str, MemoryWrite | DataWrite]], sealed: list[_Sealed]) -> list[SealedFile]:
-    """What the writer threads (or process) need of a batch's sealed writes: an encrypted file is read back."""
-    return [
-        SealedFile(path, data, mode, plaintext is not None)
-        for (path, _), (_, data, mode, plaintext) in zip(targets, sealed, strict=True)
-    ]
-
-
-_THREADED_FROM = 64  # files in a batch from which threads write them
-_THREADED_SLICE = 512  # files sealed and held at a time
 _BATCH = 400  # rows per statement: 14 columns x 400 stays far below SQLite's bound-variable limit
 # ON CONFLICT never SETs the key column: doing so would make SQLite check every promotion that references the
 # row (promotions.source_session_slug has no index).

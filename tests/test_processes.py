@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from engram.store.demo.processes import produced_elsewhere
 from engram.store.errors import StoreError
-from engram.store.processes import produced_elsewhere
 
 
 def squares(n: int) -> Iterator[tuple[int, int]]:
@@ -58,7 +58,7 @@ def test_the_child_draws_a_few_items_ahead_and_no_more(tmp_path):
     this process took it), and stops at AHEAD items ready beyond the one in the pipe: memory stays bounded."""
     import time
 
-    from engram.store.processes import AHEAD
+    from engram.store.demo.processes import AHEAD
 
     log = tmp_path / "drawn"
     items = produced_elsewhere(big_items_logged, str(log))
@@ -101,8 +101,8 @@ def test_the_writer_process_writes_batch_after_batch_and_leaves_ctrl_c_to_the_pa
     import multiprocessing
     import signal
 
+    from engram.store.demo.writer import FileWriter
     from engram.store.write.atomic import SealedFile
-    from engram.store.write.elsewhere import FileWriter
 
     def batch(name: str, count: int) -> list[SealedFile]:
         return [

@@ -11,6 +11,7 @@ from engram.store import allowlist, decay, graph, memories, promotions, quaranti
 from engram.store.audit import ops as audit_ops
 from engram.store.audit.ops import repair_log
 from engram.store.calibration import set_thresholds
+from engram.store.demo.writer import FileWriter
 from engram.store.domain import DecayState, MemoryType
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.errors import Conflict, UnsafePath
@@ -582,7 +583,7 @@ def a_batch(store, prefix: str, count: int, scope: str = "710d5aaf7a15") -> tupl
 
 
 def test_a_batch_written_elsewhere_has_its_files_written_while_its_rows_go_in(store, fixture_root, monkeypatch):
-    """With ``writing_elsewhere`` a batch's files are written and flushed by a child process while this one puts
+    """With a FileWriter (the demo's) a batch's files are written and flushed by a child process while this one puts
     the rows in (the demo's files and rows took turns before), a sensitive scope's files encrypted here and read
     back there; the rows are committed once every file is in place."""
     from engram.store.write.change import Change
@@ -597,7 +598,7 @@ def test_a_batch_written_elsewhere_has_its_files_written_while_its_rows_go_in(st
         present_at_rows.append(sum((fixture_root / w.relpath).exists() for w in writes))
         store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)])
 
-    with store.writing_elsewhere():
+    with FileWriter() as writer, store.files.writing_with(writer):
         store.apply(
             Change("import_applied", None, None, {"importer": "test"}, writes=writes, index_update=rows),
             durable=False,
@@ -625,7 +626,7 @@ def test_a_batch_whose_files_fail_elsewhere_commits_nothing(store, fixture_root)
         rows = lambda: store.upsert_memory_rows([(d, w.relpath) for d, w in zip(docs, writes, strict=True)])  # noqa: E731
         return Change("import_applied", None, None, {"importer": "test"}, writes=writes, index_update=rows)
 
-    with store.writing_elsewhere():
+    with FileWriter() as writer, store.files.writing_with(writer):
         with pytest.raises(StoreError, match="writing the batch's files failed: .*0123456789ab"):
             store.apply(batch(good + bad, good_writes + bad_writes), durable=False)
         assert not Memory.select().where(Memory.slug.startswith("engram-good")).exists()
@@ -636,14 +637,15 @@ def test_a_batch_whose_files_fail_elsewhere_commits_nothing(store, fixture_root)
 def test_an_encrypted_file_that_would_not_decrypt_to_its_text_is_never_written(store, fixture_root, monkeypatch):
     """An encrypted memory's ciphertext is decrypted before it is written and must give its text back: a file
     nobody could open again is refused, and nothing of the change moves."""
-    from engram.store import service
     from engram.store.errors import StoreError
+    from engram.store.write import engine
+    from engram.store.write.change import Change
 
-    real_encrypt = service.encrypt
-    monkeypatch.setattr(service, "encrypt", lambda data, key, scope: real_encrypt(data + b"!", key, scope))
+    real_encrypt = engine.encrypt
+    monkeypatch.setattr(engine, "encrypt", lambda data, key, scope: real_encrypt(data + b"!", key, scope))
     docs, writes = a_batch(store, "engram-garbled", 1, scope="35998c22af79")
     with pytest.raises(StoreError, match="did not decrypt to its text"):
-        store.apply(service.Change("memory_created", docs[0].frontmatter.slug, "35998c22af79", {}, writes=writes))
+        store.apply(Change("memory_created", docs[0].frontmatter.slug, "35998c22af79", {}, writes=writes))
     assert not (fixture_root / writes[0].relpath).exists()
     assert not Memory.select().where(Memory.slug == "engram-garbled-000").exists()
 

@@ -18,7 +18,7 @@ import random
 import re
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,13 +27,14 @@ from typing import TypeVar
 from engram.store.audit.checkpoints import CheckpointRejected
 from engram.store.audit.ops import restart_checkpoint
 from engram.store.columns import dura_scores
+from engram.store.demo.processes import produced_elsewhere
+from engram.store.demo.writer import FileWriter
 from engram.store.domain import DecayState, MemoryType
 from engram.store.errors import Conflict
 from engram.store.frontmatter import Frontmatter, MemoryDoc, serialize
 from engram.store.index import insert_rows, insert_values
 from engram.store.models import Entity, Memory, Promotion, Relation, SensitiveScope, SupersedesChain
 from engram.store.paths import RootLayout
-from engram.store.processes import produced_elsewhere
 from engram.store.promotions import Proposal, approve, promotion_values, propose, reject, write_promoted
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store, chunked
@@ -437,7 +438,7 @@ def build_demo(
     args = (memories, seed, CHUNK)
     big = memories > CHUNK
     drawn = produced_elsewhere(_drawn, *args) if big else _drawn(*args)
-    with store.index.bulk_cache(), store.writing_elsewhere() if big else nullcontext():
+    with store.index.bulk_cache(), _writing_elsewhere(store) if big else nullcontext():
         for chunk in drawn:
             _write_chunk(store, chunk, seed=seed, when=when)
             made["memories"] += len(chunk.files)
@@ -453,6 +454,14 @@ def build_demo(
     if replaces:
         restart_checkpoint(store)  # audited, naming the old checkpoint
     return {**made, **reviewed}
+
+
+@contextmanager
+def _writing_elsewhere(store: Store) -> Iterator[None]:
+    """Within: each batch's files are written and flushed by a child process (:mod:`engram.store.demo.writer`)
+    while its rows go in here, the child started once for the whole build."""
+    with FileWriter() as writer, store.files.writing_with(writer):
+        yield
 
 
 def _checkpoint_of_a_root_gone(store: Store) -> bool:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from engram.store.demo.processes import failure, leave_ctrl_c_to_the_parent, start_child
 from engram.store.errors import StoreError
-from engram.store.processes import failure, leave_ctrl_c_to_the_parent, start_child
 from engram.store.write.atomic import SealedFile, flush_written, write_sealed
 
 if TYPE_CHECKING:
