@@ -163,3 +163,15 @@ def test_no_store_module_imports_another_that_imports_it_back(tmp_path):
         if b.startswith("engram.store") and b != a and graph.chain_exists(importer=b, imported=a)
     ]
     assert circles == []
+
+
+def test_every_pane_acts_through_the_one_way():
+    """A pane or screen tells the console the store changed only through tui/actions.py (attempt,
+    attempt_in_worker, succeeded, changed_elsewhere), which also says what was done or why nothing was."""
+    told_directly = [
+        path
+        for folder in ("tui/panes", "tui/screens")
+        for path, text in sources(folder).items()
+        if "StoreChanged(" in text
+    ]
+    assert told_directly == []

@@ -13,6 +13,7 @@ from helpers import settle
 
 from engram.store.models import Promotion
 from engram.store.service import Store
+from engram.store.write.engine import FileEngine
 from engram.tui.app import EngramApp
 from engram.tui.cli import main
 from engram.tui.panes.queue import QueuePane
@@ -82,7 +83,7 @@ async def test_a_read_only_file_system_fails_the_approval_not_the_console(fixtur
     def refuse(self, path, write, durable):  # what the kernel says on a file system mounted read-only
         raise OSError(errno.EROFS, "Read-only file system", str(path))
 
-    monkeypatch.setattr(Store, "_write_file", refuse)
+    monkeypatch.setattr(FileEngine, "write_file", refuse)
     with Store.open(fixture_root, keys=unlocked_keys) as store:
         app = EngramApp(store)
         async with app.run_test(size=SIZE) as pilot:

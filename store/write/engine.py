@@ -82,7 +82,7 @@ class FileEngine:
         does not point at."""
         if durable or len(targets) < THREADED_FROM:
             for path, write in targets:
-                self._write_file(path, write, durable)
+                self.write_file(path, write, durable)
         elif self.writer is None:
             self._write_threaded(targets)
         else:
@@ -126,7 +126,7 @@ class FileEngine:
             future.result()
         self.bind(sealed)
 
-    def _write_file(self, path: str, write: MemoryWrite | DataWrite, durable: bool) -> None:
+    def write_file(self, path: str, write: MemoryWrite | DataWrite, durable: bool) -> None:
         data, mode, plaintext = self._seal(write)
         if isinstance(write, DataWrite):
             Path(path).parent.mkdir(parents=True, exist_ok=True)

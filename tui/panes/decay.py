@@ -24,11 +24,10 @@ from engram.store.decay import (
     revive,
     set_ttl,
 )
-from engram.store.errors import StoreError
-from engram.tui.actions import attempt
+from engram.tui.actions import attempt, attempt_in_worker
 from engram.tui.colours import Paint, role
 from engram.tui.keymap import DECAY_ACTIONS, bindings
-from engram.tui.messages import OpenMemory, StoreChanged
+from engram.tui.messages import OpenMemory
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.shared import Shared
@@ -199,15 +198,15 @@ class DecayPane(PaneBase):
 
     @background("decay-sweep")
     def run_sweep(self, steps: list[Step]) -> None:
-        try:
-            with progress(self, "#decay-progress") as report:
-                done = apply_sweep(self.store, steps, report)
-        except StoreError as exc:
-            deliver(self, self.notify, str(exc), title="Sweep stopped", severity="error")
-        else:
-            deliver(self, self.notify, f"swept: {done} memories changed", timeout=5)
-        deliver(self, self.reload)
-        self.post_message(StoreChanged())
+        with progress(self, "#decay-progress") as report:
+            swept = attempt_in_worker(
+                self,
+                lambda: apply_sweep(self.store, steps, report),
+                lambda done: f"swept: {done} memories changed",
+                self.reload,
+            )
+        if not swept:  # the batches before the one that stopped it are applied: shown
+            deliver(self, self.reload)
 
     @on(DataTable.RowSelected, "#decay-list")
     def _open(self, event: DataTable.RowSelected) -> None:

@@ -14,8 +14,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
 from engram.store.errors import StoreError
+from engram.tui.actions import attempt_in_worker
 from engram.tui.keymap import POISON_ACTIONS, bindings
-from engram.tui.messages import StoreChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm
 from engram.tui.shared import Shared
@@ -160,21 +160,23 @@ class PoisonPane(PaneBase):
 
     @background("poison-change")
     def change(self, slug: str, how: str) -> None:
+        """Quarantine or release in a worker; the pane follows the store's change as every pane does."""
         from engram.store import quarantine
 
-        try:
-            if how == "quarantine":
-                rules = next((i.screening.rules for i in self.items if i.key == slug), None)
-                quarantine.quarantine(self.store, slug, rules)
-                said = f"quarantined {slug}: memoryd no longer injects or finds it"
-            else:
-                state = quarantine.release(self.store, slug)
-                said = f"released {slug}: {state} again"
-        except StoreError as exc:
-            deliver(self, self.notify, str(exc), title="Nothing changed", severity="error")
-            return
-        deliver(self, self.notify, said, timeout=5)
-        self.post_message(StoreChanged())
+        def nothing() -> None:
+            pass
+
+        if how == "quarantine":
+            rules = next((i.screening.rules for i in self.items if i.key == slug), None)
+            said = f"quarantined {slug}: memoryd no longer injects or finds it"
+            attempt_in_worker(self, lambda: quarantine.quarantine(self.store, slug, rules), said, nothing)
+        else:
+            attempt_in_worker(
+                self,
+                lambda: quarantine.release(self.store, slug),
+                lambda state: f"released {slug}: {state} again",
+                nothing,
+            )
 
     def action_reveal(self) -> None:
         from engram.store.errors import StoreError as Failed

@@ -33,9 +33,10 @@ from engram.store.queue_scores import keep as keep_scores
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
 from engram.store.views import DEFAULTS, View, load_views, save_view
+from engram.tui.actions import changed_elsewhere, succeeded
 from engram.tui.decisions import History, Kind, Outcome, decide_each, short, told, undo_step
 from engram.tui.keymap import QUEUE_ACTIONS, bindings
-from engram.tui.messages import OpenMemory, Settled, StoreChanged
+from engram.tui.messages import OpenMemory, Settled
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.prompt import Confirm, SecretsPrompt, TextPrompt
 from engram.tui.shared import Shared
@@ -685,10 +686,9 @@ class QueuePane(PaneBase):
             self.marked.clear()
         step, undone = outcome.step, kind is Kind.UNDO
         if step.decisions or undone:
-            self.refresh_after(told(message, step, undone, self.titles))
+            succeeded(self, told(message, step, undone, self.titles), self.reload)
         else:  # everything was skipped (and said): engram changed nothing, but the store had changed
-            self.reload()
-            self.post_message(StoreChanged())
+            changed_elsewhere(self, self.reload)
         if self.store.audit_warning:
             self.notify(self.store.audit_warning, severity="warning")
 
@@ -898,13 +898,6 @@ class QueuePane(PaneBase):
         if step is not None:
             again = self.next_undecided({d.promotion_id for d in step.decisions})
             self.run_step(step.redo, Kind.REDO, step.label, land=again)
-
-    def refresh_after(self, message: str) -> None:
-        """After a change: say what happened, reload the queue, and tell the console (the status line, the
-        audit state and the panes showing memories follow)."""
-        self.notify(message, timeout=3)
-        self.reload()
-        self.post_message(StoreChanged())
 
     # ------------------------------------------------------------------ sensitive scopes
 

@@ -22,8 +22,9 @@ from engram.store.sensitive.convert import Progress, mark_sensitive, unmark_sens
 from engram.store.sensitive.grants import Grant, issue_grant, revoke_grant
 from engram.store.sensitive.rekey import RESTART_MEMORYD, rekey_passphrase, rekey_random
 from engram.store.stats import Counts, counts
+from engram.tui.actions import attempt, attempt_in_worker, refused, succeeded
 from engram.tui.keymap import SCOPES_ACTIONS, bindings
-from engram.tui.messages import KeysChanged, StoreChanged
+from engram.tui.messages import KeysChanged
 from engram.tui.panes.base import PaneBase
 from engram.tui.screens.grant import GrantScreen
 from engram.tui.screens.prompt import Confirm, TextPrompt
@@ -196,12 +197,13 @@ class ScopesPane(PaneBase):
                 done: Progress = convert(self.store, scope_hash, report)
         except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
             deliver(self, ask_new_passphrase, self, self.store, lambda: self.convert(scope_hash, encrypt))
-        except StoreError as exc:
-            deliver(self, self.notify, str(exc), title="Nothing more changed", severity="error", timeout=10)
+        except StoreError as exc:  # what was converted before it stopped stays converted: shown, and told
+            deliver(self, refused, self, exc, "Nothing more changed")
+            deliver(self, succeeded, self, "the scope's list is up to date", lambda: self.reloaded(True))
         else:
             verb = "encrypted" if encrypt else "decrypted"
-            deliver(self, self.notify, f"scope {scope_hash}: {verb} {done.done:,} memories", timeout=5)
-        deliver(self, self.after_change, True)
+            said = f"scope {scope_hash}: {verb} {done.done:,} memories"
+            deliver(self, succeeded, self, said, lambda: self.reloaded(True), 5)
 
     def action_label(self) -> None:
         info = self.current
@@ -211,12 +213,9 @@ class ScopesPane(PaneBase):
         def named(text: str | None) -> None:
             if text is None:
                 return
-            try:
-                set_label(self.store, info.scope_hash, text)
-            except StoreError as exc:
-                self.notify(str(exc), title="Not named", severity="error")
-                return
-            self.after_change()
+            attempt(
+                self, lambda: set_label(self.store, info.scope_hash, text), f"{info.scope_hash}: named", self.reloaded
+            )
 
         self.app.push_screen(
             TextPrompt(
@@ -275,13 +274,14 @@ class ScopesPane(PaneBase):
                     done = rekey_passphrase(self.store, passphrase, lambda _scope, n, total: report(n, total))
                 else:
                     done = rekey_random(self.store, scope_hash or "", report)
-        except StoreError as exc:
-            deliver(self, self.notify, str(exc), title="Rekey stopped", severity="error", timeout=10)
+        except StoreError as exc:  # the scopes rekeyed before it stopped stay so: shown, and told
+            deliver(self, refused, self, exc, "Rekey stopped")
+            deliver(self, succeeded, self, "the scope's list is up to date", lambda: self.reloaded(True))
         else:
             where = f"{len(done.scopes)} scopes" if passphrase is not None else f"scope {scope_hash}"
             restart = f". {RESTART_MEMORYD}" if passphrase is not None else ""
-            deliver(self, self.notify, f"{where}: {done.done:,} memories under the new key{restart}", timeout=15)
-        deliver(self, self.after_change, True)
+            said = f"{where}: {done.done:,} memories under the new key{restart}"
+            deliver(self, succeeded, self, said, lambda: self.reloaded(True), 15)
 
     def action_grant(self) -> None:
         info = self.current
@@ -297,10 +297,9 @@ class ScopesPane(PaneBase):
             try:
                 grant = issue_grant(self.store, info.scope_hash, answer[0], answer[1], info.label)
             except StoreError as exc:
-                self.notify(str(exc), title="No grant", severity="error")
+                refused(self, exc, "No grant")
                 return
-            self.notify(f"{info.name}: grant {grant.describe(self.store.now())}", timeout=4)
-            self.after_change()
+            succeeded(self, f"{info.name}: grant {grant.describe(self.store.now())}", self.reloaded, 4)
 
         self.app.push_screen(GrantScreen(info.name), chosen)
 
@@ -313,23 +312,18 @@ class ScopesPane(PaneBase):
         def answered(yes: bool | None) -> None:
             if not yes:
                 return
-            try:
-                revoke_grant(self.store, info.scope_hash)
-            except StoreError as exc:
-                self.notify(str(exc), title="Not revoked", severity="error")
-                return
-            self.notify(f"{info.name}: grant revoked", timeout=4)
-            self.after_change()
+            attempt(
+                self, lambda: revoke_grant(self.store, info.scope_hash), f"{info.name}: grant revoked", self.reloaded
+            )
 
         self.app.push_screen(Confirm(f"Revoke the read grant of {info.name}? (y/n)"), answered)
 
-    def after_change(self, files_changed: bool = False) -> None:
+    def reloaded(self, files_changed: bool = False) -> None:
         """Reload the list; when memories were encrypted or decrypted, the queue's lock marks and the search
         index follow (the same as after an unlock)."""
         self.load_scopes()
         if files_changed:
             self.post_message(KeysChanged())
-        self.post_message(StoreChanged())
 
     # ------------------------------------------------------------------ the drift check
 
@@ -378,9 +372,13 @@ class ScopesPane(PaneBase):
 
     @background("scopes-seen")
     def mark_seen(self, kind: str, found: list[Finding]) -> None:
-        acknowledge(self.store, [(f.kind, f.ident, f.fingerprint) for f in found], kind)
-        deliver(self, self.notify, f"marked {len(found)} {kind} finding(s) seen", title="Mark seen")
-        deliver(self, self.run_check)
+        seen = [(f.kind, f.ident, f.fingerprint) for f in found]
+        attempt_in_worker(
+            self,
+            lambda: acknowledge(self.store, seen, kind),
+            f"marked {len(found)} {kind} finding(s) seen",
+            self.run_check,
+        )
 
     def show_counts(self, c: Counts) -> None:
         promos = ", ".join(f"{n} {s}" for s, n in sorted(c.promotions.items())) or "none"
