@@ -16,15 +16,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from peewee import SQL, Database
+from peewee import Database
 
-from engram.store.audit import chain
+from engram.store.audit import chain, outbox
 from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
 from engram.store.index import Index, as_peewee_errors
 from engram.store.lazy import lazy_module
-from engram.store.models import AuditOutbox, Memory, OutboxGuard, tuples
+from engram.store.models import AuditOutbox, Memory, OutboxGuard
 from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof, registration
 from engram.store.sensitive.crypto import KeyRing, decrypt
@@ -261,9 +261,9 @@ class Store:
                 }
                 for op_id, _, event in queued
             ]
-            for outbox in (AuditOutbox, OutboxGuard):  # see OutboxGuard: both, or neither after a crash
+            for table in (AuditOutbox, OutboxGuard):  # see OutboxGuard: both, or neither after a crash
                 for batch in chunked(rows, _BATCH):
-                    outbox.insert_many(batch).execute()
+                    table.insert_many(batch).execute()
         faults.reach("index_committed")
         for items in retiring.values():
             retire.finish(self.layout, items)
@@ -301,69 +301,13 @@ class Store:
             self._registering = False
 
     def flush_audit_outbox(self) -> int:
-        """Append every queued event to the audit log, oldest first (one locked write), then advance the signed
-        checkpoint; returns how many events are still queued.
-
-        Events a crashed writer already appended are not written twice (see :func:`chain.append_events`).
-        """
-        self.audit_warning = None
-        rows = self.queued_events()
-        if not rows:
-            return 0
-        events = []
-        for _, raw in rows:  # a change a crash cut short is finished before its event is told
-            event, retiring = retire.take(json.loads(raw))
-            retire.finish(self.layout, retiring)
-            events.append(event)
-        try:
-            chain.append_events(self.layout.audit_path, events, position_hint=self._audit_position_hint())
-        except (StoreError, OSError) as exc:
-            self.audit_warning = f"change saved, audit event queued: {exc}"
-            return len(rows)
-        faults.reach("audit_appended")
-        with self.index.transaction():
-            for batch in chunked([op_id for op_id, _ in rows], _BATCH):
-                for outbox in (AuditOutbox, OutboxGuard):
-                    outbox.delete().where(outbox.op_id.in_(batch)).execute()
-        self._advance_checkpoint({op_id for op_id, _ in rows})
-        return 0
+        """Append every queued event to the audit log and advance the checkpoint (see
+        :func:`engram.store.audit.outbox.flush`); returns how many are still queued."""
+        return outbox.flush(self)
 
     def queued_events(self) -> list[tuple[str, str]]:
-        """``(op_id, event)`` of every committed event not yet appended, oldest first: engram.db's outbox and its
-        twin in index.db together (either may have lost its copy: a crash between commits, a rebuilt index)."""
-        rows: dict[str, tuple[str, str]] = {}
-        for outbox in (AuditOutbox, OutboxGuard):
-            if self.index.has(outbox):
-                waiting = outbox.select(outbox.op_id, outbox.event, outbox.created_at)
-                for op_id, event, created in tuples(waiting.order_by(outbox.created_at, SQL("rowid"))):
-                    rows.setdefault(op_id, (created, event))
-        ordered = sorted(rows.items(), key=lambda item: item[1][0])  # stable: insertion order within a stamp
-        return [(op_id, event) for op_id, (_, event) in ordered]
-
-    def _audit_position_hint(self) -> tuple[int, int] | None:
-        """``(lines, offset)`` of the newest checkpoint, if it is this log's: the writer counts lines from there."""
-        try:
-            checkpoint = self.checkpoints.latest()
-        except StoreError:
-            return None
-        first = chain.first_line(self.layout.audit_path)
-        if checkpoint is None or first is None or chain.line_hash(first) != checkpoint.log_id:
-            return None
-        return checkpoint.size, checkpoint.offset
-
-    def _advance_checkpoint(self, appended: set[str]) -> None:
-        """``appended``: op_ids of the events just written (they are not evidence of an earlier checkpoint)."""
-        try:
-            advanced = self.checkpoints.advance(self.layout.audit_path, utcnow(), besides=appended)
-        except (StoreError, OSError) as exc:
-            self.audit_warning = f"audit checkpoint not advanced: {exc}"
-            return
-        if advanced is None:
-            self.audit_warning = (
-                "audit checkpoint not advanced: the log no longer continues it; run `engram audit verify`"
-            )
-        else:
-            self.audit_warning = self.checkpoints.warning
+        """``(op_id, event)`` of every committed event not yet appended, oldest first."""
+        return outbox.queued(self)
 
     def _bind(self, written: list[Sealed]) -> None:
         """Record the bindings of the encrypted memories written, and forget those of the ones now plaintext (the

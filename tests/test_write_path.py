@@ -271,6 +271,8 @@ NOT_ONE_EVENT = {
     "search.fulltext.discard": "engram's search cache only, outside the data root",
     "search.fulltext.verify": "reads engram's search cache and stats the files",
     "search.fulltext.verifier": "the same read, as a call for a thread of its own",
+    "audit.outbox.flush": "appends events already committed with their change (the change's one event)",
+    "audit.outbox.queued": "reads only",
     "search.lookup.bring_up_to_date": "syncs engram's search cache only, outside the data root (as sync)",
     "search.lookup.stamp": "stats folders and counts index.db's rows: reads only",
     "promotions.cluster_decider": "returns how each member is decided: approve, reject or merge, each its own event",

@@ -1,0 +1,92 @@
+"""The audit outbox: a change's event is committed in the change's own index transaction, then appended to the
+audit log, so a crash between the two loses no event and appends none twice.
+
+Each event sits in two tables until it is appended: engram.db's outbox and its twin in index.db (either may
+lose its copy: a crash between the two databases' commits, memoryd's rebuild-index). :func:`flush` appends
+every queued event, oldest first, in one locked write by memoryd's rule, deletes them from both tables and
+advances the signed checkpoint. A change a crash cut short (files still to retire) is finished before its
+event is told.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from peewee import SQL
+
+from engram.store.audit import chain
+from engram.store.errors import StoreError
+from engram.store.models import AuditOutbox, OutboxGuard, tuples
+from engram.store.write import faults, retire
+
+if TYPE_CHECKING:
+    from engram.store.service import Store
+
+DELETED_AT_ONCE = 400  # op ids in one DELETE: far below SQLite's bound-variable limit
+
+
+def queued(store: Store) -> list[tuple[str, str]]:
+    """``(op_id, event)`` of every committed event not yet appended, oldest first, from both tables."""
+    rows: dict[str, tuple[str, str]] = {}
+    for outbox in (AuditOutbox, OutboxGuard):
+        if store.index.has(outbox):
+            waiting = outbox.select(outbox.op_id, outbox.event, outbox.created_at)
+            for op_id, event, created in tuples(waiting.order_by(outbox.created_at, SQL("rowid"))):
+                rows.setdefault(op_id, (created, event))
+    ordered = sorted(rows.items(), key=lambda item: item[1][0])  # stable: insertion order within a stamp
+    return [(op_id, event) for op_id, (_, event) in ordered]
+
+
+def flush(store: Store) -> int:
+    """Append every queued event to the audit log, then advance the signed checkpoint; returns how many events
+    are still queued (the log could not be written: ``store.audit_warning`` says why). Events a crashed writer
+    already appended are not written twice (see :func:`chain.append_events`)."""
+    store.audit_warning = None
+    rows = queued(store)
+    if not rows:
+        return 0
+    events = []
+    for _, raw in rows:  # a change a crash cut short is finished before its event is told
+        event, retiring = retire.take(json.loads(raw))
+        retire.finish(store.layout, retiring)
+        events.append(event)
+    try:
+        chain.append_events(store.layout.audit_path, events, position_hint=_position_hint(store))
+    except (StoreError, OSError) as exc:
+        store.audit_warning = f"change saved, audit event queued: {exc}"
+        return len(rows)
+    faults.reach("audit_appended")
+    ids = [op_id for op_id, _ in rows]
+    with store.index.transaction():
+        for at in range(0, len(ids), DELETED_AT_ONCE):
+            for outbox in (AuditOutbox, OutboxGuard):
+                outbox.delete().where(outbox.op_id.in_(ids[at : at + DELETED_AT_ONCE])).execute()
+    _advance_checkpoint(store, set(ids))
+    return 0
+
+
+def _position_hint(store: Store) -> tuple[int, int] | None:
+    """``(lines, offset)`` of the newest checkpoint, if it is this log's: the writer counts lines from there."""
+    try:
+        checkpoint = store.checkpoints.latest()
+    except StoreError:
+        return None
+    first = chain.first_line(store.layout.audit_path)
+    if checkpoint is None or first is None or chain.line_hash(first) != checkpoint.log_id:
+        return None
+    return checkpoint.size, checkpoint.offset
+
+
+def _advance_checkpoint(store: Store, appended: set[str]) -> None:
+    """``appended``: op_ids of the events just written (they are not evidence of an earlier checkpoint)."""
+    try:
+        advanced = store.checkpoints.advance(store.layout.audit_path, datetime.now(UTC), besides=appended)
+    except (StoreError, OSError) as exc:
+        store.audit_warning = f"audit checkpoint not advanced: {exc}"
+        return
+    if advanced is None:
+        store.audit_warning = "audit checkpoint not advanced: the log no longer continues it; run `engram audit verify`"
+    else:
+        store.audit_warning = store.checkpoints.warning
