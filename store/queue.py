@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from engram.store.similar import Clusters
 
 SORTS = ("dura_avg", "dura_min", "D", "U", "R", "A", "created", "scope", "type")
-DURA_LABELS = {"D": "Durable", "U": "Useful", "R": "Reusable", "A": "Accurate"}
+DURA_LABELS = {"D": "Durability", "U": "Uniqueness", "R": "Retrievability", "A": "Authority"}  # memoryd's four
 
 
 @dataclass(frozen=True, slots=True)

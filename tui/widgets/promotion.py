@@ -72,7 +72,7 @@ class PromotionView(VerticalScroll):
         )
         dura = Text()
         for key, label in DURA_LABELS.items():
-            dura.append(f"{key} {label:<9}")
+            dura.append(f"{key} {label:<15}")
             dura.append_text(dura_bar(detail.dura.get(key, 0.0), lambda name: role(self, name)))
             dura.append("\n")
         self.query_one("#detail-dura", Static).update(dura)
