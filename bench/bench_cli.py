@@ -168,16 +168,17 @@ def main() -> None:
     parser.add_argument("--memoryd-src", help="a checkout of memoryd's repository")
     parser.add_argument("--memoryd-python", help="a Python with memoryd's dependencies")
     parser.add_argument("--peers", help="the folder of make_dataroot.py, md_ops.py and check_dataroot.py")
+    parser.add_argument("--only", nargs="+", choices=list(ROWS), help="these rows only (all by default)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as scratch:
         run(Bench(args, Path(scratch)))
 
 
-def run(bench: Bench) -> None:
+def search_rows(bench: Bench) -> None:
+    """The first run builds engram's search index (not timed, as memoryd's own index is built already)."""
     args, env, md = bench.args, bench.engram_env, Path(bench.args.md)
     demo = demo_root(Path(args.demo), args.demo_memories, env)
     query = args.query
-    # search: the first run builds engram's search index (not timed, as memoryd's own index is built already)
     for root in (md, demo):
         subprocess.run(bench.engram("search", query, "--root", str(root)), env=env, capture_output=True, check=True)
     theirs = bench.measure(bench.memoryd_cli("search", query), bench.memoryd_env(md)) if bench.memoryd else None
@@ -186,7 +187,10 @@ def run(bench: Bench) -> None:
     )
     bench.row(f"search {query!r}, {demo.name}", bench.measure(bench.engram("search", query, "--root", str(demo)), env))
 
-    # audit verify of a generated log, in a root of its own
+
+def verify_rows(bench: Bench) -> None:
+    """audit verify of a generated log, in a root of its own."""
+    args, env = bench.args, bench.engram_env
     logs = bench.scratch / "log-root"
     (logs / "audit").mkdir(parents=True)
     (logs / "scopes").mkdir()
@@ -204,21 +208,32 @@ def run(bench: Bench) -> None:
     subprocess.run(verify, env=env, capture_output=True)
     bench.row(f"audit verify, {args.log_lines:,} lines, after one", bench.measure(verify, env))
 
-    # rebuild-index and scope mark on copies of the memoryd-written root (the copy is made before each run)
-    copy = bench.scratch / "copy"
+
+def _fresh_copy(bench: Bench) -> tuple[Path, Callable[[], None]]:
+    """A copy of the memoryd-written root, and how to make it afresh (before each run that changes it)."""
+    md, copy = Path(bench.args.md), bench.scratch / "copy"
 
     def fresh_copy() -> None:
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(md, copy, symlinks=True)
 
     fresh_copy()
-    subprocess.run(bench.engram("search", query, "--root", str(copy)), env=env, capture_output=True, check=True)
+    return copy, fresh_copy
+
+
+def rebuild_rows(bench: Bench) -> None:
+    env, md = bench.engram_env, Path(bench.args.md)
+    copy, fresh_copy = _fresh_copy(bench)
+    subprocess.run(bench.engram("search", bench.args.query, "--root", str(copy)), env=env, capture_output=True)
     rebuild = bench.engram("rebuild-index", "--root", str(copy))
     theirs = None
     if bench.memoryd:
         theirs = bench.measure(bench.peer("md_ops.py", "rebuild", str(copy)), bench.memoryd_env(copy), fresh_copy)
     bench.row(f"rebuild-index, {md.name}", bench.measure(rebuild, env, fresh_copy), theirs)
 
+
+def check_rows(bench: Bench) -> None:
+    args, env, md = bench.args, bench.engram_env, Path(bench.args.md)
     check = bench.engram("check", "--root", str(md))
     theirs = None
     if bench.memoryd:
@@ -227,11 +242,19 @@ def run(bench: Bench) -> None:
         theirs = bench.measure(reading, bench.memoryd_env(md))
     bench.row(f"check, {md.name}", bench.measure(check, env), theirs)
 
+
+def mark_rows(bench: Bench) -> None:
+    args, env, md = bench.args, bench.engram_env, Path(bench.args.md)
+    copy, fresh_copy = _fresh_copy(bench)
     scope, count = largest_plain_scope(md)
     mark = bench.engram("scope", "mark", scope, "--root", str(copy))
     marking_env = {**env, "MEMORYD_MASTER_PASSPHRASE": args.md_passphrase}
     bench.row(f"scope mark, {count:,} memories", bench.measure(mark, marking_env, fresh_copy))
 
+
+def approve_rows(bench: Bench) -> None:
+    args, env = bench.args, bench.engram_env
+    demo = demo_root(Path(args.demo), args.demo_memories, env)
     done = subprocess.run(
         [sys.executable, "-c", APPROVE, str(demo), str(args.approvals), str(args.warm)],
         env=env,
@@ -245,6 +268,21 @@ def run(bench: Bench) -> None:
         bench.row(
             f"approve one, {demo.name} (of {figure['n']})", f"p50 {figure['p50']:.1f} ms, p95 {figure['p95']:.1f} ms"
         )
+
+
+ROWS: dict[str, Callable[[Bench], None]] = {
+    "search": search_rows,
+    "verify": verify_rows,
+    "rebuild": rebuild_rows,
+    "check": check_rows,
+    "mark": mark_rows,
+    "approve": approve_rows,
+}
+
+
+def run(bench: Bench) -> None:
+    for name in bench.args.only or ROWS:
+        ROWS[name](bench)
 
 
 if __name__ == "__main__":

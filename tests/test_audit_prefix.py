@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_audit import T0, book, dump, edited, engram_append, golden, memoryd_append  # noqa: F401  (fixture)
 
-from engram.store.audit import verify as verify_module
+from engram.store.audit import fastjson
 from engram.store.audit.ops import verify_log
 from engram.store.audit.prefix import record_path
 from engram.store.audit.verify import VALID, verify, verify_recording
@@ -30,7 +30,7 @@ MUTATIONS = {
 
 
 def counting(parsed: list[bytes], loads):
-    """json.loads, noting each log line (bytes: the log is read as bytes, checkpoints and records as text)."""
+    """The verify's parse, noting each log line it reads."""
 
     def parse(raw, *args, **kwargs):
         if isinstance(raw, bytes):
@@ -70,8 +70,7 @@ def test_an_unchanged_prefix_is_not_parsed_again_and_an_edit_inside_it_is_caught
     memoryd_append(log, {"event_type": "access_granted", "n": "after"})
     edit = [*lines[:4], dump(edited(lines[4])), *lines[5:]]
     parsed: list[bytes] = []
-    loads = json.loads
-    monkeypatch.setattr(verify_module.json, "loads", counting(parsed, loads))
+    monkeypatch.setattr(fastjson, "loads", counting(parsed, fastjson.loads))
     assert verify(log, prefix=record).status == VALID
     assert len(parsed) == 2  # the two lines after the prefix
     log.write_bytes(b"".join(edit))
@@ -98,8 +97,7 @@ def test_verify_keeps_a_signed_record_and_ignores_one_altered(store, monkeypatch
     kept = json.loads(path.read_text())
     assert first.status == VALID and kept["lines"] == first.lines and kept["sig"]
     parsed: list[bytes] = []
-    loads = json.loads
-    monkeypatch.setattr(verify_module.json, "loads", counting(parsed, loads))
+    monkeypatch.setattr(fastjson, "loads", counting(parsed, fastjson.loads))
     assert verify_log(store).summary() == first.summary()
     assert parsed == []
     path.write_text(json.dumps({**kept, "engram_lines": kept["engram_lines"] + 1}))  # the signature breaks

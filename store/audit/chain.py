@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from engram.store.audit import fastjson
+from engram.store.audit.fastjson import canonical_json
 from engram.store.errors import StoreError
 from engram.store.write.atomic import ensure_dir, write_atomic
 
@@ -33,13 +35,8 @@ class TornTail(StoreError):
     """The log's last line has no newline (a crashed writer): appending would glue onto it."""
 
 
-# the encoders json.dumps would make for these arguments, made once: a verify encodes every line twice
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# the encoder json.dumps would make for these arguments, made once: a verify encodes every line with it
 _MEMORYD = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # memoryd's json.dumps(..., sort_keys=True, ...)
-
-
-def canonical_json(obj: Any) -> str:
-    return _CANONICAL.encode(obj)
 
 
 def memoryd_link(prev_line: dict[str, Any]) -> str:
@@ -50,8 +47,8 @@ def memoryd_link(prev_line: dict[str, Any]) -> str:
 
 def this_hash(line: dict[str, Any]) -> str:
     """engram's cumulative hash: covers ``prev_hash`` and every other field of the line."""
-    body = {k: v for k, v in line.items() if k != "this_hash"}
-    return "sha256:" + hashlib.sha256((line["prev_hash"] + canonical_json(body)).encode("utf-8")).hexdigest()
+    text = line["prev_hash"] + fastjson.canonical(line, "this_hash")
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def line_hash(raw: bytes) -> str:

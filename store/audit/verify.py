@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engram.store.audit import fastjson
 from engram.store.audit.chain import GENESIS, accumulate, line_hash, memoryd_link, this_hash
 from engram.store.audit.checkpoints import Checkpoint
 from engram.store.audit.prefix import ChainState, VerifiedPrefix
@@ -245,7 +246,7 @@ class _Chain:
             return  # memoryd's verifier skips blank lines; they still count as positions
         problems: list[str] = []
         try:
-            obj = json.loads(raw)
+            obj = fastjson.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             obj = None
             problems.append("unparsable: not a JSON line")
