@@ -21,6 +21,7 @@ from peewee import Database
 from engram.store.audit import chain, outbox
 from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
+from engram.store.drift.scan import scope_files
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
 from engram.store.index import Index, as_peewee_errors
 from engram.store.lazy import lazy_module
@@ -81,6 +82,7 @@ class Store:
         self.checkpoints = default_book(layout.root, settings)
         self.files = FileEngine(layout, lambda scope: self.keys.key_for(scope), self._bind)
         self._move_checked = False  # see record_move
+        self._plain_scopes: set[str] = set()  # scopes with no encrypted file, as found (see _encrypted_on_disk)
 
     def now(self) -> datetime:
         return self.clock()
@@ -355,14 +357,32 @@ class Store:
         """Where ``doc`` belongs: its type dir (or ``forgotten/``), encrypted when its scope is sensitive."""
         fm = doc.frontmatter
         if encrypted is None:
-            encrypted = fm.scope_hash in self.sensitive_scopes()
+            encrypted = fm.scope_hash in self.sensitive_scopes() or self._encrypted_on_disk(fm.scope_hash)
         rel = self.layout.memory_relpath(fm.scope_hash, MemoryType(fm.type), fm.slug, encrypted, forgotten)
         return FileWrite(rel, doc, encrypted)
 
+    def _encrypted_on_disk(self, scope: str) -> bool:
+        """A scope the index does not list as sensitive whose files are encrypted is sensitive all the same: memoryd's
+        rebuild-index drops the ``sensitive_scopes`` rows, and engram may hold no copy of them (it had written
+        nothing to this root before), nor tell the rebuilt index from the old one. A new memory there is encrypted
+        too. The first encrypted file ends the look; a scope found with none is not looked at again this session
+        (a scope marked later is listed; one being unmarked stops being encrypted here once its last file is
+        decrypted)."""
+        if scope in self._plain_scopes:
+            return False
+        if any(e.encrypted for e in scope_files(self.layout, scope)):
+            return True
+        self._plain_scopes.add(scope)
+        return False
+
     def rewrite(self, relpath: str, doc: MemoryDoc) -> FileWrite:
         """Where a changed version of the file at ``relpath`` goes: a file memoryd's sweep moved to
-        ``forgotten/`` stays there; otherwise its (possibly new) type dir, encrypted if its scope is sensitive."""
-        return self.memory_write(doc, forgotten=relpath.split("/")[2] == FORGOTTEN_DIR)
+        ``forgotten/`` stays there; otherwise its (possibly new) type dir, encrypted if its scope is sensitive. An
+        encrypted file stays encrypted whatever the index says: after memoryd's rebuild-index, and before engram
+        has a copy of the rows it dropped, the scope is not listed as sensitive, and a rewrite must not put its
+        plaintext on disk (only unmarking the scope decrypts, and it does not come here)."""
+        encrypted = True if relpath.endswith(".md.enc") else None
+        return self.memory_write(doc, forgotten=relpath.split("/")[2] == FORGOTTEN_DIR, encrypted=encrypted)
 
     def safe_relpath(self, body_path: str) -> str:
         """Validate an index ``body_path`` before it is read or written."""

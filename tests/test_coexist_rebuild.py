@@ -190,3 +190,34 @@ def test_a_rebuild_at_any_moment_of_engrams_first_write_loses_no_promotion(
         assert store.index.rebuilt and check(store).counts()["promotion_lost"] == kept
         repair(store)
         assert Promotion.select().count() >= kept
+
+
+def test_a_first_write_after_memoryds_rebuild_keeps_an_encrypted_memory_encrypted(fixture_root, unlocked_keys):
+    """engram open, nothing written yet (so no copy of the sensitive_scopes rows), memoryd rebuilds index.db and
+    drops those rows: a rewrite of an encrypted memory must not put its plaintext on disk. (A sync conflict
+    resolved by keeping the local version found it.)"""
+    from engram.store.memories import edit_memory
+    from engram.store.write.change import memory_row
+
+    secret = "scopes/91c2073b561e/sessions/2026-05-26-2026-05-26T07-38-06-xMmS-session.md.enc"
+    slug = secret.rsplit("/", 1)[1].removesuffix(".md.enc")
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        row = memory_row(store.read_doc(secret), secret)
+        memoryd_rebuild_index(fixture_root)
+        con = sqlite3.connect(fixture_root / "index.db")  # memoryd's rebuild indexes only *.md: the row back
+        con.execute(f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        con.commit()
+        con.close()
+        edit_memory(store, slug, body="written after the rebuild\n")
+    assert not (fixture_root / secret.removesuffix(".enc")).exists()
+    assert b"written after the rebuild" not in (fixture_root / secret).read_bytes()
+
+
+def test_a_memory_approved_after_memoryds_rebuild_into_an_encrypted_scope_is_encrypted(fixture_root, unlocked_keys):
+    """The same moment as above, for a new file: the scope's files are encrypted, so its new memory is too."""
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        memoryd_rebuild_index(fixture_root)
+        pid = memoryd_proposes(fixture_root, "91c2073b561e", title="a lesson for a sensitive project")
+        approve(store, pid)
+    made = [p for p in (fixture_root / "scopes" / "91c2073b561e").rglob(f"promoted-{pid}-*")]
+    assert made and all(p.name.endswith(".md.enc") for p in made)
