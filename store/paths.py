@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,3 +195,14 @@ class RootLayout:
     def relpath(self, path: Path) -> str:
         """The ``body_path`` text for a file under the root (always forward slashes)."""
         return path.relative_to(self.root).as_posix()
+
+
+_SYNC_CONFLICT_COPY = re.compile(r"^(?P<stem>.+?)\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]{7}(?P<ext>(?:\.md)?(?:\.enc)?)$")
+
+
+def sync_conflict_copy(name: str) -> str | None:
+    """The memory file a file-sync tool's conflict copy stands beside (``slug.sync-conflict-20261201-101010-ABCDEFG.md``
+    is a copy of ``slug.md``), or None when ``name`` is not one. Such a copy is the conflict inbox's, never a memory
+    of its own."""
+    match = _SYNC_CONFLICT_COPY.match(name)
+    return None if match is None else match["stem"] + match["ext"]

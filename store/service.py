@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,12 @@ from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
 from engram.store.drift.scan import scope_files
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
+from engram.store.history.keeper import Keeper
+from engram.store.history.repo import is_memory_file
 from engram.store.index import Index, as_peewee_errors
 from engram.store.lazy import lazy_module
 from engram.store.models import AuditOutbox, Memory, OutboxGuard
-from engram.store.paths import RootLayout, load_memoryd_config, resolve_data_root
+from engram.store.paths import RootLayout, engram_state_dir, load_memoryd_config, resolve_data_root
 from engram.store.sensitive import binding, keyproof, registration
 from engram.store.sensitive.crypto import KeyRing, decrypt
 from engram.store.write import faults, retire
@@ -82,6 +85,9 @@ class Store:
         self.checkpoints = default_book(layout.root, settings)
         self.files = FileEngine(layout, lambda scope: self.keys.key_for(scope), self._bind)
         self._move_checked = False  # see record_move
+        self.history = Keeper(layout, engram_state_dir())
+        self.keep_history = True  # the demo turns it off: its files are recorded by the first catch-up
+        self.history_warning: str | None = None  # set when a change's revision could not be recorded
         self._plain_scopes: set[str] = set()  # scopes with no encrypted file, as found (see _encrypted_on_disk)
 
     def now(self) -> datetime:
@@ -136,6 +142,8 @@ class Store:
             self.notice = self.audit_notice()  # what the session leaves untold in the log, said as it ends
         except ENVIRONMENT_ERRORS:
             self.notice = self.audit_warning
+        self.notice = "; ".join(n for n in (self.notice, self.history_warning) if n) or None
+        self.history.close()
         self.index.close()
 
     def audit_notice(self) -> str | None:
@@ -209,8 +217,7 @@ class Store:
         ``index_update`` writes index rows for the whole batch at once, before the changes' own (which may refer
         to them)."""
         self.index.writable()
-        if not self._move_checked:
-            self.record_move()
+        self.follow_move()
         if self.index.rebuilt and not self._registering:
             self._register_sensitive_again()
         queued: list[tuple[str, Change, dict[str, Any]]] = []  # op id, change, audit event
@@ -235,6 +242,7 @@ class Store:
         targets = [(self.files.target(w), w) for w in writes]
         for scope in sorted({w.scope_hash for w in writes if not isinstance(w, DataWrite) and w.encrypted}):
             keyproof.prove(self, scope)  # a typo'd passphrase would encrypt memories nobody can open again
+        self._history_before(changes)
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
         faults.reach("planned")  # another writer may change anything up to here: preconditions run below
         with self.index.transaction():
@@ -270,6 +278,44 @@ class Store:
         for items in retiring.values():
             retire.finish(self.layout, items)
         self.flush_audit_outbox()
+        self._record_history(changes, [event for _, _, event in queued])
+
+    def _history_before(self, changes: list[Change]) -> None:
+        """The files the changes replace, recorded first where the history has not seen them as they are (not
+        the plaintext a change scrubs: that leaves the history with it)."""
+        scrubbed = {p for c in changes for p in c.scrubs}
+        paths = [p for p in self._history_paths(changes) if p not in scrubbed]
+        if paths:
+            with self.history_kept():
+                self.history.before_change(paths, changes[0].event_type, self.now())
+
+    def _record_history(self, changes: list[Change], events: list[dict[str, Any]]) -> None:
+        """The change's revision, once it is complete."""
+        paths = self._history_paths(changes)
+        if paths:
+            with self.history_kept():
+                self.history.record_change(events, paths, [p for c in changes for p in c.scrubs], self.now())
+
+    def _history_paths(self, changes: list[Change]) -> list[str]:
+        """The files the changes touch, when they include a memory file and this store keeps history."""
+        if not self.keep_history or self.read_only:
+            return []
+        paths = [p for c in changes for p in (*(w.relpath for w in c.writes), *c.removals, *c.scrubs)]
+        return paths if any(is_memory_file(p) for p in paths) else []
+
+    @contextmanager
+    def history_kept(self) -> Iterator[None]:
+        """A revision that fails leaves the change done: the next catch-up (``engram check``) records its files as
+        seen changed. The failure is told, not raised."""
+        try:
+            yield
+        except (StoreError, OSError) as exc:
+            self.history_warning = f"history not recorded ({exc}): the next `engram check` records it"
+
+    def follow_move(self) -> None:
+        """:meth:`record_move`, once per session."""
+        if not self._move_checked:
+            self.record_move()
 
     def record_move(self) -> None:
         """A root moved or copied from where engram checkpointed its log is not tampered with: adopt the
@@ -288,6 +334,8 @@ class Store:
         if any('"audit_root_moved"' in event or '"audit_root_copied"' in event for _, event in self.queued_events()):
             return  # recorded, waiting for the log to take appends again
         copied = holds_log(Path(adopted.root), adopted.log_id)
+        with self.history_kept():
+            self.history.adopt(Path(adopted.root), copied)
         details = {"from": adopted.root, "to": self.checkpoints.root, "lines": adopted.size, "signed": adopted.ts}
         self.apply(Change("audit_root_copied" if copied else "audit_root_moved", None, None, details))
 

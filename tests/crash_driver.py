@@ -12,6 +12,7 @@ from pathlib import Path
 from engram.store import decay, promotions
 from engram.store.domain import MemoryType
 from engram.store.errors import Conflict
+from engram.store.history import ops as history
 from engram.store.importers import importer
 from engram.store.importers.base import Options
 from engram.store.importers.run import apply_import, preview
@@ -55,6 +56,9 @@ def run(store: Store, root: str, action: str, arg: str) -> None:
         decay.apply_sweep(store, decay.plan_sweep(store))
     elif action == "grant":
         grants.issue_grant(store, arg, "session")
+    elif action == "restore":
+        slug, revision = arg.split(":")
+        history.restore(store, slug, revision)
     else:
         raise SystemExit(f"unknown action {action}")
 

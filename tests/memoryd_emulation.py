@@ -5,6 +5,7 @@ memoryd's code path as its source has it (checked against the real memoryd by th
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import re
 import shutil
@@ -240,3 +241,57 @@ def memoryd_load_failures(root: Path, passphrase: str, kdf_iters: int = 600_000)
             failures.append(f"{rel}: {exc}")
     con.close()
     return failures
+
+
+def memoryd_updates(
+    root: Path, slug: str, *, body: str | None = None, title: str | None = None, at: datetime | None = None
+) -> None:
+    """memoryd's ``mem_update`` (``memory_tools.update``): the file rewritten in place with the new fields, then
+    its index row; nothing of the old text is kept."""
+    con = sqlite3.connect(root / "index.db")
+    (rel,) = con.execute("SELECT body_path FROM memories WHERE slug = ?", (slug,)).fetchone()
+    con.close()
+    doc = parse((root / rel).read_bytes(), rel)
+    when = at or datetime.now(UTC)
+    fm = doc.frontmatter.model_copy(update={"title": title or doc.frontmatter.title, "updated_at": when})
+    memoryd_saves(root, MemoryDoc(frontmatter=fm, body=doc.body if body is None else body))
+
+
+def memoryd_merges(root: Path, keep: str, drops: list[str]) -> None:
+    """memoryd's ``merge_memories``: each dropped memory's body appended to the kept one under ``## merged-from``,
+    the dropped files unlinked and their rows deleted, then the kept one saved."""
+    con = sqlite3.connect(root / "index.db")
+    marks = ", ".join("?" * (1 + len(drops)))
+    rows = dict(con.execute(f"SELECT slug, body_path FROM memories WHERE slug IN ({marks})", [keep, *drops]))
+    kept = parse((root / rows[keep]).read_bytes(), rows[keep])
+    parts, triggers = [kept.body.rstrip()], list(kept.frontmatter.triggers)
+    for drop in drops:
+        dropped = parse((root / rows[drop]).read_bytes(), rows[drop])
+        parts.append(f"\n\n## merged-from {drop}\n\n{dropped.body}")
+        triggers += [t for t in dropped.frontmatter.triggers if t not in triggers]
+        (root / rows[drop]).unlink()
+        con.execute("DELETE FROM memories WHERE slug = ?", (drop,))
+    con.commit()
+    con.close()
+    fm = kept.frontmatter.model_copy(update={"triggers": triggers})
+    memoryd_saves(root, MemoryDoc(frontmatter=fm, body="\n".join(parts)))
+
+
+def memoryd_sync_imports(root: Path, sync_dir: Path) -> int:
+    """memoryd's ``sync import``: each file of the sync folder copied over the local one; a local file that
+    differs is first copied to ``scopes/_conflicts/<name>-<fp8>``; then ``rebuild_index``. Returns the conflicts."""
+    conflicts = 0
+    for src in sorted((sync_dir / "scopes").rglob("*")):
+        if not src.is_file() or not (src.name.endswith(".md") or src.name.endswith(".md.enc")):
+            continue
+        rel = src.relative_to(sync_dir / "scopes")
+        local = root / "scopes" / rel
+        if local.exists() and local.read_bytes() != src.read_bytes():
+            aside = root / "scopes" / "_conflicts" / f"{rel.name}-{hashlib.sha256(local.read_bytes()).hexdigest()[:8]}"
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            aside.write_bytes(local.read_bytes())
+            conflicts += 1
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(src.read_bytes())
+    memoryd_rebuild_index(root)
+    return conflicts

@@ -39,6 +39,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("bench_sensitive.py", []),
         ("bench_triage.py", ["--pending", "10", "--probes", "5"]),
         ("bench_screen.py", []),
+        ("bench_history.py", ["--approvals", "3"]),
     ],
 )
 def test_each_bench_on_a_root_runs(script, args, small, tmp_path):

@@ -268,6 +268,14 @@ CLI_FOR = {
     "poison.release": "release",
     "poison.reveal": "screen",
     "poison.rescreen": "screen",
+    "search.history": "history",
+    "history.mark": "diff",
+    "history.restore": "restore",
+    "app.conflicts": "conflicts",
+    "conflict.local": "conflicts resolve",  # --keep local
+    "conflict.remote": "conflicts resolve",  # --keep remote
+    "conflict.merge": "conflicts resolve",  # --merged FILE
+    "merge.save": "conflicts resolve",
 }
 CONSOLE_ONLY = re.compile(
     r"^(app\.(quit|help|palette|lock|pane\..*)|.*\.(up|down|top|bottom|next_page|prev_page|back|left|right|"

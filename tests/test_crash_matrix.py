@@ -23,6 +23,8 @@ from memoryd_emulation import memoryd_load_failures
 from engram.store.decay import forget_now
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
+from engram.store.history import ops as history_ops
+from engram.store.memories import edit_memory
 from engram.store.models import Imported, Memory, Promotion
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing
@@ -47,6 +49,8 @@ ACTIONS = [
     "retype",
     "sweep",
     "grant",
+    "restore",
+    "restore-sensitive",
 ]
 
 
@@ -89,6 +93,11 @@ def argument(store: Store, action: str) -> tuple[str, str]:
         return action, PLAIN if action == "mark" else FINANCE
     if action in ("unmark", "grant"):
         return action, FINANCE
+    if action in ("restore", "restore-sensitive"):  # an edit first: the restore brings back the text before it
+        sensitive = Memory.select().where(Memory.scope_hash == FINANCE).order_by(Memory.slug).first()
+        slug = plain_memory.slug if action == "restore" else sensitive.slug
+        edit_memory(store, slug, body="an edit the restore takes back\n")
+        return "restore", f"{slug}:{history_ops.revisions(store, slug)[1].id}"
     if action == "forget-sensitive":
         return "forget", Memory.select().where(Memory.scope_hash == FINANCE).order_by(Memory.slug).first().slug
     if action == "revive":

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
 import pytest
+from memoryd_emulation import memoryd_updates
 
 from engram.store import allowlist, decay, graph, memories, promotions, quarantine
 from engram.store.audit import ops as audit_ops
@@ -16,6 +18,7 @@ from engram.store.domain import DecayState, MemoryType
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.errors import Conflict, UnsafePath
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse
+from engram.store.history import ops as history_ops
 from engram.store.models import AllowedHost, Memory, Promotion, QuarantinedMemory, SupersedesChain
 from engram.store.scopes import set_label
 from engram.store.sensitive.binding import bind_files
@@ -148,6 +151,8 @@ MUTATIONS = {
         lambda s: promotions.undo(s, promotions.Rejected(Promotion.get(Promotion.status == "rejected").id)),
     ),
     "drift.rebuild.rebuild_index": ("index_rebuilt", lambda s: rebuild_index(s)),
+    "history.ops.restore": ("memory_restored", lambda s: _edited_then_restored(s)),
+    "history.ops.forget": ("history_forgotten", lambda s: _edited_then_forgotten(s)),
     "audit.ops.repair_log": ("audit_tail_repaired", lambda s: (torn_log(s), repair_log(s))),
     "audit.ops.restart_checkpoint": ("audit_checkpoint_reset", lambda s: audit_ops.restart_checkpoint(s)),
     "sensitive.grants.issue_grant": ("grant_issued", lambda s: issue_grant(s, "35998c22af79", "session")),
@@ -286,7 +291,38 @@ NOT_ONE_EVENT = {
     "screening.pending_screens": "reads only",
     "screening.screen_promotion": "reads only",
     "promotions.screen_edited": "reads only: what approve checks",
+    "conflicts.conflicts": "reads directory listings only",
+    "conflicts.conflict": "reads directory listings only",
+    "conflicts.versions": "sensitive_viewed for an encrypted conflict, nothing for a plain one (test_conflicts)",
+    "conflicts.resolve": "one conflict_resolved event, its file written when local or merged (test_conflicts)",
+    "history.ops.catch_up": "writes engram's history repository only, never the data root (tests/test_history.py)",
+    "history.ops.record_seen": "writes engram's history repository only (tests/test_history.py)",
+    "history.ops.revisions": "reads the history only",
+    "history.ops.revision": "reads the history only",
+    "history.ops.at": "reads the history only",
+    "history.ops.current_text": "reads only",
+    "history.ops.text": "one sensitive_viewed event for an encrypted revision, none for a plain one (test_history)",
+    "history.ops.diff": "text of each revision: sensitive_viewed for each encrypted one (test_history)",
+    "history.ops.push": "one history_pushed event once the remote has it (test_history)",
 }
+
+
+def _edited_then_restored(store: Any) -> None:
+    """Restore needs an earlier revision: memoryd's edit makes one, with no event of engram's."""
+    slug = _edited_by_memoryd(store)
+    history_ops.restore(store, slug, history_ops.revisions(store, slug)[1].id)
+
+
+def _edited_then_forgotten(store: Any) -> None:
+    history_ops.forget(store, _edited_by_memoryd(store))
+
+
+def _edited_by_memoryd(store: Any) -> str:
+    slug = a_plain_memory().slug
+    history_ops.catch_up(store)
+    memoryd_updates(store.layout.root, slug, body="memoryd's later text\n")
+    history_ops.catch_up(store)
+    return slug
 
 
 def _allowed_then_disallowed(store: object) -> None:

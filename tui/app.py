@@ -81,6 +81,8 @@ class EngramApp(App[None]):
         self.notices = list(notices)
         self.sub_title = str(store.layout.root)
         self.audit_state = "audit: checking…"
+        self.conflict_count = 0  # sync conflicts waiting in the inbox (see count_conflicts)
+        self.history_state = ""  # the history's catch-up under way, for the status line
         self.feed: ChangeFeed | None = None
         self.feed_lock = threading.Lock()
         self.look_again = False
@@ -169,9 +171,51 @@ class EngramApp(App[None]):
         for bad in unknown_ids(self.settings.keys, ALL_ACTIONS):
             self.notify(f"config.toml [keys]: no action has the id {bad!r} (see ? for the ids)", severity="warning")
         self.refresh_status()
+        self.count_conflicts()
         self.theme_changed_signal.subscribe(self, self.keep_theme)  # after start: the one set above is no pick
         await self.action_show_pane("queue")
         self.set_interval(WATCH_SECONDS, self.tick)
+
+    def action_conflicts(self) -> None:
+        """C: the sync-conflict inbox, from anywhere but a text box (not over another dialog)."""
+        from engram.tui.screens.conflicts import ConflictsScreen  # the inbox's modules: not for the first frame
+
+        if len(self.screen_stack) == 1:
+            self.push_screen(ConflictsScreen(self.store), lambda _: self.count_conflicts())
+
+    @background("history")
+    def catch_up_history(self) -> None:
+        """What changed on disk since engram last looked becomes the history's (memoryd's writes, an editor's),
+        off the UI thread, its progress in the status line: on a root's first start, every memory file."""
+        from engram.store.history import ops
+
+        def advance(done: int, total: int) -> None:
+            self.history_state = f"history: recording {done:,}/{total:,}"
+            self.call_from_thread(self.refresh_status)
+
+        try:
+            ops.catch_up(self.store, advance)
+        finally:
+            self.history_state = ""
+            self.call_from_thread(self.refresh_status)
+
+    @background("history-seen", exclusive=False)
+    def record_seen(self, slugs: set[str]) -> None:
+        """The memories the change feed says memoryd added or changed, recorded as it saw them."""
+        from engram.store.history import ops
+
+        ops.record_seen(self.store, slugs)
+
+    @background("conflicts-count")
+    def count_conflicts(self) -> None:
+        """How many sync conflicts wait, for the status line: the inbox lists every memory folder, so it is
+        counted off the UI thread, at start and when the store changed."""
+        from engram.store.conflicts import conflicts
+
+        count = len(conflicts(self.store))
+        if count != self.conflict_count:
+            self.conflict_count = count
+            self.call_from_thread(self.refresh_status)
 
     def refresh_status(self) -> None:
         pending = pending_count(self.store)
@@ -182,6 +226,10 @@ class EngramApp(App[None]):
             f"{len(locked)} locked scope{'s' if len(locked) != 1 else ''}" + (" (ctrl+u unlocks)" if locked else ""),
             self.audit_state,
         ]
+        if self.history_state:
+            parts.append(self.history_state)
+        if self.conflict_count:
+            parts.append(f"{self.conflict_count} sync conflict{'s' if self.conflict_count != 1 else ''} (C)")
         if self.store.read_only:
             parts.append("READ-ONLY")
         self.query_one("#status", Static).update("  ·  ".join(parts))
@@ -267,6 +315,9 @@ class EngramApp(App[None]):
             widget.store_changed(changes, pane.id == self.showing)
         if "audit" in changes.kinds:
             self.check_audit()
+        if changes.memories:
+            self.record_seen(set(changes.memories))
+        self.count_conflicts()
         self.refresh_status()
 
     def panes(self) -> Iterable[tuple[Pane, PaneBase]]:
@@ -292,6 +343,7 @@ class EngramApp(App[None]):
 
     async def make_the_rest(self) -> None:
         self.check_audit()  # a read of the whole log: after the first page too
+        self.catch_up_history()
         self.watch_store()  # the feed's first look (what later looks compare with): not before, as on a large
         # root it took as long as the queue's first page, which it slowed down
         for pane in PANES:

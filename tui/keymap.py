@@ -43,6 +43,7 @@ APP_ACTIONS = (
     Action("app.lock", "ctrl+l", "lock", "Lock", show=False, priority=True),
     Action("app.import", "I", "import", "Import from another system", show=False),
     Action("app.refresh", "f5", "refresh", "Look for changes now", show=False),
+    Action("app.conflicts", "C", "conflicts", "Sync conflicts", show=False),
 )  # the keys that show each pane come from the table of panes (tui.panes.table)
 
 # The footer at 80 columns holds the decisions, undo, filter, sort, clusters and help; the rest (marks, views,
@@ -83,6 +84,7 @@ QUEUE_ACTIONS = (
 SEARCH_ACTIONS = (
     Action("search.focus", "slash", "focus_query", "Search"),
     Action("search.open", "enter", "open", "Open"),
+    Action("search.history", "h", "history", "History"),
     Action("search.back", "escape", "back", "Back"),
     *list_moves("search", "Top", "Bottom"),
 )
@@ -209,6 +211,22 @@ SECRET_ACTIONS = (
     Action("secret.sensitive", "s", "choose('sensitive')", "Approve into its sensitive scope"),
     CANCEL,
 )
+HISTORY_ACTIONS = (  # a memory's history, from the search (h)
+    Action("history.down", "j", "move(1)", "Down", show=False),
+    Action("history.up", "k", "move(-1)", "Up", show=False),
+    Action("history.mark", "space", "mark", "Mark to compare"),
+    Action("history.restore", "R", "restore", "Restore"),
+    Action("history.close", "escape,q", "close", "Close"),
+)
+CONFLICT_ACTIONS = (  # the sync-conflict inbox (C)
+    Action("conflict.local", "l", "keep('local')", "Keep local"),
+    Action("conflict.remote", "r", "keep('remote')", "Keep remote"),
+    Action("conflict.merge", "m", "merge", "Merge"),
+    Action("conflict.down", "j", "move(1)", "Down", show=False),
+    Action("conflict.up", "k", "move(-1)", "Up", show=False),
+    Action("conflict.close", "escape,q", "close", "Close"),
+)
+MERGE_ACTIONS = (Action("merge.save", "ctrl+s", "save", "Write the merge"), CANCEL)
 HELP_ACTIONS = (Action("help.close", "escape", "close", "Close"),)
 REVEAL_ACTIONS = (Action("reveal.close", "escape,q,x", "close", "Close"),)
 IMPORT_ACTIONS = (Action("import.back", "escape", "back", "Back"),)
@@ -219,6 +237,9 @@ DIALOG_ACTIONS = (
     *GRANT_ACTIONS[1:],
     *SECRET_ACTIONS[:3],
     *HELP_ACTIONS,
+    *HISTORY_ACTIONS,
+    *CONFLICT_ACTIONS,
+    MERGE_ACTIONS[0],
     *REVEAL_ACTIONS,
     *IMPORT_ACTIONS,
 )

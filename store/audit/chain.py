@@ -120,6 +120,9 @@ IDENTIFIER_KEYS = frozenset(
         "task_id",
         "head",
         "signed",  # a root's move: when the adopted checkpoint was signed
+        "revision",  # a history revision's id (a restore, a push): a hash of the files, no text
+        "versions",  # how many versions a history forget removed
+        "conflict",  # a sync conflict's id: a hash of the set-aside copy's path
         "ts",
         "line",  # a repair's set-aside lines: (line, sha256, cut)
         "sha256",

@@ -429,6 +429,7 @@ def build_demo(
     write_atomic(store.layout.root / MARKER, f"engram demo: {memories} memories, seed {seed}\n".encode())
     store.keys = KeyRing(key_source="passphrase", passphrase=DEMO_PASSPHRASE, confirmed=True)  # engram chose it
     store.clock = lambda: NOW
+    store.keep_history = False  # the history starts at the first look after the build (see history.keeper)
     when = (NOW - timedelta(days=3)).isoformat()
     made = dict.fromkeys(("memories", "promotions", "entities", "relations", "supersedes"), 0)
     if progress is not None:

@@ -20,6 +20,7 @@ from peewee import Expression
 
 from engram.store import coexist
 from engram.store.audit.verify import events
+from engram.store.conflicts import conflicts
 from engram.store.domain import DecayState, PromotionStatus
 from engram.store.drift import seen
 from engram.store.drift.examine import Bad, Facts, Failed, Outcome, checked_facts, examined, facts
@@ -104,6 +105,11 @@ KINDS: dict[str, tuple[str, bool]] = {
         "(not drift: edit it, or mark its scope sensitive)",
         False,
     ),
+    "sync_conflict": (
+        "local version a sync set aside beside the one that won (not drift: `engram conflicts` shows both, and "
+        "keeps one)",
+        False,
+    ),
     "in_quarantine": (
         "memory or pending promotion engram holds in quarantine, out of memoryd's reach (not drift: engram "
         "release SLUG, or decide the promotion)",
@@ -123,7 +129,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     ),
 }
 # reported and counted, but the normal work of memoryd or of a missing key: they do not make ``check`` fail
-NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory", "in_quarantine"})
+NOT_DRIFT = frozenset({"locked_file", "decay_index_only", "secret_in_plain_memory", "in_quarantine", "sync_conflict"})
 # a person's work is named in full, in the text and in --json, never as a few examples: what repair cannot fix
 # (but a missing key, which is one finding a file), and the decisions a rebuild took away
 LISTED_IN_FULL = frozenset(
@@ -243,6 +249,8 @@ def _check(store: Store, progress: Callable[[int, int], None] | None) -> Report:
     report.files = len(files)
     for temp in (e for e in entries if isinstance(e, str)):
         report.add("temp_file", temp, "left by an interrupted write")
+    for found in conflicts(store):
+        report.add("sync_conflict", found.aside, f"{found.slug}, set aside by {found.source} (id {found.id})")
     sensitive = store.sensitive_scopes()
     queued = store.queued_events()
     present = _leftovers(store, files, queued, report)  # not memories of their own: nothing else is said of them

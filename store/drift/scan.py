@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from engram.store.domain import FORGOTTEN_DIR, TYPE_DIRS
 from engram.store.errors import StoreError
-from engram.store.paths import RootLayout
+from engram.store.paths import RootLayout, sync_conflict_copy
 from engram.store.write.atomic import is_temp_file, read_regular
 
 
@@ -74,6 +74,8 @@ def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
             rel = f"scopes/{name}/{kind}/{item.name}"
             if is_temp_file(item.name):
                 yield rel
+            elif sync_conflict_copy(item.name) is not None:
+                continue  # a file-sync tool's conflict copy: the conflict inbox's (engram.store.conflicts)
             elif item.name.endswith(".md.enc"):
                 yield FileEntry(rel, name, kind, True)
             elif item.name.endswith(".md"):

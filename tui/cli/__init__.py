@@ -31,6 +31,7 @@ COMMANDS = {
     **dict.fromkeys(("grant", "revoke", "scope", "scopes"), "scopes"),
     "import": "importing",
     "audit": "audit",
+    **dict.fromkeys(("history", "diff", "restore", "conflicts"), "history"),
     **dict.fromkeys(("allow", "allowed", "disallow", "quarantine", "quarantined", "release", "screen"), "screening"),
     "thresholds": "triage",
 }

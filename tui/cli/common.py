@@ -9,12 +9,19 @@ import json
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.store.errors import PassphraseUnconfirmed
+from engram.store.lazy import lazy_module
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.service import Store
+from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import Completer
+
+if TYPE_CHECKING:
+    from engram.store.history import ops as history
+else:
+    history = lazy_module("engram.store.history.ops")  # pygit2 and the frontmatter's models: for a few commands
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 NEW_PASSPHRASE_ENV = "ENGRAM_NEW_PASSPHRASE"
@@ -86,6 +93,13 @@ def confirming(command: Callable[[argparse.Namespace], int], args: argparse.Name
             raise
     args.passphrase_again = getpass.getpass("nothing is encrypted yet to check it against: the same passphrase again: ")
     return command(args)
+
+
+def caught_up(store: Store) -> list[str]:
+    """The history brought up to date with the files before a command reads it (a progress bar on a first,
+    long catch-up): memoryd's edits since engram last looked become revisions first."""
+    with cli_progress("recording what changed on disk") as advance:
+        return history.catch_up(store, advance)
 
 
 def encrypted(*slugs: str) -> Callable[[Store], bool]:

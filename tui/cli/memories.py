@@ -5,19 +5,32 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from engram.store.lazy import lazy_module
 from engram.store.query import QuerySyntaxError
 from engram.store.service import Store
-from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
+from engram.tui.cli.common import (
+    EXIT_OK,
+    Handler,
+    Parser,
+    Subparsers,
+    caught_up,
+    emit,
+    encrypted,
+    open_with_key,
+    timestamp,
+)
 from engram.tui.cli_progress import cli_progress
 
 if TYPE_CHECKING:
     from engram.store import explain
+    from engram.store.history import ops as history
     from engram.store.search.rows import Hit
 else:
     explain = lazy_module("engram.store.explain")  # the frontmatter's models and more: for ``show`` alone
+    history = lazy_module("engram.store.history.ops")  # pygit2: for ``show --at`` alone
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -39,6 +52,12 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     )
     show = sub.add_parser("show", parents=[common, report], help="one memory and why it is there")
     show.add_argument("slug", metavar="SLUG")
+    show.add_argument(
+        "--at",
+        metavar="DATE",
+        type=timestamp,
+        help="the memory's text as it was then (ISO date or time), from its history",
+    )
     return {"search": _search, "show": _show}
 
 
@@ -83,10 +102,22 @@ def _hit(store: Store, hit: Hit, body: str | None, words: list[str]) -> dict[str
 
 
 def _show(args: argparse.Namespace) -> int:
+    if args.at is not None:
+        return _show_at(args)
     with open_with_key(args, encrypted(args.slug)) as store:
         found = explain.explanation(store, args.slug)
     if args.json:
         print(json.dumps(found.to_json(), ensure_ascii=False, indent=2, default=str))
     else:
         print(found.markdown())
+    return EXIT_OK
+
+
+def _show_at(args: argparse.Namespace) -> int:
+    when = args.at if args.at.tzinfo is not None else args.at.replace(tzinfo=UTC)
+    with open_with_key(args, lambda store: True) as store:
+        caught_up(store)
+        found = history.at(store, args.slug, when)
+        text = history.text(store, found)
+    emit(args, {**found.to_json(), "text": text}, text.rstrip("\n"))
     return EXIT_OK

@@ -12,11 +12,11 @@ from engram.store.drift.check import KINDS, NOT_DRIFT, Report, check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.drift.seen import acknowledge
-from engram.store.errors import BadInput, NoIndex
+from engram.store.errors import BadInput, NoIndex, StoreError
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store
 from engram.store.stats import counts, list_memories
-from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, emit, open_store
+from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, caught_up, emit, open_store
 from engram.tui.cli.console import open_console
 from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import SHELLS, shell_script
@@ -97,11 +97,12 @@ def _check(args: argparse.Namespace) -> int:
         emit(args, {"drift": True, "index_missing": str(exc)}, f"drift found: {exc}")
         return EXIT_FINDING
     with opened as store:
+        recorded = _history_caught_up(store)  # first: its memory is given back before the check's workers start
         with cli_progress("checking files") as advance:
             report = check(store, advance)
         acked = [_ack(store, report, selector) for selector in args.ack]
-    lines = [f"{report.files} files, {report.rows} index rows", *acked]
-    data = report.to_json(every=args.all)
+    lines = [f"{report.files} files, {report.rows} index rows", *acked, *recorded.values()]
+    data = {**report.to_json(every=args.all), **recorded}
     for kind, item in data["findings"].items():
         seen = f" ({item['seen']} seen)" if item["seen"] else ""
         lines.append(
@@ -127,9 +128,22 @@ def _ack(store: Store, report: Report, selector: str) -> str:
     return f"seen: {len(found)} {selector} finding{'s' if len(found) != 1 else ''}, recorded in the audit log"
 
 
+def _history_caught_up(store: Store) -> dict[str, str]:
+    """The history brought up to date, said in a line; a failure is told, never the command's own (the history
+    is engram's, the root's health is what check and repair report)."""
+    try:
+        recorded = caught_up(store)
+    except (StoreError, OSError) as exc:
+        return {"history": f"history: not brought up to date: {exc}"}
+    if not recorded:
+        return {}
+    return {"history": f"history: recorded {len(recorded)} files changed outside engram since engram last looked"}
+
+
 def _repair(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         result = repair(store)
+        recorded = _history_caught_up(store)
     remaining = result.remaining.to_json() if result.remaining else {}
     left = {k: v for k, v in remaining.get("findings", {}).items() if k not in NOT_DRIFT}
     text = "\n".join(
@@ -138,9 +152,10 @@ def _repair(args: argparse.Namespace) -> int:
             *(f"failed: {m}" for m in result.failed),
             *(f"left: {v['count']} {k} ({KINDS[k][0]})" for k, v in left.items()),
             f"{len(result.fixed)} fixed, {len(result.failed)} failed, {sum(v['count'] for v in left.values())} left",
+            *recorded.values(),
         ]
     )
-    emit(args, {"fixed": result.fixed, "failed": result.failed, "remaining": remaining}, text)
+    emit(args, {"fixed": result.fixed, "failed": result.failed, "remaining": remaining, **recorded}, text)
     return EXIT_FINDING if left or result.failed else EXIT_OK
 
 

@@ -21,6 +21,7 @@ from engram.store.secrets import masked
 from engram.tui.keymap import SEARCH_ACTIONS, bindings
 from engram.tui.messages import Closed
 from engram.tui.panes.base import PaneBase
+from engram.tui.screens.history import HistoryScreen
 from engram.tui.shared import Shared
 from engram.tui.terminal_safe import visible
 from engram.tui.threads import background, deliver, progress
@@ -340,6 +341,14 @@ class SearchPane(PaneBase):
             deliver(self, self.notify, str(exc), title="Cannot open", severity="error")
             text = f"**{slug} cannot be opened:** {exc}"
         deliver(self, self.query_one("#search-memory", Markdown).update, visible(text))
+
+    def action_history(self) -> None:
+        """h: the history of the memory under the cursor (or the one open): its revisions, compared, restored."""
+        hit = self.query_one(HitList).current
+        if hit is None:
+            self.notify("No memory under the cursor", severity="warning")
+            return
+        self.app.push_screen(HistoryScreen(self.store, hit.slug))
 
     def action_back(self) -> None:
         """esc: close the opened memory, else leave the query for the results (where the pane digits, j and k
