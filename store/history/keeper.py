@@ -62,6 +62,7 @@ class Keeper:
         self._repo: HistoryRepo | None = None
         self._db: sqlite3.Connection | None = None
         self.lock = threading.RLock()  # see _locked
+        self._deferred: set[str] | None = None  # see purging_once
 
     @property
     def repo(self) -> HistoryRepo:
@@ -95,10 +96,28 @@ class Keeper:
         described by the change's audit ``events``; then the plaintext files ``scrubbed`` leave every revision."""
         files = {p: self._read(p) for p in dict.fromkeys(paths) if is_memory_file(p)}
         revision = self.record(files, _message(events), str(events[0].get("actor") or "engram"), when)
-        doomed = {p for p in scrubbed if is_memory_file(p)}
-        if doomed:
+        doomed = {p for p in scrubbed if is_memory_file(p) and p.split("/")[1] in self._plain_scopes()}
+        if self._deferred is not None:
+            self._deferred |= doomed
+        elif doomed:
             self.purge(lambda path, _blob: path in doomed)
         return revision
+
+    @contextmanager
+    def purging_once(self) -> Iterator[None]:
+        """Within: the plaintext the changes scrub leaves the history once, at the end. A conversion's batches
+        would each rewrite every revision; cut short, what is left is purged by the next catch-up (the scope is
+        sensitive by then)."""
+        self._deferred = set()
+        try:
+            yield
+        finally:
+            doomed, self._deferred = self._deferred, None
+            if doomed:
+                try:
+                    self.purge(lambda path, _blob: path in doomed)
+                except (StoreError, OSError):
+                    pass  # the next catch-up's forget_plaintext takes them out
 
     @_locked
     def before_change(self, paths: Iterable[str], what: str, when: datetime, summary: str = "") -> str | None:
@@ -201,6 +220,11 @@ class Keeper:
         seen = self.before_change(wanted, "", when, summary="Seen changed outside engram (memoryd or another writer)")
         return sorted(wanted) if seen is not None else []
 
+    def _plain_scopes(self) -> set[str]:
+        """The scopes a plaintext file was ever recorded in: only those can have plaintext to purge."""
+        with self._seen() as db:
+            return {row[0] for row in db.execute("SELECT scope FROM plain_scopes")}
+
     def _memoryd_events(self, scopes: set[str]) -> list[str]:
         """memoryd's audit events of ``scopes`` since the last look (see :mod:`.attribution`)."""
         with self._seen() as db:
@@ -222,8 +246,7 @@ class Keeper:
     @_locked
     def forget_plaintext(self, sensitive: set[str]) -> set[str]:
         """Purge every plaintext revision of the scopes in ``sensitive`` that ever had one recorded."""
-        with self._seen() as db:
-            plain = {row[0] for row in db.execute("SELECT scope FROM plain_scopes")} & sensitive
+        plain = self._plain_scopes() & sensitive
         if not plain:
             return set()
         removed = self.purge(lambda path, _blob: path.endswith(".md") and path.split("/")[1] in plain)

@@ -31,6 +31,7 @@ else:
     pygit2 = lazy_module("pygit2")  # libgit2: for the commands that write or read a revision, not every start
 
 BRANCH = "refs/heads/main"
+CACHE_BYTES = 8 * 1024 * 1024
 LISTED = 200  # paths a commit message names; a commit touching more says so, and is read from its trees
 _MEMORY_FILE = re.compile(r"^scopes/(?!_)[^/]+/[^/]+/[^/]+\.md(\.enc)?$")
 _TRAILER = re.compile(r"^([A-Z][A-Za-z-]+): (.*)$")
@@ -99,6 +100,9 @@ class HistoryRepo:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # libgit2 keeps up to 256 MB of objects it read or wrote; a conversion or a first catch-up writes
+        # thousands, each used once: the cache would only grow the process
+        pygit2.settings.cache_max_size(CACHE_BYTES)
         try:
             if (path / "HEAD").exists():
                 self.repo = pygit2.Repository(str(path))

@@ -146,6 +146,19 @@ def _convert(store: Store, scope_hash: str, encrypt: bool, progress: Callable[[i
         if m.body_path.endswith(".md.enc") != encrypt
     ]  # the ones still to do: a rerun resumes
     result = Progress(scope_hash, files=len(rows))
+    with store.history.purging_once():
+        _convert_batches(store, scope_hash, encrypt, rows, result, progress)
+    return result
+
+
+def _convert_batches(
+    store: Store,
+    scope_hash: str,
+    encrypt: bool,
+    rows: list[Memory],
+    result: Progress,
+    progress: Callable[[int, int], None] | None,
+) -> None:
     for start in range(0, len(rows), BATCH):
         batch = rows[start : start + BATCH]
         items = []
@@ -174,7 +187,6 @@ def _convert(store: Store, scope_hash: str, encrypt: bool, progress: Callable[[i
         if progress is not None:
             progress(result.done, result.files)
     _sweep_twins(store, scope_hash, encrypt)
-    return result
 
 
 def _adopt_unindexed(store: Store, scope_hash: str) -> None:

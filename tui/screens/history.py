@@ -111,6 +111,10 @@ class HistoryScreen(SplitScreen["Revision"]):
             "\n",
             plain(f"{found.short} by {found.commit.author}, {found.commit.when:%Y-%m-%d %H:%M} UTC", "dim"),
         )
+        if older == newer:
+            same = "the file as it is now" if marked is None else f"the same text as {against}"
+            deliver(self, self.show, Group(head, plain(f"\nno difference: this revision is {same}", "dim")))
+            return
         table = side_by_side(older, newer, lambda what: role(self, what), (found.short[:8], against), context=2)
         deliver(self, self.show, Group(head, table))
 
