@@ -131,8 +131,8 @@ def versions(store: Store, found: Conflict) -> tuple[str, str | None]:
     local = _text(store, found.aside, found)
     remote = _text(store, found.relpath, found) if found.relpath is not None else None
     if found.encrypted:
-        scope = (found.relpath or "").split("/")[1] if found.relpath else None
-        store.apply(Change("sensitive_viewed", found.slug, scope, {"path": found.aside, "conflict": found.id}))
+        details = {"path": found.aside, "conflict": found.id}
+        store.apply(Change("sensitive_viewed", found.slug, _scope(found), details))
     return local, remote
 
 
