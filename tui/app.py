@@ -273,8 +273,10 @@ class EngramApp(App[None]):
             cast("QueuePane", queue).wake_if_due()  # a snooze ended: back in the queue without any other change
 
     def action_refresh(self) -> None:
-        """F5: ask the change feed now instead of at the next tick."""
+        """F5: ask the change feed now instead of at the next tick, and count the sync conflicts again (a
+        file-sync tool's copy changes nothing the feed watches)."""
         self.tick()
+        self.count_conflicts()
 
     @background("watch", exclusive=False)
     def watch_store(self) -> None:
@@ -317,7 +319,8 @@ class EngramApp(App[None]):
             self.check_audit()
         if changes.memories:
             self.record_seen(set(changes.memories))
-        self.count_conflicts()
+        if changes.memories or changes.index_replaced:  # a sync import rewrites files and rebuilds the index;
+            self.count_conflicts()  # memoryd's audit lines alone (every search it answers) need no listing
         self.refresh_status()
 
     def panes(self) -> Iterable[tuple[Pane, PaneBase]]:

@@ -88,14 +88,8 @@ def revisions(store: Store, slug: str) -> list[Revision]:
     repo = store.history.repo
     found: list[Revision] = []
     for commit, raw in repo.log():
-        paths = commit.paths
-        if paths is None or not any(p.rsplit("/", 1)[-1] in names for p in paths):
-            if paths is not None:
-                continue
-            paths = repo.changed_paths(raw)
-        for path in paths:
-            if path.rsplit("/", 1)[-1] not in names:
-                continue
+        paths = commit.paths if commit.paths is not None else repo.changed_paths(raw)
+        for path in (p for p in paths if p.rsplit("/", 1)[-1] in names):
             blob = _blob(raw.tree, path)
             if blob is None and not any(_blob(parent.tree, path) for parent in raw.parents):
                 continue  # neither here nor before: a version purged from the history
@@ -105,12 +99,14 @@ def revisions(store: Store, slug: str) -> list[Revision]:
     return _moves_folded(found)
 
 
-def revision(store: Store, slug: str, rev: str) -> Revision:
-    """The revision ``rev`` (an id or its first characters, as ``engram history`` lists them) of ``slug``."""
+def revision(store: Store, slug: str, rev: str, among: list[Revision] | None = None) -> Revision:
+    """The revision ``rev`` (an id or its first characters, as ``engram history`` lists them) of ``slug``,
+    looked up ``among`` its revisions when the caller has them already."""
     rev = rev.strip().lower()
     if len(rev) < 4:
         raise StoreError(f"revision {rev!r}: give at least 4 characters of its id")
-    matches = [r for r in revisions(store, slug) if r.id.startswith(rev) and not r.removed]
+    listed = among if among is not None else revisions(store, slug)
+    matches = [r for r in listed if r.id.startswith(rev) and not r.removed]
     if not matches:
         raise NotFound(f"no revision {rev!r} of {slug!r} with its file (`engram history {slug}` lists them)")
     if len({r.id for r in matches}) > 1:
@@ -161,11 +157,12 @@ def current_text(store: Store, slug: str) -> str | None:
 
 def diff(store: Store, slug: str, old: str, new: str | None = None) -> str:
     """A unified diff of revision ``old`` against ``new`` (default: the file as it is now)."""
-    before = revision(store, slug, old)
+    listed = revisions(store, slug)  # one walk of the history for both
+    before = revision(store, slug, old, listed)
     if new is None:
         after_text, after_name = current_text(store, slug) or "", "now"
     else:
-        after = revision(store, slug, new)
+        after = revision(store, slug, new, listed)
         after_text, after_name = text(store, after), after.short
     lines = difflib.unified_diff(
         text(store, before).splitlines(keepends=True),

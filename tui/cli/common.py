@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.store.errors import PassphraseUnconfirmed
+from engram.store.errors import PassphraseUnconfirmed, StoreError
 from engram.store.lazy import lazy_module
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.service import Store
@@ -100,6 +100,19 @@ def caught_up(store: Store) -> list[str]:
     long catch-up): memoryd's edits since engram last looked become revisions first."""
     with cli_progress("recording what changed on disk") as advance:
         return history.catch_up(store, advance)
+
+
+def history_encrypted(slug: str) -> Callable[[Store], bool]:
+    """For :func:`open_with_key`: a history command needs the key when a revision of ``slug`` is encrypted (with
+    no revision yet, the command says so itself)."""
+
+    def needs(store: Store) -> bool:
+        try:
+            return any(r.encrypted for r in history.revisions(store, slug))
+        except StoreError:
+            return False
+
+    return needs
 
 
 def encrypted(*slugs: str) -> Callable[[Store], bool]:

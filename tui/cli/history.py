@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Callable
 from pathlib import Path
 
 from engram.store import conflicts as inbox
-from engram.store.errors import BadInput, StoreError
+from engram.store.errors import BadInput
 from engram.store.history import ops
-from engram.store.service import Store
-from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, caught_up, emit, open_with_key
+from engram.tui.cli.common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    Handler,
+    Parser,
+    Subparsers,
+    caught_up,
+    emit,
+    history_encrypted,
+    open_with_key,
+)
 
 ACTIONS = ("push", "forget")  # `engram history push REMOTE`, `engram history forget SLUG`
 
@@ -95,7 +103,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    with open_with_key(args, _has_encrypted(args.slug)) as store:
+    with open_with_key(args, history_encrypted(args.slug)) as store:
         caught_up(store)
         text = ops.diff(store, args.slug, args.old, args.new)
     emit(args, {"slug": args.slug, "diff": text}, text.rstrip("\n") or "no difference")
@@ -103,23 +111,11 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    with open_with_key(args, _has_encrypted(args.slug)) as store:
+    with open_with_key(args, history_encrypted(args.slug)) as store:
         caught_up(store)
         relpath = ops.restore(store, args.slug, args.rev)
     emit(args, {"slug": args.slug, "revision": args.rev, "path": relpath}, f"restored {args.slug} from {args.rev}")
     return EXIT_OK
-
-
-def _has_encrypted(slug: str) -> Callable[[Store], bool]:
-    """For :func:`open_with_key`: the key is asked when a revision of ``slug`` is encrypted."""
-
-    def needs(store: Store) -> bool:
-        try:
-            return any(r.encrypted for r in ops.revisions(store, slug))
-        except StoreError:  # no revision yet: the command says so itself
-            return False
-
-    return needs
 
 
 def _conflicts(args: argparse.Namespace) -> int:

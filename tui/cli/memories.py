@@ -19,6 +19,7 @@ from engram.tui.cli.common import (
     caught_up,
     emit,
     encrypted,
+    history_encrypted,
     open_with_key,
     timestamp,
 )
@@ -115,7 +116,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _show_at(args: argparse.Namespace) -> int:
     when = args.at if args.at.tzinfo is not None else args.at.replace(tzinfo=UTC)
-    with open_with_key(args, lambda store: True) as store:
+    with open_with_key(args, history_encrypted(args.slug)) as store:
         caught_up(store)
         found = history.at(store, args.slug, when)
         text = history.text(store, found)
