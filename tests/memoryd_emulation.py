@@ -14,11 +14,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engram.migrations import migration_files
-from engram.store.audit.chain import GENESIS, memoryd_link
+from engram.store.audit.chain import GENESIS
 from engram.store.domain import MemoryType
 from engram.store.frontmatter import Frontmatter, MemoryDoc, parse, serialize
 from engram.store.paths import scope_hash_for
 from engram.store.write.change import memory_row
+
+
+def memoryd_hash_for_chain(event: dict) -> str:
+    """memoryd's ``_hash_for_chain``, as its code has it (not engram's, which the tests hold to it)."""
+    payload = {k: v for k, v in event.items() if k != "prev_hash"}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def memoryd_verify_chain(path: Path) -> tuple[bool, int]:
@@ -33,13 +39,13 @@ def memoryd_verify_chain(path: Path) -> tuple[bool, int]:
             return False, i
         if event.get("prev_hash") != expected:
             return False, i
-        expected = memoryd_link(event)
+        expected = memoryd_hash_for_chain(event)
     return True, -1
 
 
 def memoryd_append(path: Path, event: dict) -> None:
-    """memoryd's ``append_event``: flock, link to the last non-blank line (zeros when it is not JSON), write
-    whatever dict it is given, right after whatever the file ends with (a torn tail included)."""
+    """memoryd's ``append_event``: flock, link to the last non-blank line (zeros when it cannot be read or
+    hashed), write whatever dict it is given, right after whatever the file ends with (a torn tail included)."""
     with path.open("a+", encoding="utf-8") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         fh.seek(0)
@@ -48,8 +54,8 @@ def memoryd_append(path: Path, event: dict) -> None:
             if line.strip():
                 last = line.strip()
         try:
-            prev = memoryd_link(json.loads(last)) if last else GENESIS
-        except json.JSONDecodeError:  # memoryd: "corrupt prior line → reset chain"
+            prev = memoryd_hash_for_chain(json.loads(last)) if last else GENESIS
+        except (json.JSONDecodeError, UnicodeEncodeError):  # memoryd: "corrupt prior line → reset chain"
             prev = GENESIS
         fh.seek(0, 2)
         fh.write(json.dumps({"ts": "2026-11-20T12:00:00+00:00", **event, "prev_hash": prev}, ensure_ascii=False) + "\n")

@@ -208,3 +208,24 @@ def test_a_log_the_real_memoryd_wrote_with_doc_events_verifies_and_takes_engram_
     verdict = verify(log)
     assert verdict.status == VALID and verdict.engram_lines == 2, verdict.summary()
     assert lines(log)[-1]["seq"] == verdict.lines
+
+
+def test_a_line_memoryd_cannot_hash_restarts_its_chain_and_verifies(tmp_path):
+    """A lone surrogate escape in a string (a writer with ``ensure_ascii``, or a hand) cannot be written as
+    UTF-8: memoryd's writer links the next line to genesis, and engram's verify used to crash on the line."""
+    log = tmp_path / "audit.jsonl"
+    w = Writers(log)
+    w.gate(1)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"event_type": "note", "text": "\ud800", "prev_hash": memoryd_link(lines(log)[0])}) + "\n")
+    w.gate(2)
+    w.engram(3)
+    assert lines(log)[2]["prev_hash"] == "0" * 64
+    assert verify(log).status == VALID
+
+    edited = lines(log)[3] | {"details": "\ud800"}  # an engram line engram could not have written
+    raw = log.read_text(encoding="utf-8").splitlines()
+    log.write_text("\n".join([*raw[:3], json.dumps(edited)]) + "\n", encoding="utf-8")
+    verdict = verify(log)
+    assert (verdict.status, verdict.bad_line) == (TAMPERED, 4)
+    assert "this_hash" in (verdict.reason or "")

@@ -40,15 +40,19 @@ _MEMORYD = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # memoryd's jso
 
 
 def memoryd_link(prev_line: dict[str, Any]) -> str:
-    """memoryd's ``prev_hash`` for the line after ``prev_line``."""
+    """memoryd's ``prev_hash`` for the line after ``prev_line``. A line that cannot be written as UTF-8 (a lone
+    surrogate escape in a string) cannot be hashed: memoryd's writer then starts the chain again, at genesis."""
     body = {k: v for k, v in prev_line.items() if k != "prev_hash"}
-    return hashlib.sha256(_MEMORYD.encode(body).encode("utf-8")).hexdigest()
+    try:
+        return hashlib.sha256(_MEMORYD.encode(body).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        return GENESIS
 
 
 def this_hash(line: dict[str, Any]) -> str:
     """engram's cumulative hash: covers ``prev_hash`` and every other field of the line."""
     text = line["prev_hash"] + fastjson.canonical(line, "this_hash")
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()  # no writer makes one
 
 
 def line_hash(raw: bytes) -> str:
