@@ -1,4 +1,4 @@
-"""The audit verify's fast JSON is the standard module's JSON: same objects, same errors, same canonical bytes.
+"""The audit verify's fast JSON is the standard module's JSON: same objects, same errors, same encoded bytes.
 
 memoryd's chain rule and engram's ``this_hash`` are defined by ``json``; a line orjson would read or write
 differently (a 65-bit integer, ``NaN``, a lone surrogate, a float) must still get ``json``'s answer.
@@ -64,7 +64,7 @@ def _encodings(obj: dict[str, Any]) -> list[bytes]:
 @example({"big": 2**64, "neg": -(2**63) - 1, "n": 2**70})
 @example({"x": float("nan"), "y": float("inf"), "z": 1e400})
 @example({"s": "\ud800", "t": 'a"b\\c\x00\x1f\u2028'})
-def test_loads_and_canonical_are_the_standard_modules(obj: dict[str, Any]) -> None:
+def test_loads_and_encodings_are_the_standard_modules(obj: dict[str, Any]) -> None:
     for raw in _encodings(obj):
         assert _outcome(fastjson.loads, raw) == _outcome(json.loads, raw)
         try:
@@ -72,13 +72,34 @@ def test_loads_and_canonical_are_the_standard_modules(obj: dict[str, Any]) -> No
         except (UnicodeDecodeError, json.JSONDecodeError):
             continue
         for key in [*parsed.keys(), "absent"]:
-            expected = json.dumps(
-                {k: v for k, v in json.loads(raw).items() if k != key},
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=False,
-            )
-            assert fastjson.canonical(parsed, key) == expected
+            body = {k: v for k, v in json.loads(raw).items() if k != key}
+            compact = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            spaced = json.dumps(body, sort_keys=True, ensure_ascii=False)  # memoryd's _hash_for_chain
+            assert fastjson.canonical(parsed, key) == compact.encode("utf-8", "surrogatepass")
+            assert _memoryd(parsed, key) == _utf8(spaced)
+
+
+def _memoryd(obj: dict[str, Any], key: str) -> bytes | str:
+    try:
+        return fastjson.memoryd(obj, key)
+    except UnicodeEncodeError:
+        return "not UTF-8"
+
+
+def _utf8(text: str) -> bytes | str:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not UTF-8"
+
+
+@given(_OBJECTS)
+@example({"a": {"b": [1, {"c": "x\n,\n  y"}], "d": []}, "e": {}})
+def test_nested_objects_are_written_as_memoryd_writes_them(obj: dict[str, Any]) -> None:
+    """Nested objects and lists take the indented form's other path; a newline in a string is not structure."""
+    parsed = fastjson.loads(json.dumps({"wrap": obj, "x": [obj]}).encode())
+    expected = json.dumps({"x": [obj]}, sort_keys=True, ensure_ascii=False)
+    assert _memoryd(parsed, "wrap") == _utf8(expected)
 
 
 @settings(max_examples=400)
@@ -100,4 +121,4 @@ def test_a_huge_integer_is_not_read_as_a_float() -> None:
     """orjson alone reads this as 1.2345678901234568e+29, and a line's hash would then not match."""
     parsed = fastjson.loads(b'{"n":123456789012345678901234567890}')
     assert parsed == {"n": 123456789012345678901234567890}
-    assert fastjson.canonical(parsed, "x") == '{"n":123456789012345678901234567890}'
+    assert fastjson.canonical(parsed, "x") == b'{"n":123456789012345678901234567890}'

@@ -35,24 +35,20 @@ class TornTail(StoreError):
     """The log's last line has no newline (a crashed writer): appending would glue onto it."""
 
 
-# the encoder json.dumps would make for these arguments, made once: a verify encodes every line with it
-_MEMORYD = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # memoryd's json.dumps(..., sort_keys=True, ...)
-
-
 def memoryd_link(prev_line: dict[str, Any]) -> str:
     """memoryd's ``prev_hash`` for the line after ``prev_line``. A line that cannot be written as UTF-8 (a lone
     surrogate escape in a string) cannot be hashed: memoryd's writer then starts the chain again, at genesis."""
-    body = {k: v for k, v in prev_line.items() if k != "prev_hash"}
     try:
-        return hashlib.sha256(_MEMORYD.encode(body).encode("utf-8")).hexdigest()
+        return hashlib.sha256(fastjson.memoryd(prev_line, "prev_hash")).hexdigest()
     except UnicodeEncodeError:
         return GENESIS
 
 
 def this_hash(line: dict[str, Any]) -> str:
     """engram's cumulative hash: covers ``prev_hash`` and every other field of the line."""
-    text = line["prev_hash"] + fastjson.canonical(line, "this_hash")
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()  # no writer makes one
+    digest = hashlib.sha256(line["prev_hash"].encode("utf-8", "surrogatepass"))
+    digest.update(fastjson.canonical(line, "this_hash"))
+    return "sha256:" + digest.hexdigest()
 
 
 def line_hash(raw: bytes) -> str:
