@@ -3,7 +3,8 @@
 memoryd's rebuild deletes index.db and builds it again from the ``.md`` files only: ``.md.enc`` rows, promotions
 and ``sensitive_scopes`` are gone (memoryd's next save into a scope it no longer knows is sensitive would be
 plaintext). engram notices (its identity is missing from the new index.db, see :class:`engram.store.index.Index`),
-keeps treating the scopes it knew as sensitive, and ``engram repair`` restores, from engram.db's copies, the
+keeps treating the scopes it knew as sensitive, registers them again before its own first write (see
+:func:`keep_registered`), and ``engram repair`` restores, from engram.db's copies, the
 registrations (and their markers), the promotions (ids kept where free), and finally the identity; the
 encrypted files are indexed again by the ordinary ``enc_without_row`` repair, which needs their keys.
 """
@@ -18,7 +19,7 @@ from typing import Any
 from engram.store.errors import StoreError
 from engram.store.models import Imported, Memory, Promotion, PromotionNote, SealedPromotion
 from engram.store.sensitive.crypto import decrypt, encrypt
-from engram.store.sensitive.registration import unregistered_scopes
+from engram.store.sensitive.registration import register_again, unregistered_scopes
 from engram.store.service import Store
 from engram.store.write.change import Change
 
@@ -37,6 +38,20 @@ PROMOTION_COLUMNS = (
     "created_at",
     "decided_at",
 )
+
+
+def keep_registered(store: Store) -> Store:
+    """``store``, set to register the scopes engram knew as sensitive again before its first write once it
+    notices memoryd's rebuild-index, each audited (``sensitive_scope_restored``), as ``repair`` would: memoryd's
+    next save into a scope missing from ``sensitive_scopes`` would be plaintext. The rest of what the rebuild
+    took waits for ``repair``. Whatever opens a store to act on it (the command line, the console) sets it."""
+    store.after_rebuild.append(lambda: register_sensitive_again(store))
+    return store
+
+
+def register_sensitive_again(store: Store) -> list[str]:
+    """Register again every scope engram's copy names as sensitive and index.db, rebuilt, no longer does."""
+    return [register_again(store, scope) for scope in unregistered_scopes(store, [])]
 
 
 def sealing(store: Store, promotion_id: int, index_update: Callable[[], object]) -> Callable[[], None]:

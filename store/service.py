@@ -30,7 +30,7 @@ from engram.store.index import Index, as_peewee_errors
 from engram.store.lazy import lazy_module
 from engram.store.models import AuditOutbox, Memory, OutboxGuard
 from engram.store.paths import RootLayout, engram_state_dir, load_memoryd_config, resolve_data_root
-from engram.store.sensitive import binding, keyproof, registration
+from engram.store.sensitive import binding, keyproof
 from engram.store.sensitive.crypto import KeyRing, decrypt
 from engram.store.write import faults, retire
 from engram.store.write.atomic import (
@@ -80,7 +80,10 @@ class Store:
         self.actor = actor
         self.audit_warning: str | None = None  # set when an event could not be appended yet
         self.notice: str | None = None  # set by close(): see audit_notice
-        self._registering = False  # re-registering sensitive scopes after a rebuild (see apply_many)
+        # what the layers above run before engram's first write once it noticed memoryd's rebuild-index (the
+        # command line and the console register the sensitive scopes again: see engram.store.coexist.keep_registered)
+        self.after_rebuild: list[Callable[[], object]] = []
+        self._after_rebuild_running = False
         self.clock: Callable[[], datetime] = utcnow  # the demo fixes it, so a seed gives the same files
         self.checkpoints = default_book(layout.root, settings)
         self.files = FileEngine(layout, lambda scope: self.keys.key_for(scope), self._bind)
@@ -218,8 +221,8 @@ class Store:
         to them)."""
         self.index.writable()
         self.follow_move()
-        if self.index.rebuilt and not self._registering:
-            self._register_sensitive_again()
+        if self.index.rebuilt and not self._after_rebuild_running:
+            self._run_after_rebuild()
         queued: list[tuple[str, Change, dict[str, Any]]] = []  # op id, change, audit event
         for change in changes:
             op_id = uuid.uuid4().hex
@@ -339,16 +342,14 @@ class Store:
         details = {"from": adopted.root, "to": self.checkpoints.root, "lines": adopted.size, "signed": adopted.ts}
         self.apply(Change("audit_root_copied" if copied else "audit_root_moved", None, None, details))
 
-    def _register_sensitive_again(self) -> None:
-        """memoryd's rebuild-index dropped the ``sensitive_scopes`` rows, and memoryd's next save into such a scope
-        would be plaintext: engram's first write after noticing registers the scopes it knew again (audited, as
-        ``repair`` does), before its own change. The rest of what the rebuild took waits for ``repair``."""
-        self._registering = True
+    def _run_after_rebuild(self) -> None:
+        """:attr:`after_rebuild`, before this write: their own writes come through here and do not run it again."""
+        self._after_rebuild_running = True
         try:
-            for scope in registration.unregistered_scopes(self, []):
-                registration.register_again(self, scope)
+            for step in self.after_rebuild:
+                step()
         finally:
-            self._registering = False
+            self._after_rebuild_running = False
 
     def flush_audit_outbox(self) -> int:
         """Append every queued event to the audit log and advance the checkpoint (see

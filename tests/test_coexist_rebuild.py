@@ -12,6 +12,7 @@ import pytest
 from helpers import events
 from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index
 
+from engram.store.coexist import keep_registered
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.errors import Conflict
@@ -20,6 +21,8 @@ from engram.store.promotions import approve, reject
 from engram.store.scopes import set_label
 from engram.store.sensitive.convert import mark_sensitive
 from engram.store.service import Store
+from engram.tui.cli import main
+from engram.tui.cli.console import console_app
 
 
 def sensitive_rows(root: Path) -> set[str]:
@@ -103,7 +106,7 @@ def test_import_records_survive_a_rebuild(fixture_root, unlocked_keys):
 
 
 def test_engrams_first_write_after_a_rebuild_registers_the_sensitive_scopes_again(fixture_root, unlocked_keys):
-    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+    with keep_registered(Store.open(fixture_root, keys=unlocked_keys, actor="engram-test")) as store:
         sensitive = store.sensitive_scopes()
         store.index.writable()  # engram has written to this root before
         memoryd_rebuild_index(fixture_root)
@@ -221,3 +224,30 @@ def test_a_memory_approved_after_memoryds_rebuild_into_an_encrypted_scope_is_enc
         approve(store, pid)
     made = [p for p in (fixture_root / "scopes" / "91c2073b561e").rglob(f"promoted-{pid}-*")]
     assert made and all(p.name.endswith(".md.enc") for p in made)
+
+
+def test_a_command_that_writes_after_a_rebuild_registers_the_sensitive_scopes_again(fixture_root, unlocked_keys):
+    """The command line sets every store it opens to register again (see ``coexist.keep_registered``): the
+    first command that writes after memoryd's rebuild-index does, before its own change."""
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        sensitive = store.sensitive_scopes()
+        store.index.writable()
+    memoryd_rebuild_index(fixture_root)
+    assert sensitive_rows(fixture_root) == set()
+    assert main(["--root", str(fixture_root), "allow", "docs.example.org"]) == 0
+    assert sensitive_rows(fixture_root) == sensitive
+    kinds = [e["event_type"] for e in events(fixture_root)]
+    assert kinds[-len(sensitive) - 1 :] == ["sensitive_scope_restored"] * len(sensitive) + ["allowlist_added"]
+
+
+def test_the_consoles_first_write_after_a_rebuild_registers_the_sensitive_scopes_again(fixture_root, unlocked_keys):
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        sensitive = store.sensitive_scopes()
+        store.index.writable()
+    memoryd_rebuild_index(fixture_root)
+    app = console_app(fixture_root)
+    try:
+        set_label(app.store, "710d5aaf7a15", "web shop")
+    finally:
+        app.store.close()
+    assert sensitive_rows(fixture_root) == sensitive

@@ -203,6 +203,8 @@ NOT_ONE_EVENT = {
     "sensitive.registration.register_again": "one sensitive_scope_restored event (test_coexist_rebuild)",
     "coexist.restore_promotions": "one promotions_restored event when anything is restored (test_coexist_rebuild)",
     "coexist.claim_index": "one index_rebuild_reconciled event once nothing is missing (test_coexist_rebuild)",
+    "coexist.keep_registered": "writes nothing: sets register_sensitive_again to run before a store's first write",
+    "coexist.register_sensitive_again": "one sensitive_scope_restored event per scope (test_coexist_rebuild)",
     "sensitive.registration.register": "the index step inside mark's and repair's changes, which carry the event",
     "drift.repair.repair": "runs many fixes, each its own mutation with its own event",
     "demo.build_demo": "an import event per 5,000 memories, then the approvals and rejections a person would make",

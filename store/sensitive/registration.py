@@ -1,9 +1,9 @@
 """Which scopes are sensitive, as index.db records it: memoryd's ``sensitive_scopes`` row and its marker in the
 project folder, written when a scope is marked and written again when memoryd's rebuild-index dropped them.
 
-Below the write path: the Store re-registers the scopes it knew before its first write after such a rebuild
-(memoryd's next save into an unregistered scope would be plaintext), and marking a scope and ``repair`` register
-through the same functions.
+A workflow: engram registers the scopes it knew again before its first write after such a rebuild (memoryd's next
+save into an unregistered scope would be plaintext; see :func:`engram.store.coexist.keep_registered`), and marking
+a scope and ``repair`` register through the same functions.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from engram.store.coexist import keep_registered
 from engram.store.errors import PassphraseUnconfirmed, StoreError
 from engram.store.lazy import lazy_module
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
@@ -47,7 +48,7 @@ OPENED: list[Store] = []  # every store a command opened: what each left unsaid 
 
 
 def open_store(args: argparse.Namespace, **options: Any) -> Store:
-    store = Store.open(args.root, **options)
+    store = keep_registered(Store.open(args.root, **options))
     OPENED.append(store)
     return store
 

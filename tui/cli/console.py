@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from engram.store.coexist import keep_registered
 from engram.store.service import Store
 from engram.store.settings import settings_or_defaults
 
@@ -49,5 +50,5 @@ def console_app(root: str | os.PathLike[str] | None, notices: Sequence[str] = ()
     from engram.tui.app import EngramApp  # Textual loads only when the console is wanted
 
     settings, problem = settings_or_defaults()
-    store = Store.open(root, actor="engram-tui", settings=settings, stand_in=True)
+    store = keep_registered(Store.open(root, actor="engram-tui", settings=settings, stand_in=True))
     return EngramApp(store, settings, warnings=[problem] if problem else [], notices=notices)
