@@ -25,6 +25,7 @@ from peewee import (
 )
 
 from engram.migrations import ENGRAM_PREFIX
+from engram.store import bound
 from engram.store.errors import Conflict, ReadOnlyStore, StoreError
 from engram.store.migrate import (
     BUSY_TIMEOUT_MS,
@@ -35,7 +36,6 @@ from engram.store.migrate import (
     unknown_migrations,
 )
 from engram.store.models import (
-    MODELS,
     IndexIdentity,
     Memory,
     Promotion,
@@ -63,8 +63,8 @@ MIRRORED = {
 
 
 class Index:
-    """An open index.db with engram.db attached as ``engram``. Binds the models to it (peewee binds per process:
-    one open root at a time).
+    """An open index.db with engram.db attached as ``engram``. The models answer for it while it is the last one
+    opened (see :mod:`engram.store.bound`).
 
     Opening writes nothing: engram.db is created, migrations applied, engram's identity written and the copies
     of memoryd's tables brought in step only by :meth:`writable`, before the first write. Until then a root
@@ -131,7 +131,7 @@ class Index:
             index._copy_legacy_tables()
             if read_only is None:
                 index._drop_legacy_tables()
-        db.bind(MODELS, bind_refs=False, bind_backrefs=False)
+        bound.bind(db)
         index.rebuilt = index._identity_lost()
         return index
 
@@ -147,10 +147,11 @@ class Index:
         index.db.watched = None  # the file at ``path`` is not what this reads: its replacement is no news here
         index._keepers.append(keeper)
         index._attach_empty()
-        index.db.bind(MODELS, bind_refs=False, bind_backrefs=False)
+        bound.bind(index.db)
         return index
 
     def close(self) -> None:
+        bound.release(self.db)
         self.db.close()
         if self._memory_keeper is not None:
             self._memory_keeper.close()

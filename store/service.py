@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from peewee import Database
 
+from engram.store import bound
 from engram.store.audit import chain, outbox
 from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
@@ -219,6 +220,11 @@ class Store:
         item). ``durable=False`` skips the per-file fsync and flushes once before the index commits;
         ``index_update`` writes index rows for the whole batch at once, before the changes' own (which may refer
         to them)."""
+        if not bound.answers_for(self.index.db):
+            raise StoreError(
+                f"{self.layout.root}: another data root was opened in this process after this one, and the index "
+                "rows would go to its index.db: close it first"
+            )
         self.index.writable()
         self.follow_move()
         if self.index.rebuilt and not self._after_rebuild_running:

@@ -6,6 +6,7 @@ import gc
 import hashlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import keyring
@@ -81,6 +82,14 @@ def fixture_root(tmp_path: Path) -> Path:
     for path in [root, *root.rglob("*")]:
         path.chmod(path.stat().st_mode | 0o200)
     return root
+
+
+@pytest.fixture
+def reading_root(fixture_root: Path) -> Iterator[Path]:
+    """``fixture_root`` with a store open on it for the test's own look at its rows: the commands a test runs
+    open and close their own meanwhile, and the models come back to this one (see ``engram.store.bound``)."""
+    with Store.open(fixture_root):
+        yield fixture_root
 
 
 @pytest.fixture

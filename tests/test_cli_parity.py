@@ -106,6 +106,7 @@ def test_show_of_a_locked_memory_is_one_line_and_reads_nothing(capsys, fixture_r
     assert unchanged(fixture_root) == before
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_merge_a_promotion_into_a_memory(capsys, fixture_root):
     target = run(capsys, fixture_root, "search", f"scope:{PLAIN} type:fact", "--limit", "1", "--json")[1]
     slug = json.loads(target)["hits"][0]["slug"]
@@ -118,6 +119,7 @@ def test_merge_a_promotion_into_a_memory(capsys, fixture_root):
     assert code == 1 and "already merged" in err  # a refusal: decided already
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_edit_shows_first_and_approves_with_edits(capsys, fixture_root, tmp_path):
     body = tmp_path / "body.md"
     body.write_text("Keep pull requests under 300 lines.\n", encoding="utf-8")
@@ -133,6 +135,7 @@ def test_edit_shows_first_and_approves_with_edits(capsys, fixture_root, tmp_path
     loads_in_memoryd(fixture_root)
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_bulk_decisions_by_filter(capsys, fixture_root, monkeypatch):
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     before = unchanged(fixture_root)
@@ -152,6 +155,7 @@ def test_bulk_decisions_by_filter(capsys, fixture_root, monkeypatch):
     assert Promotion.get_by_id(22).status == "pending"
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_supersedes_add_list_undo(capsys, fixture_root):
     code, out, _ = run(capsys, fixture_root, "supersedes", "add", NEWER, OLD, "--reason", "newer advice", "--json")
     assert code == 0 and json.loads(out)["done"] == "added"
@@ -164,6 +168,7 @@ def test_supersedes_add_list_undo(capsys, fixture_root):
     loads_in_memoryd(fixture_root)
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_decay_ttl_pin_forget_revive_and_sweep(capsys, fixture_root):
     code, _, _ = run(capsys, fixture_root, "decay", "ttl", NEWER, "30")
     assert code == 0 and Memory.get(Memory.slug == NEWER).ttl_days == 30
@@ -323,6 +328,7 @@ def test_at_a_terminal_where_asks_first(capsys, fixture_root, monkeypatch):
     assert code == 0 and out.count("deferred #") == 3
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_a_proposed_link_is_confirmed_or_rejected(capsys, fixture_root):
     proposed = json.loads(run(capsys, fixture_root, "supersedes", "list", "--proposed", "--json")[1])
     assert len(proposed) >= 2
@@ -340,6 +346,7 @@ def test_a_proposed_link_is_confirmed_or_rejected(capsys, fixture_root):
     loads_in_memoryd(fixture_root)
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_edit_in_the_editor_then_approve(capsys, fixture_root, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("EDITOR", "sed -i 1s/^/EDITED-IN-EDITOR:\\ /")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import PASSPHRASE
 from helpers import events, settle
 from memoryd_emulation import memoryd_proposes
@@ -116,6 +117,7 @@ def cli(capsys, root, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.usefixtures("reading_root")
 def test_the_cli_lists_similar_and_clusters_and_decides_one(capsys, fixture_root):
     best, *rest = near_copies(fixture_root)
     code, out, _ = cli(capsys, fixture_root, "promotions", "similar", str(best), "--json")
