@@ -139,7 +139,11 @@ class Store:
                 f"{exc}. engram opened the root read-only with nothing indexed: `engram check` says more, and "
                 "`engram rebuild-index` makes index.db again from the files",
             )
-        return cls(layout, index, keys or memoryd_keys(), actor, settings)
+        try:
+            return cls(layout, index, keys or memoryd_keys(), actor, settings)
+        except BaseException:  # a broken config.toml: the command stops, and leaves no root open behind it
+            index.close()
+            raise
 
     def close(self) -> None:
         try:

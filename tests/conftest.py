@@ -17,6 +17,7 @@ from hypothesis import settings
 from keyring.backend import KeyringBackend
 from keyring.backends import fail
 
+from engram.store import bound
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 
@@ -129,3 +130,12 @@ def memory_keyring():
     keyring.set_keyring(backend)
     yield backend
     keyring.set_keyring(previous)
+
+
+@pytest.fixture(autouse=True)
+def no_root_left_open() -> Iterator[None]:
+    """A root a test (or the code it runs) leaves open would answer the next test's queries (see
+    ``engram.store.bound``): every store opened is closed by the end."""
+    before = bound.open_roots()
+    yield
+    assert bound.open_roots() == before, "a store was left open"

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from helpers import events
 
+from engram.store import bound
 from engram.store.errors import StoreError
 from engram.store.models import Memory
+from engram.store.paths import engram_config_dir
 from engram.store.scopes import set_label
 from engram.store.service import Store
 
@@ -52,3 +54,11 @@ def test_with_no_root_open_a_query_says_so(fixture_root):
         assert Memory.select().count()
     with pytest.raises(StoreError, match="no data root is open"):
         Memory.select().count()
+
+
+def test_a_store_that_fails_to_open_leaves_no_root_open(fixture_root):
+    engram_config_dir().mkdir(parents=True, exist_ok=True)
+    (engram_config_dir() / "config.toml").write_text("not = [toml")  # the isolated home's
+    with pytest.raises(StoreError, match="config"):
+        Store.open(fixture_root)
+    assert bound.open_roots() == 0
