@@ -1,6 +1,7 @@
 """The documentation's screenshots, taken from a fresh demo root: ``python docs/screenshots.py`` writes
-docs/queue.svg, docs/cluster.svg, docs/calibration.svg, docs/reveal.svg and one of each other pane
-(docs/search.svg, supersedes, decay, graph, audit, scopes), a console 132x36 in the default theme."""
+docs/queue.svg, docs/cluster.svg, docs/calibration.svg, docs/reveal.svg, one of each other pane
+(docs/search.svg, supersedes, decay, graph, audit, scopes, poison) and docs/history.svg (a search result's
+history), a console 132x36 in the default theme."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # hel
 from helpers import settle  # noqa: E402
 
 from engram.store.demo import build_demo  # noqa: E402
+from engram.store.memories import edit_memory  # noqa: E402
 from engram.store.service import Store  # noqa: E402
 from engram.tui.app import EngramApp  # noqa: E402
+from engram.tui.widgets.hitlist import HitList  # noqa: E402
 
 DOCS = Path(__file__).resolve().parent
 SIZE = (132, 36)
@@ -46,6 +49,14 @@ async def shoot(store: Store) -> None:
             await pilot.press(key, *typed)
             await settle(app, pilot)
             app.save_screenshot(str(DOCS / f"{name}.svg"))
+            if name == "search":  # the highlighted result's history, once edited, over the search
+                slug = app.query_one(HitList).current.slug
+                body = store.read_doc(store.memory(slug).body_path).body
+                edit_memory(store, slug, body=body.replace("Context", "Background", 1) + "\nChecked again in June.\n")
+                await pilot.press("h", "j")  # the revision before the edit, against the file now
+                await settle(app, pilot)
+                app.save_screenshot(str(DOCS / "history.svg"))
+                await pilot.press("escape")
 
 
 # each pane's key, its screenshot's name, and what is typed there first
@@ -56,6 +67,7 @@ PANES = [
     ("5", "graph", ()),
     ("6", "audit", ()),
     ("7", "scopes", ()),
+    ("8", "poison", ()),
 ]
 
 
@@ -64,7 +76,7 @@ def main() -> None:
         root = Path(tmp) / "demo"
         with Store.open(root, create=True, actor="engram-demo") as store:
             build_demo(store, 3000)
-        with Store.open(root) as store:
+        with Store.open(root, actor="engram-tui") as store:
             asyncio.run(shoot(store))
 
 
