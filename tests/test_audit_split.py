@@ -137,3 +137,15 @@ def test_the_other_process_is_a_fresh_interpreter(tmp_path):
     with splitting(0.4, 2, split._Child) as taken:
         result = verify_recording(log)
     assert taken and result == single(log)
+
+
+def test_with_no_second_process_to_be_had_the_log_is_verified_in_one_pass(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    golden(log, 60)
+
+    def refused(*args: object) -> InProcess:
+        raise OSError("no more processes")
+
+    with splitting(0.4, 2, refused) as taken:
+        result = verify_recording(log)
+    assert not taken and result == single(log) and result[0].status == VALID

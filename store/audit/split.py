@@ -219,7 +219,11 @@ def begin(path: Path, fh: BinaryIO, offset: int, lines: int, pinned: frozenset[i
     end = _last_line_end(fh, size)
     if start is None or end is None or start >= end:
         return None
-    return Handoff(path, start, end, run(path, offset, lines, start, end, WARM_LINES), pinned, WARM_LINES)
+    try:
+        pending = run(path, offset, lines, start, end, WARM_LINES)
+    except OSError:  # no second process to be had: one pass here
+        return None
+    return Handoff(path, start, end, pending, pinned, WARM_LINES)
 
 
 run: Callable[..., Pending] = _Child  # what checks a part: the tests check it in this process
