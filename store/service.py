@@ -93,6 +93,7 @@ class Store:
         self.keep_history = True  # the demo turns it off: its files are recorded by the first catch-up
         self.history_warning: str | None = None  # set when a change's revision could not be recorded
         self._plain_scopes: set[str] = set()  # scopes with no encrypted file, as found (see _encrypted_on_disk)
+        self._closed = False
 
     def now(self) -> datetime:
         return self.clock()
@@ -146,6 +147,10 @@ class Store:
             raise
 
     def close(self) -> None:
+        """Once: closing again (a test's own close, then its fixture's) changes nothing."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.notice = self.audit_notice()  # what the session leaves untold in the log, said as it ends
         except ENVIRONMENT_ERRORS:

@@ -44,7 +44,7 @@ async def test_a_scope_climbing_out_of_the_root_is_refused_with_a_notification(f
             await pilot.press("a")
             await settle(app, pilot)
             assert app.is_running and "cannot become a memory" in messages(app)
-    assert Promotion.get_by_id(pid).status == "pending"
+        assert Promotion.get_by_id(pid).status == "pending"
     assert not (fixture_root.parent / "evil").exists()
 
 
@@ -92,7 +92,7 @@ async def test_a_read_only_file_system_fails_the_approval_not_the_console(fixtur
             await pilot.press("a")
             await settle(app, pilot)
             assert app.is_running and "Read-only file system" in messages(app)
-    assert Promotion.get_by_id(pid).status == "pending"
+        assert Promotion.get_by_id(pid).status == "pending"
 
 
 def test_the_cli_says_one_line_for_a_scope_climbing_out(fixture_root, capsys):
