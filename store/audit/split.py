@@ -164,7 +164,7 @@ class Handoff:
             self.deferred.append((n, head))
 
     def due(self) -> bool:
-        """Has the part lines taken and not yet finished? (The line after them is not the part's.)"""
+        """Did the part take lines whose findings are not in yet? (Called at a line the part did not take.)"""
         return self.at_warm is not None and not self.done
 
     def finish(self, chain: Chain, check_pin: PinCheck) -> None:
