@@ -18,7 +18,7 @@ from helpers import events, held, settle
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_saves
 from rich.color import Color
 from textual.app import App
-from textual.widgets import Input, Static
+from textual.widgets import Input, Static, TabPane
 
 from engram.store import promotions
 from engram.store.domain import MemoryType
@@ -32,6 +32,7 @@ from engram.tui.colours import role
 from engram.tui.panes.audit import AuditPane
 from engram.tui.panes.queue import QueuePane
 from engram.tui.panes.search import SearchPane
+from engram.tui.panes.table import BY_ID
 from engram.tui.widgets.promotion import dura_bar
 
 SIZE = (140, 45)
@@ -128,6 +129,25 @@ async def test_a_hidden_pane_marks_itself_stale_and_follows_when_shown(store, fi
         await pilot.press("6")
         await settle(app, pilot)
         assert not pane.stale and len(pane.audit_log) == before + 1
+
+
+async def test_the_consoles_audit_check_waits_for_an_audit_pane_still_mounting(store):
+    """The check at start may end while the audit pane is made but not yet mounted: it used to query the pane's
+    widgets then, and the console said "That did not work"."""
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        verdict = app.shared.verdict
+        assert verdict is not None
+        await app.built["audit"].remove()  # made after the queue's first page: made again, not yet mounted
+        app.made(BY_ID["audit"])
+        app.show_audit(verdict)
+        await settle(app, pilot)
+        assert not any("did not work" in (n.title or "") + n.message for n in app._notifications)
+        await app.query_one("#audit", TabPane).mount(app.built["audit"])
+        await pilot.press("6")
+        await settle(app, pilot)
+        assert "VALID" in str(app.query_one("#audit-status", Static).render())
 
 
 async def test_a_row_memoryd_decided_under_the_cursor_is_said_and_left(store, fixture_root):

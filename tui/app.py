@@ -258,7 +258,7 @@ class EngramApp(App[None]):
             self.notify(verdict.summary(), title="Audit log", severity="error", timeout=30)
         self.shared.verdict = verdict  # one verdict: the audit pane shows the one the status line does
         audit = self.built.get("audit")
-        if audit is not None:
+        if audit is not None and audit.is_mounted:  # one still mounting shows shared.verdict once its log is read
             cast("AuditPane", audit).show_verdict(verdict)
         self.refresh_status()
 
