@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers import settle as settled
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -42,10 +42,17 @@ SIZES = pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "20
 
 
 async def steady(pilot) -> None:
-    """Text boxes' cursors shown steadily: a blink caught at its off half failed a loaded CI run."""
+    """Text boxes' cursors shown steadily: a blink caught at its off half failed a loaded CI run. Tables measured:
+    a DataTable sizes its columns to rows just added only when its queue next runs dry, and a loaded CI run caught
+    the graph pane's "mentioned in" table between the two, its columns as wide as their headers."""
     for box in pilot.app.screen.query(Input):
         box.cursor_blink = False
     await pilot.pause()
+    for _ in range(50):
+        tables = pilot.app.screen.query(DataTable)
+        if not any(t._require_update_dimensions or t._updated_cells or t._new_rows for t in tables):
+            break
+        await pilot.pause()
 
 
 @SIZES
