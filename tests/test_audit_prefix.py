@@ -5,13 +5,15 @@ its line)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_audit import T0, book, dump, edited, engram_append, golden, memoryd_append  # noqa: F401  (fixture)
 
-from engram.store.audit import fastjson
+from engram.store.audit import fastcheck, fastjson
 from engram.store.audit.ops import verify_log
 from engram.store.audit.prefix import record_path
 from engram.store.audit.verify import VALID, verify, verify_recording
@@ -30,14 +32,26 @@ MUTATIONS = {
 
 
 def counting(parsed: list[bytes], loads):
-    """The verify's parse, noting each log line it reads."""
+    """A parse, noting each log line it reads."""
 
     def parse(raw, *args, **kwargs):
         if isinstance(raw, bytes):
-            parsed.append(raw)
+            parsed.append(raw.rstrip(b"\n"))
         return loads(raw, *args, **kwargs)
 
     return parse
+
+
+def watching_parses(monkeypatch) -> list[bytes]:
+    """The log lines every verify from now on parses, whether line by line or a run at a time (a run the fast
+    check turns down is parsed again, line by line)."""
+    parsed: list[bytes] = []
+    monkeypatch.setattr(fastjson, "loads", counting(parsed, fastjson.loads))
+    shim = SimpleNamespace(
+        loads=counting(parsed, orjson.loads), dumps=orjson.dumps, JSONDecodeError=orjson.JSONDecodeError
+    )
+    monkeypatch.setattr(fastcheck, "orjson", shim)
+    return parsed
 
 
 def judged(verdict) -> dict:
@@ -69,13 +83,14 @@ def test_an_unchanged_prefix_is_not_parsed_again_and_an_edit_inside_it_is_caught
     engram_append(log, 99)
     memoryd_append(log, {"event_type": "access_granted", "n": "after"})
     edit = [*lines[:4], dump(edited(lines[4])), *lines[5:]]
-    parsed: list[bytes] = []
-    monkeypatch.setattr(fastjson, "loads", counting(parsed, fastjson.loads))
+    parsed = watching_parses(monkeypatch)
     assert verify(log, prefix=record).status == VALID
-    assert len(parsed) == 2  # the two lines after the prefix
+    after = log.read_bytes().splitlines()[len(lines) :]
+    assert len(after) == 2 and set(parsed) == set(after)  # the two lines after the prefix, and no other
+    parsed.clear()
     log.write_bytes(b"".join(edit))
     caught = verify(log, prefix=record)
-    assert (caught.bad_line, len(parsed)) == (5, 2 + len(lines))
+    assert caught.bad_line == 5 and set(parsed) == set(log.read_bytes().splitlines())  # every line read again
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -96,10 +111,9 @@ def test_verify_keeps_a_signed_record_and_ignores_one_altered(store, monkeypatch
     path = record_path(store.checkpoints.path)
     kept = json.loads(path.read_text())
     assert first.status == VALID and kept["lines"] == first.lines and kept["sig"]
-    parsed: list[bytes] = []
-    monkeypatch.setattr(fastjson, "loads", counting(parsed, fastjson.loads))
+    parsed = watching_parses(monkeypatch)
     assert verify_log(store).summary() == first.summary()
     assert parsed == []
     path.write_text(json.dumps({**kept, "engram_lines": kept["engram_lines"] + 1}))  # the signature breaks
     assert verify_log(store).summary() == first.summary()
-    assert len(parsed) == first.lines - sum(1 for raw in store.layout.audit_path.read_bytes().splitlines() if not raw)
+    assert set(parsed) == {raw for raw in store.layout.audit_path.read_bytes().splitlines() if raw}

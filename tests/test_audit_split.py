@@ -1,6 +1,7 @@
-"""A first verify split with a second process gives the verdict and the record a single pass gives, wherever the
-log is split and whatever was done to it; the part is taken from the other process when it can be, and checked
-here again when it cannot (see ``engram.store.audit.split``)."""
+"""A first verify split with a second process, checking runs of lines at once, gives the verdict and the record a
+single pass checking each line on its own gives, wherever the log is split and whatever was done to it; the part
+is taken from the other process when it can be, and checked here again when it cannot (see
+``engram.store.audit.split``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from test_audit import T0, dump, edited, engram_append, golden, memoryd_append
 from test_audit_prefix import MUTATIONS
 
-from engram.store.audit import split
+from engram.store.audit import fastcheck, runs, split
 from engram.store.audit.checkpoints import CheckpointBook
 from engram.store.audit.verify import TAMPERED, VALID, verify_recording
 
@@ -52,11 +53,23 @@ def splitting(share: float, warm: int, run: object = InProcess) -> Iterator[list
 
 
 def single(log: Path, *args: object, **kwargs: object) -> tuple:
-    saved, split.SPLIT_BYTES = split.SPLIT_BYTES, 1 << 62
+    """A single pass, every line checked on its own (no run at once: see ``engram.store.audit.fastcheck``)."""
+    saved = split.SPLIT_BYTES, fastcheck.passes
+    split.SPLIT_BYTES, fastcheck.passes = 1 << 62, lambda *args: None
     try:
         return verify_recording(log, *args, **kwargs)  # type: ignore[arg-type]
     finally:
-        split.SPLIT_BYTES = saved
+        split.SPLIT_BYTES, fastcheck.passes = saved
+
+
+@contextmanager
+def runs_of(lines: int) -> Iterator[None]:
+    """Lines checked at once, ``lines`` at a time."""
+    saved, runs.RUN_LINES = runs.RUN_LINES, lines
+    try:
+        yield
+    finally:
+        runs.RUN_LINES = saved
 
 
 MORE = {  # what a single pass meets only in the part, or right at its start
@@ -75,9 +88,10 @@ MORE = {  # what a single pass meets only in the part, or right at its start
     warm=st.integers(0, 3),
     checkpointed=st.booleans(),
     resumed=st.booleans(),
+    run_lines=st.integers(1, 6),
 )
 def test_a_split_verify_gives_the_single_passs_verdict_and_record(
-    tmp_path_factory, mutation, share, warm, checkpointed, resumed
+    tmp_path_factory, mutation, share, warm, checkpointed, resumed, run_lines
 ):
     base = tmp_path_factory.mktemp("split")
     log = base / "audit.jsonl"
@@ -90,7 +104,7 @@ def test_a_split_verify_gives_the_single_passs_verdict_and_record(
         for i in range(6):
             engram_append(log, 100 + i) if i % 2 else memoryd_append(log, {"event_type": "gate", "n": f"a{i}"})
     expected = single(log, checkpoint, prefix=prefix)
-    with splitting(share, warm) as taken:
+    with splitting(share, warm) as taken, runs_of(run_lines):
         assert verify_recording(log, checkpoint, prefix=prefix) == expected
     event("the part taken from the other process" if taken else "the part checked here")
 

@@ -28,6 +28,7 @@ from engram.store.errors import StoreError
 from engram.store.write.atomic import ensure_dir, write_atomic
 
 GENESIS = "0" * 64
+SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside
 _TAIL_CHUNK = 64 * 1024
 
 
@@ -64,6 +65,14 @@ def accumulate(acc: str, raw: bytes) -> str:
     therefore pins this accumulator, which covers every byte before it and advances line by line.
     """
     return "sha256:" + hashlib.sha256(acc.encode("ascii") + b"\n" + raw.rstrip(b"\n")).hexdigest()
+
+
+def accumulate_all(acc: str, lines: list[bytes]) -> str:
+    """:func:`accumulate` over each of ``lines`` (without their newlines) in turn."""
+    sha256 = hashlib.sha256
+    for line in lines:
+        acc = "sha256:" + sha256(acc.encode("ascii") + b"\n" + line).hexdigest()
+    return acc
 
 
 # Detail keys whose values are identifiers, counts, states or times: kept as they are on engram's lines. Every

@@ -19,12 +19,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
-from engram.store.audit import fastjson
-from engram.store.audit.chain import GENESIS, line_hash, memoryd_link, this_hash
+from engram.store.audit import fastcheck, fastjson
+from engram.store.audit.chain import GENESIS, SET_ASIDE, line_hash, memoryd_link, this_hash
 from engram.store.audit.prefix import ChainState, VerifiedPrefix
 
 VALID, TAMPERED, TORN, UNREADABLE = "valid", "tampered", "torn_tail", "unreadable"
-SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside
 MAX_PROBLEMS = 1000  # listed; the rest are counted
 
 
@@ -190,6 +189,28 @@ class Chain:
     def forgiven(self) -> set[int]:
         """The unparsable lines a later repair event names, hash and all (a line edited since is not)."""
         return {line for line, digest in self.named if self.unparsable.get(line, ("", ""))[0] == digest}
+
+    def check_many(self, first: int, lines: list[bytes]) -> None:
+        """:meth:`check` each of ``lines``, numbered from ``first``: all at once where the rule can find
+        nothing in them (see :mod:`engram.store.audit.fastcheck`), else one by one."""
+        advance = None
+        if self.started and not self.unknown and self.link is not None:
+            advance = fastcheck.passes(first, lines, self.link)
+        if advance is None:
+            for n, raw in enumerate(lines, first):
+                self.check(n, raw)
+            return
+        verdict, last = self.verdict, first + len(lines) - 1
+        verdict.engram_lines += advance.engram_lines
+        verdict.memoryd_lines += len(lines) - advance.engram_lines
+        self.link, self.prev_line, self.prev_bad = advance.link, last, False
+        if advance.last_engram is not None:
+            self.last_seq, self.seq_known = (advance.last_engram, advance.last_engram), True
+        if advance.last_seq is None:
+            self.legacy_since += len(lines)
+        else:
+            seq, at = advance.last_seq
+            self.legacy_base, self.legacy_since, self.legacy_known = seq, last - at, True
 
     def check(self, n: int, raw: bytes) -> None:
         if n == 1:

@@ -22,12 +22,13 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from engram.store.audit.rules import VALID, Chain, State, Verdict
+from engram.store.audit.runs import Run, Runs
 
 SPLIT_BYTES = 32 << 20  # a shorter log is checked here alone: starting a process costs more than it saves
 SHARE = 0.38  # of the bytes, checked here: this process also hashes every line into the running digest
@@ -62,23 +63,31 @@ def check_part(path: str, begin: int, begin_line: int, start: int, end: int, war
     chain = Chain(Verdict(VALID))
     chain.started, chain.unknown, chain.prev_line = True, True, first - 1
     chain.seq_known = chain.legacy_known = False
-    warm, digest, n = None, hashlib.sha256(), first - 1
-    for n, raw in enumerate(_lines(path, start, end), first):
-        if n == first + warm_lines:
-            warm = chain.state()
-            chain.verdict = Verdict(VALID)
-            chain.unparsable.clear()
-            chain.named.clear()
-            chain.consulted = False
-            if not chain.legacy_known:
-                chain.legacy_since = 0  # counted from here: added to this process's count at the end
-        chain.check(n, raw)
-        if warm is not None:
-            digest.update(raw)
+    warm, digest, last, warm_left = None, hashlib.sha256(), first - 1, warm_lines
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        for run in Runs(fh, first, start, limit=end):
+            here = min(warm_left, len(run.lines))
+            warm_left -= here
+            for n, raw in enumerate(run.lines[:here], run.first):
+                chain.check(n, raw)
+            if here < len(run.lines):
+                if warm is None:
+                    warm = chain.state()
+                    chain.verdict = Verdict(VALID)
+                    chain.unparsable.clear()
+                    chain.named.clear()
+                    chain.consulted = False
+                    if not chain.legacy_known:
+                        chain.legacy_since = 0  # counted from here: added to this process's count at the end
+                rest = run.tail(here)
+                chain.check_many(rest.first, rest.lines)
+                digest.update(rest.data)
+            last = run.last
     found = chain.verdict
     return Part(
         first + warm_lines,
-        n,
+        last,
         warm,
         chain.state(),
         chain.consulted,
@@ -145,21 +154,28 @@ class Handoff:
     digest: Any = field(default_factory=hashlib.sha256)
     deferred: list[tuple[int, str]] = field(default_factory=list)
 
-    def takes(self, n: int, offset: int, raw: bytes, chain: Chain) -> bool:
-        """Is line ``n``, at byte ``offset``, one the other process checks (and this one only hashes)?"""
-        if offset < self.start or offset + len(raw) > self.end or self.done:
-            return False
-        if self.warm_left:
-            self.warm_left -= 1
-            return False
+    @property
+    def cuts(self) -> tuple[int, int]:
+        """Where the part starts and ends: the reading's runs of lines are cut there."""
+        return self.start, self.end
+
+    def mine(self, run: Run) -> int:
+        """How many of ``run``'s lines, from its first, are checked here: the rest are the other process's."""
+        if run.offset < self.start or run.end > self.end or self.done:
+            return len(run.lines)
+        here = min(self.warm_left, len(run.lines))
+        self.warm_left -= here
+        return here
+
+    def took(self, taken: Run, chain: Chain) -> None:
+        """The other process checks ``taken``; this one, after the lines before them, stands at ``chain``."""
         if self.at_warm is None:
-            self.at_warm, self.first, self.first_offset = chain.state(), n, offset
-        self.last = n
-        self.digest.update(raw)
-        return True
+            self.at_warm, self.first, self.first_offset = chain.state(), taken.first, taken.offset
+        self.last = taken.last
+        self.digest.update(taken.data)
 
     def passed(self, n: int, head: str) -> None:
-        """Line ``n``, taken by :meth:`takes`, left the running digest at ``head``."""
+        """Line ``n``, one the other process checks, left the running digest at ``head``."""
         if n in self.pinned:
             self.deferred.append((n, head))
 
@@ -195,16 +211,15 @@ class Handoff:
 
     def _check_here(self, chain: Chain, check_pin: PinCheck) -> None:
         """The part's lines, read again and checked here, each checkpoint inside it after its line."""
-        digest, pins = hashlib.sha256(), iter(self.deferred)
-        pin = next(pins, None)
-        for n, raw in enumerate(_lines(self.path, self.first_offset, self.end), self.first):
-            chain.check(n, raw)
-            digest.update(raw)
-            while pin is not None and pin[0] == n:
-                check_pin(chain.verdict, *pin)
-                pin = next(pins, None)
-            if n == self.last:
-                break
+        digest, pins = hashlib.sha256(), dict(self.deferred)
+        with open(self.path, "rb") as fh:
+            fh.seek(self.first_offset)
+            for run in Runs(fh, self.first, self.first_offset, limit=self.end):
+                for piece in run.pieces(sorted(pins)):
+                    chain.check_many(piece.first, piece.lines)
+                    if piece.last in pins:
+                        check_pin(chain.verdict, piece.last, pins[piece.last])
+                digest.update(run.data)
         if digest.hexdigest() != self.digest.hexdigest():
             raise OSError("the log was rewritten while it was verified: verify it again")
 
@@ -262,18 +277,6 @@ def _take(part: Part, chain: Chain, deferred: list[tuple[int, str]], check_pin: 
         chain.legacy_since += final.legacy_since
     chain.unparsable.update(part.unparsable)
     chain.named |= part.named
-
-
-def _lines(path: Path | str, start: int, end: int) -> Iterator[bytes]:
-    """The lines between bytes ``start`` and ``end`` (both at a line's start)."""
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        left = end - start
-        for raw in fh:
-            if left <= 0:
-                return
-            left -= len(raw)
-            yield raw
 
 
 def _newlines(path: str, start: int, end: int) -> int:

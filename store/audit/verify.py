@@ -1,9 +1,10 @@
 """Reading ``audit/audit.jsonl``: verifying the chain, and listing its events.
 
-Both stream the file a line at a time, so a log of a million lines verifies in bounded memory. Each line is
-held to its author's rule (see :mod:`engram.store.audit.rules`), and every problem is reported, not only the
-first. A signed checkpoint (see :mod:`engram.store.audit.checkpoints`) adds what a chain cannot see alone:
-truncation, a rewritten history with every later hash recomputed, a whole replaced file. A verified prefix (see
+Both stream the file, so a log of a million lines verifies in bounded memory. Each line is held to its author's
+rule (see :mod:`engram.store.audit.rules`; a verify checks runs of lines at once where the rule finds nothing in
+them, see :mod:`engram.store.audit.fastcheck`), and every problem is reported, not only the first. A signed
+checkpoint (see :mod:`engram.store.audit.checkpoints`) adds what a chain cannot see alone: truncation, a
+rewritten history with every later hash recomputed, a whole replaced file. A verified prefix (see
 :mod:`engram.store.audit.prefix`) spares reading again what an earlier verify found valid; on two cores, a long
 first verify has a second process check the later part of the lines (see :mod:`engram.store.audit.split`).
 """
@@ -17,10 +18,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from engram.store.audit import split
-from engram.store.audit.chain import accumulate, line_hash
+from engram.store.audit.chain import accumulate_all, line_hash
 from engram.store.audit.checkpoints import Checkpoint
 from engram.store.audit.prefix import VerifiedPrefix
 from engram.store.audit.rules import (
@@ -34,6 +35,7 @@ from engram.store.audit.rules import (
     Problem,
     Verdict,
 )
+from engram.store.audit.runs import Run, Runs
 
 __all__ = ["MAX_PROBLEMS", "SET_ASIDE", "TAMPERED", "TORN", "UNREADABLE", "VALID", "Problem", "Verdict"]
 
@@ -68,7 +70,7 @@ def verify_recording(
         return _against_checkpoints(verdict, pins), None
     except OSError as exc:
         return Verdict(UNREADABLE, reason=str(exc)), None
-    chain, torn, part = Chain(verdict), None, None
+    chain, part = Chain(verdict), None
     with fh:
         try:
             read = prefix.read_over(fh) if prefix is not None and _resumes(prefix, pins) else None
@@ -80,23 +82,15 @@ def verify_recording(
                 read = hashlib.sha256()
             part = split.begin(path, fh, verdict.offset, verdict.lines, frozenset(pin.size for pin in pins))
             check_pins = functools.partial(_check_pins, pins=pins)
-            for n, raw in enumerate(fh, verdict.lines + 1):
-                if not raw.endswith(b"\n"):
-                    torn = f"{len(raw)} bytes with no newline at the end"
-                    break
-                taken = part is not None and part.takes(n, verdict.offset, raw, chain)
-                if not taken:
-                    if part is not None and part.due():
-                        part.finish(chain, check_pins)
-                    chain.check(n, raw)
-                read.update(raw)
-                verdict.head = head = accumulate(verdict.head or "", raw)
-                verdict.lines, verdict.offset = n, verdict.offset + len(raw)
-                if part is not None and taken:
-                    part.passed(n, head)
-                else:
-                    check_pins(verdict, n, head, raw=raw)
-                if progress is not None and n % 10_000 == 0:
+            pinned = sorted({1, *(pin.size for pin in pins)}) if pins else []
+            runs = Runs(fh, verdict.lines + 1, verdict.offset, part.cuts if part is not None else ())
+            for run in runs:
+                mine = len(run.lines) if part is None else part.mine(run)
+                if part is not None and mine and part.due():
+                    part.finish(chain, check_pins)
+                _advance(chain, run, mine, pinned, check_pins, part)
+                read.update(run.data)
+                if progress is not None and run.last // 10_000 > (run.first - 1) // 10_000:
                     progress(verdict.offset)
             if part is not None and part.due():
                 part.finish(chain, check_pins)
@@ -105,6 +99,7 @@ def verify_recording(
         finally:
             if part is not None:
                 part.close()
+    torn = f"{len(runs.torn)} bytes with no newline at the end" if runs.torn else None
     verdict.forgive(chain.forgiven())
     if torn and verdict.status == VALID:
         verdict.status, verdict.reason = TORN, torn
@@ -113,6 +108,32 @@ def verify_recording(
         return verdict, None
     checked = tuple(sorted({(p.size, p.head) for p in pins if p.size <= verdict.lines}))
     return verdict, chain.record(read.hexdigest(), checked)
+
+
+class _Pins(Protocol):
+    """:func:`_check_pins` bound to the checkpoints: line ``n``'s ``raw`` bytes are needed for line 1 only."""
+
+    def __call__(self, verdict: Verdict, n: int, head: str, raw: bytes = b"") -> None: ...
+
+
+def _advance(
+    chain: Chain, run: Run, mine: int, pinned: list[int], check_pins: _Pins, part: split.Handoff | None
+) -> None:
+    """Check the first ``mine`` lines of ``run`` here (the rest are the other process's), and take every line
+    into the running digest; a checkpoint is checked after its line, its line's own problems before it."""
+    verdict, head = chain.verdict, chain.verdict.head or ""
+    for piece in run.pieces(sorted({*pinned, run.first + mine - 1})):
+        here = piece.first < run.first + mine
+        if here:
+            chain.check_many(piece.first, piece.lines)
+        head = accumulate_all(head, piece.lines)
+        if piece.last in pinned and here:
+            check_pins(verdict, piece.last, head, raw=piece.lines[-1])
+        elif piece.last in pinned and part is not None:
+            part.passed(piece.last, head)
+    if part is not None and mine < len(run.lines):
+        part.took(run.tail(mine), chain)
+    verdict.head, verdict.lines, verdict.offset = head, run.last, run.end
 
 
 def _resumes(prefix: VerifiedPrefix, pins: list[Checkpoint]) -> bool:
