@@ -81,11 +81,18 @@ class Index:
         self._tables: set[str] | None = None
         self._memory_keeper: sqlite3.Connection | None = None
         self._keepers: list[sqlite3.Connection] = []  # a stand-in's own in-memory database (see stand_in)
+        self._reader = f"file:{path}?mode=ro"  # what a connection of a reader's own opens (see reader)
         db.watch(path)
 
     @property
     def read_only(self) -> bool:
         return self.read_only_reason is not None
+
+    def reader(self) -> sqlite3.Connection:
+        """A read-only connection of its own to what this index reads: index.db, or a stand-in's empty database
+        (the file at ``path`` may not even exist then). For a long read that must not hold the store's
+        connection, and may attach other databases beside it."""
+        return sqlite3.connect(self._reader, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
 
     @classmethod
     def open(cls, path: Path, create: bool = True, read_only: str | None = None) -> Index:
@@ -145,6 +152,7 @@ class Index:
         apply_migrations(keeper, engram=False)
         index = cls(path, _connect(name), reason)
         index.db.watched = None  # the file at ``path`` is not what this reads: its replacement is no news here
+        index._reader = name
         index._keepers.append(keeper)
         index._attach_empty()
         bound.bind(index.db)

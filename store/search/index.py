@@ -28,7 +28,7 @@ from rapidfuzz import fuzz, process
 
 from engram.store import heap
 from engram.store.errors import StoreError
-from engram.store.index import BUSY_TIMEOUT_MS, TEMP_IN_MEMORY
+from engram.store.index import TEMP_IN_MEMORY
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, packed, scan
 from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
@@ -454,6 +454,17 @@ class SearchIndex:
         return self._outside[1], self._outside[2]
 
 
+# the listed columns as text whatever a damaged index.db holds in them (a number, a blob, nothing)
+_LISTED = ", ".join(
+    f"coalesce(CAST(m.{column} AS TEXT), '')"
+    for column in ("slug", "title", "type", "scope_hash", "decay_state", "source", "created_at")
+)
+
+
+def _lenient(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
 @contextmanager
 def _listing(
     store: Store, fulltext: FullText | None, only: np.ndarray | None = None, sensitive: Collection[str] = ()
@@ -467,7 +478,8 @@ def _listing(
 
     With ``only`` (ids in the persistent index), the rows of those ids and of every memory it does not answer
     for: none there, of a ``sensitive`` scope, or encrypted."""
-    con = sqlite3.connect(f"file:{store.index.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    con = store.index.reader()
+    con.text_factory = _lenient  # a damaged row's text is searched as far as it reads
     try:
         con.execute(TEMP_IN_MEMORY)
         kept, where, args = "-1", "", tuple(sensitive)
@@ -482,8 +494,7 @@ def _listing(
                 f"OR m.scope_hash IN ({', '.join('?' * len(args))}) "
             )
         yield con.execute(  # in the order of memoryd's index of creation times: no sort of a million rows
-            "SELECT m.slug, m.title, m.type, m.scope_hash, m.decay_state, m.source, m.created_at, "
-            f"m.body_path LIKE '%.md.enc', {TRIGGERS}, {kept} FROM main.memories m "
+            f"SELECT {_LISTED}, m.body_path LIKE '%.md.enc', {TRIGGERS}, {kept} FROM main.memories m "
             + ("LEFT JOIN persistent.docs d ON d.slug = m.slug " if fulltext is not None else "")
             + where
             + "ORDER BY m.created_at DESC",
