@@ -63,13 +63,14 @@ def single(log: Path, *args: object, **kwargs: object) -> tuple:
 
 
 @contextmanager
-def runs_of(lines: int) -> Iterator[None]:
-    """Lines checked at once, ``lines`` at a time."""
-    saved, runs.RUN_LINES = runs.RUN_LINES, lines
+def runs_of(lines: int, block: int) -> Iterator[None]:
+    """Lines checked at once, ``lines`` at a time, read ``block`` bytes at a time (shorter than most lines)."""
+    saved = runs.RUN_LINES, runs.BLOCK
+    runs.RUN_LINES, runs.BLOCK = lines, block
     try:
         yield
     finally:
-        runs.RUN_LINES = saved
+        runs.RUN_LINES, runs.BLOCK = saved
 
 
 MORE = {  # what a single pass meets only in the part, or right at its start
@@ -89,9 +90,10 @@ MORE = {  # what a single pass meets only in the part, or right at its start
     checkpointed=st.booleans(),
     resumed=st.booleans(),
     run_lines=st.integers(1, 6),
+    block=st.integers(1, 1000),
 )
 def test_a_split_verify_gives_the_single_passs_verdict_and_record(
-    tmp_path_factory, mutation, share, warm, checkpointed, resumed, run_lines
+    tmp_path_factory, mutation, share, warm, checkpointed, resumed, run_lines, block
 ):
     base = tmp_path_factory.mktemp("split")
     log = base / "audit.jsonl"
@@ -104,7 +106,7 @@ def test_a_split_verify_gives_the_single_passs_verdict_and_record(
         for i in range(6):
             engram_append(log, 100 + i) if i % 2 else memoryd_append(log, {"event_type": "gate", "n": f"a{i}"})
     expected = single(log, checkpoint, prefix=prefix)
-    with splitting(share, warm) as taken, runs_of(run_lines):
+    with splitting(share, warm) as taken, runs_of(run_lines, block):
         assert verify_recording(log, checkpoint, prefix=prefix) == expected
     event("the part taken from the other process" if taken else "the part checked here")
 

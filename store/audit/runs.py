@@ -65,7 +65,8 @@ class Runs:
         self.torn = b""
 
     def __iter__(self) -> Iterator[Run]:
-        first, offset, carry, at = self.first, self.offset, b"", self.offset
+        first, offset, at = self.first, self.offset, self.offset
+        pending: list[bytes] = []  # the bytes read of a line not ended yet (a line may be longer than a block)
         cuts = iter(self.cuts)
         cut = next(cuts, None)
         while True:
@@ -77,16 +78,19 @@ class Runs:
             if not block:
                 break
             at += len(block)
-            data = carry + block if carry else block
+            if b"\n" not in block:
+                pending.append(block)
+                continue
+            data = b"".join((*pending, block)) if pending else block
             lines = data.split(b"\n")
-            carry = lines.pop()
+            pending = [carry] if (carry := lines.pop()) else []
             view, skip = memoryview(data), 0
             for start in range(0, len(lines), RUN_LINES):
                 run = lines[start : start + RUN_LINES]
                 size = _size(run)
                 yield Run(first, offset, run, view[skip : skip + size])
                 first, offset, skip = first + len(run), offset + size, skip + size
-        self.torn = carry
+        self.torn = b"".join(pending)
 
 
 def _size(lines: list[bytes]) -> int:
