@@ -1,4 +1,4 @@
-"""Checking a run of lines at once: the common case of a first verify, every line valid, at the speed of C.
+"""Checking a run of lines at once: the common case of a first verify, every line valid, in calls to C code.
 
 :meth:`~engram.store.audit.rules.Chain.check` holds one line to its rule, and a first verify of a long log
 spends most of its time in the interpreter between the calls that do the work (parse, encode, hash). Here
