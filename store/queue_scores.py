@@ -42,7 +42,7 @@ def with_kept(store: Store) -> Iterator[sqlite3.Connection]:
     path = scores_path(store)
     if not path.is_file():
         raise LookupError(path)
-    con = sqlite3.connect(f"file:{store.index.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    con = store.index.reader()
     try:
         con.execute(TEMP_IN_MEMORY)
         con.execute("ATTACH DATABASE ? AS kept", (f"file:{path}?mode=ro",))
