@@ -122,3 +122,17 @@ def test_a_file_edited_in_place_by_hand_is_seen_by_a_rescan(store):
         assert lookup.search("wombat", 5).total == 0
         assert lookup.refresh(rescan=True)
         assert [hit.slug for hit in lookup.search("wombat", 5).hits] == [plain.slug]
+
+
+def test_a_row_whose_text_is_not_utf8_is_still_searched(store):
+    """sqlite3 refuses such text; the listing reads it again decoding what it can, so one damaged row (another
+    writer's bytes, a bad page) neither stops the search nor hides the other rows."""
+    damaged, other = (m.slug for m in Memory.select().where(~Memory.body_path.endswith(".md.enc")).limit(2))
+    con = sqlite3.connect(store.layout.root / "index.db")
+    with con:
+        con.execute("UPDATE memories SET title = CAST(x'71756f6b6b61ff' AS TEXT) WHERE slug = ?", (damaged,))
+    con.close()
+    with Lookup(store) as lookup:
+        found = lookup.search("quokka", 5)
+        assert [(hit.slug, hit.title) for hit in found.hits] == [(damaged, "quokka\ufffd")]
+        assert other in {hit.slug for hit in lookup.search("!zzzz-nothing-has-this", 10_000).hits}

@@ -115,21 +115,12 @@ class SearchIndex:
         persistent index does not answer for: a query whose hits are all among them is answered as by the whole
         index (see :mod:`engram.store.search.lookup`), without a row read for the others."""
         sensitive = store.sensitive_scopes()
-        builder = Builder()
-        with _listing(store, fulltext, only, sensitive) as cursor:
-            while chunk := cursor.fetchmany(CHUNK):
-                slugs, titles, types, scopes, states, sources, created, encrypted, triggers, ids = zip(
-                    *chunk, strict=True
-                )
-                del chunk
-                heads = [head + "\0" for head in map(head_text, titles, triggers, slugs)]
-                docs = [
-                    -1 if enc or scope in sensitive else doc
-                    for doc, scope, enc in zip(ids, scopes, encrypted, strict=True)
-                ]
-                builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
-        rows = builder.rows()
-        del builder
+        try:
+            rows = _read_rows(store, fulltext, only, sensitive, lenient=False)
+        except sqlite3.OperationalError as exc:
+            if not str(exc).startswith(_UNDECODABLE):
+                raise
+            rows = _read_rows(store, fulltext, only, sensitive, lenient=True)
         if keep and fulltext is not None:
             rows = cls._kept(store, fulltext, rows)
         heap.give_back()  # the read's chunks and ids: 250 MB resident at 1M (600 MB to 350 MB)
@@ -461,13 +452,39 @@ _LISTED = ", ".join(
 )
 
 
+_UNDECODABLE = "Could not decode to UTF-8"  # sqlite3's error for text that is not UTF-8
+
+
 def _lenient(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def _read_rows(
+    store: Store, fulltext: FullText | None, only: np.ndarray | None, sensitive: Collection[str], *, lenient: bool
+) -> Rows:
+    """The rows :meth:`SearchIndex.load` reads, made compact a chunk at a time. ``lenient`` decodes a damaged
+    row's text as far as it reads; it is a function called for every column, so it is asked for only once a read
+    without it met such a row."""
+    builder = Builder()
+    with _listing(store, fulltext, only, sensitive, lenient) as cursor:
+        while chunk := cursor.fetchmany(CHUNK):
+            slugs, titles, types, scopes, states, sources, created, encrypted, triggers, ids = zip(*chunk, strict=True)
+            del chunk
+            heads = [head + "\0" for head in map(head_text, titles, triggers, slugs)]
+            docs = [
+                -1 if enc or scope in sensitive else doc for doc, scope, enc in zip(ids, scopes, encrypted, strict=True)
+            ]
+            builder.add(slugs, titles, (types, scopes, states, sources), created, encrypted, heads, docs)
+    return builder.rows()
+
+
 @contextmanager
 def _listing(
-    store: Store, fulltext: FullText | None, only: np.ndarray | None = None, sensitive: Collection[str] = ()
+    store: Store,
+    fulltext: FullText | None,
+    only: np.ndarray | None = None,
+    sensitive: Collection[str] = (),
+    lenient: bool = False,
 ) -> Iterator[sqlite3.Cursor]:
     """Every memory's listed columns, newest first, with its id in the persistent index (-1 where it has none): on a
     read-only connection of its own to index.db, the persistent index attached read-only, so that SQLite joins the
@@ -479,7 +496,8 @@ def _listing(
     With ``only`` (ids in the persistent index), the rows of those ids and of every memory it does not answer
     for: none there, of a ``sensitive`` scope, or encrypted."""
     con = store.index.reader()
-    con.text_factory = _lenient  # a damaged row's text is searched as far as it reads
+    if lenient:
+        con.text_factory = _lenient  # a damaged row's text is searched as far as it reads
     try:
         con.execute(TEMP_IN_MEMORY)
         kept, where, args = "-1", "", tuple(sensitive)
