@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 import engram.tui.panes.queue as queue_module
 from engram.tui import threads
+from engram.tui.actions import attempt_in_worker
 from engram.tui.app import EngramApp
 from engram.tui.panes.queue import QueuePane
 
@@ -64,3 +65,67 @@ async def test_a_result_for_a_widget_that_left_the_screen_is_not_applied(store):
         while runner.is_alive():
             await pilot.pause(0.01)
         assert applied == ["in time"]
+
+
+async def test_a_detail_that_arrives_after_the_next_ones_is_dropped(store, monkeypatch):
+    """j j: the second row's detail, slow to load (a cold file, a long scan), must not replace the third's,
+    which came first: the detail shown is always the row under the cursor's."""
+    gate, slow_done = threading.Event(), threading.Event()
+    real = queue_module.promotion_detail
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(QueuePane)
+        slow, fast = (item.id for item in pane.page_items()[1:3])
+
+        def detail(store_, promotion_id):
+            if promotion_id == slow:
+                gate.wait(10)
+                slow_done.set()
+            return real(store_, promotion_id)
+
+        monkeypatch.setattr(queue_module, "promotion_detail", detail)
+        await pilot.press("j", "j")
+        for _ in range(200):  # the third row's detail is shown while the second's still loads
+            await pilot.pause(0.01)
+            if pane.detail is not None and pane.detail.id == fast:
+                break
+        gate.set()
+        assert slow_done.wait(10)
+        await settle(app, pilot)
+        assert pane.current().id == fast
+        assert pane.detail is not None and pane.detail.id == fast
+
+
+async def test_what_a_replaced_worker_wrote_is_still_said(store):
+    """A worker a newer one of its group replaced runs on (a thread cannot be stopped): its read is dropped, but
+    the outcome of a write it made still reaches the person, and the panes still follow the change."""
+    started, gate, ended = threading.Event(), threading.Event(), threading.Event()
+    said: list[str] = []
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        pane = app.query_one(QueuePane)
+
+        def replaced() -> None:
+            started.set()
+            gate.wait(10)
+            threads.deliver(pane, said.append, "read")
+            attempt_in_worker(pane, lambda: None, "wrote", lambda: said.append("refreshed"))
+            ended.set()
+
+        first = pane.run_worker(replaced, thread=True, exclusive=True, group="test-replaced")
+        for _ in range(1000):
+            if started.is_set():
+                break
+            await pilot.pause(0.01)
+        pane.run_worker(lambda: None, thread=True, exclusive=True, group="test-replaced")
+        assert first.is_cancelled
+        gate.set()
+        for _ in range(1000):  # the thread runs on, though its worker is cancelled
+            await pilot.pause(0.01)
+            if ended.is_set():
+                break
+        await settle(app, pilot)
+        assert said == ["refreshed"]
+        assert "wrote" in [n.message for n in app._notifications]

@@ -15,7 +15,7 @@ from textual.widget import Widget
 
 from engram.store.errors import ENVIRONMENT_ERRORS, StoreError
 from engram.tui.messages import StoreChanged
-from engram.tui.threads import deliver
+from engram.tui.threads import deliver_outcome
 
 FAILURES = (StoreError, *ENVIRONMENT_ERRORS)
 
@@ -40,9 +40,9 @@ def attempt_in_worker(
     try:
         result = act()
     except FAILURES as exc:
-        deliver(widget, refused, widget, exc)
+        deliver_outcome(widget, refused, widget, exc)
         return False
-    deliver(widget, succeeded, widget, done(result) if callable(done) else done, then)
+    deliver_outcome(widget, succeeded, widget, done(result) if callable(done) else done, then)
     return True
 
 

@@ -21,6 +21,7 @@ from textual import work
 from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import ProgressBar
+from textual.worker import NoActiveWorker, Worker, get_current_worker
 
 from engram.store.errors import StoreError
 from engram.store.heap import TrimWhenIdle
@@ -58,7 +59,11 @@ class ReleasingExecutor(ThreadPoolExecutor):
 def background(group: str, *, exclusive: bool = True) -> Callable[[Callable[..., Any]], Any]:
     """``@work(thread=True)`` for a widget's method, whose failure is a notification instead of the end of the
     console: a read-only file system, a full disk, a damaged index page or data no code path expected stops that
-    one piece of work, never the session (and never with a traceback over the screen)."""
+    one piece of work, never the session (and never with a traceback over the screen).
+
+    ``exclusive``: a newer call replaces this one, whose result is then dropped (see :func:`deliver`); that is
+    for reads. A write is never exclusive: it runs to its end anyway, and what it says of its outcome (done, or
+    why it failed) must reach the person who asked for it."""
 
     def wrap(method: Callable[..., Any]) -> Any:
         @functools.wraps(method)
@@ -78,10 +83,39 @@ def deliver(widget: Widget, callback: Callable[..., object], *args: Any, **kwarg
     """From a worker's thread: run ``callback(*args, **kwargs)`` on the UI thread and wait for it, unless the
     console has closed or ``widget`` has left the screen meanwhile (a quick ``q`` while a detail loads, a pane
     torn down): a result that arrives after the widgets it was for is dropped, never an error on a closing
-    console."""
+    console.
 
+    So is the result of a worker a newer one of its group replaced (an exclusive worker is cancelled then, but a
+    thread cannot be stopped, and it runs on): ``j j`` loads two details, and the first, slower to read, must
+    not replace the second's under the cursor. Both the cancelling and this check happen on the UI thread, so a
+    result is either applied before the newer worker starts or not at all."""
+    _deliver(widget, callback, args, kwargs, _superseded())
+
+
+def deliver_outcome(widget: Widget, callback: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    """:func:`deliver` for what a write says of its outcome: shown even if a newer worker replaced the one that
+    wrote (the write happened, or failed, all the same), dropped only with the widget."""
+    _deliver(widget, callback, args, kwargs, lambda: False)
+
+
+def _superseded() -> Callable[[], bool]:
+    """Was the calling worker replaced by a newer one? Read on the UI thread, where workers are cancelled."""
+    try:
+        worker: Worker[Any] = get_current_worker()
+    except NoActiveWorker:  # called from a plain thread (a test, a timer)
+        return lambda: False
+    return lambda: worker.is_cancelled
+
+
+def _deliver(
+    widget: Widget,
+    callback: Callable[..., object],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    superseded: Callable[[], bool],
+) -> None:
     def apply() -> None:
-        if not widget.is_attached:
+        if not widget.is_attached or superseded():
             return
         try:
             callback(*args, **kwargs)

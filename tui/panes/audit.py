@@ -224,7 +224,7 @@ class AuditPane(PaneBase):
         listing.show(self.audit_log, self.audit_log.every_line(), at_line=listing.bad_line)
         listing.focus()
 
-    @background("audit-verify")
+    @background("audit-checkpoint")
     def action_checkpoint(self) -> None:
         try:
             text = current_checkpoint(self.store).to_json()

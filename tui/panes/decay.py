@@ -196,7 +196,7 @@ class DecayPane(PaneBase):
             lambda yes: self.run_sweep(steps) if yes else None,
         )
 
-    @background("decay-sweep")
+    @background("decay-sweep", exclusive=False)
     def run_sweep(self, steps: list[Step]) -> None:
         with progress(self, "#decay-progress") as report:
             swept = attempt_in_worker(

@@ -158,7 +158,7 @@ class PoisonPane(PaneBase):
             lambda yes: self.change(item.key, "release") if yes else None,
         )
 
-    @background("poison-change")
+    @background("poison-change", exclusive=False)
     def change(self, slug: str, how: str) -> None:
         """Quarantine or release in a worker; the pane follows the store's change as every pane does."""
         from engram.store import quarantine

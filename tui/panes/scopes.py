@@ -31,7 +31,7 @@ from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.screens.unlock import ask_new_passphrase, ask_unlock
 from engram.tui.shared import Shared
 from engram.tui.tables import FitTable, PlainTable, fit_columns
-from engram.tui.threads import background, deliver, progress
+from engram.tui.threads import background, deliver, deliver_outcome, progress
 
 
 class ScopesPane(PaneBase):
@@ -189,7 +189,7 @@ class ScopesPane(PaneBase):
 
         self.app.push_screen(Confirm(question), answered)
 
-    @background("scopes-convert")
+    @background("scopes-convert", exclusive=False)
     def convert(self, scope_hash: str, encrypt: bool) -> None:
         try:
             with progress(self, "#scope-progress") as report:
@@ -198,12 +198,12 @@ class ScopesPane(PaneBase):
         except PassphraseUnconfirmed:  # given once, from the environment: typed a second time, it is taken
             deliver(self, ask_new_passphrase, self, self.store, lambda: self.convert(scope_hash, encrypt))
         except StoreError as exc:  # what was converted before it stopped stays converted: shown, and told
-            deliver(self, refused, self, exc, "Nothing more changed")
-            deliver(self, succeeded, self, "the scope's list is up to date", lambda: self.reloaded(True))
+            deliver_outcome(self, refused, self, exc, "Nothing more changed")
+            deliver_outcome(self, succeeded, self, "the scope's list is up to date", lambda: self.reloaded(True))
         else:
             verb = "encrypted" if encrypt else "decrypted"
             said = f"scope {scope_hash}: {verb} {done.done:,} memories"
-            deliver(self, succeeded, self, said, lambda: self.reloaded(True), 5)
+            deliver_outcome(self, succeeded, self, said, lambda: self.reloaded(True), 5)
 
     def action_label(self) -> None:
         info = self.current
@@ -265,7 +265,7 @@ class ScopesPane(PaneBase):
             return
         self.run_rekey(None, first)
 
-    @background("scopes-convert")
+    @background("scopes-convert", exclusive=False)
     def run_rekey(self, scope_hash: str | None, passphrase: str | None) -> None:
         """``passphrase``: every sensitive scope to it; else ``scope_hash`` to a new random key."""
         try:
@@ -275,13 +275,13 @@ class ScopesPane(PaneBase):
                 else:
                     done = rekey_random(self.store, scope_hash or "", report)
         except StoreError as exc:  # the scopes rekeyed before it stopped stay so: shown, and told
-            deliver(self, refused, self, exc, "Rekey stopped")
-            deliver(self, succeeded, self, "the scope's list is up to date", lambda: self.reloaded(True))
+            deliver_outcome(self, refused, self, exc, "Rekey stopped")
+            deliver_outcome(self, succeeded, self, "the scope's list is up to date", lambda: self.reloaded(True))
         else:
             where = f"{len(done.scopes)} scopes" if passphrase is not None else f"scope {scope_hash}"
             restart = f". {RESTART_MEMORYD}" if passphrase is not None else ""
             said = f"{where}: {done.done:,} memories under the new key{restart}"
-            deliver(self, succeeded, self, said, lambda: self.reloaded(True), 15)
+            deliver_outcome(self, succeeded, self, said, lambda: self.reloaded(True), 15)
 
     def action_grant(self) -> None:
         info = self.current
@@ -370,7 +370,7 @@ class ScopesPane(PaneBase):
             Confirm(f"Mark {many} as seen? They stay listed, marked seen, until they change."), answered
         )
 
-    @background("scopes-seen")
+    @background("scopes-seen", exclusive=False)
     def mark_seen(self, kind: str, found: list[Finding]) -> None:
         seen = [(f.kind, f.ident, f.fingerprint) for f in found]
         attempt_in_worker(

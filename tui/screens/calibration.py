@@ -133,7 +133,7 @@ class CalibrationScreen(Screen[None]):
         )
         self.app.push_screen(Confirm(question), lambda yes: self.write(promote, reject) if yes else None)
 
-    @background("calibration-write")
+    @background("calibration-write", exclusive=False)
     def write(self, promote: float, reject: float) -> None:
         from engram.store.calibration import set_thresholds
 

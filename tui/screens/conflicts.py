@@ -135,7 +135,7 @@ class ConflictsScreen(SplitScreen[inbox.Conflict]):
 
         deliver(self, self.app.push_screen, MergeScreen(found.slug, text), merged)
 
-    @background("conflicts-decide")
+    @background("conflicts-decide", exclusive=False)
     def decide(self, found: inbox.Conflict, keep: str, merged: str | None = None) -> None:
         attempt_in_worker(
             self, lambda: inbox.resolve(self.store, found, keep, merged), lambda done: str(done), self.load

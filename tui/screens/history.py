@@ -137,7 +137,7 @@ class HistoryScreen(SplitScreen["Revision"]):
 
         self.app.push_screen(Confirm(f"Restore {self.slug} to revision {found.short[:8]}? (y/n)"), answered)
 
-    @background("history-restore")
+    @background("history-restore", exclusive=False)
     def restore(self, found: Revision) -> None:
         from engram.store.history import ops
 

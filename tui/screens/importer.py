@@ -149,7 +149,7 @@ class ImportScreen(ModalScreen[ImportResult | None]):
             self.query_one("#import-go", Button).disabled = True
             self.write(self.plan)
 
-    @background("import")
+    @background("import-write", exclusive=False)
     def write(self, plan: Preview) -> None:
         deliver(self, self._say, f"importing {plan.items:,} items…")
         try:
