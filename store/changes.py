@@ -28,6 +28,7 @@ from pathlib import Path
 
 from peewee import DatabaseError
 
+from engram.store.audit.chain import open_log
 from engram.store.errors import StoreError
 from engram.store.index import BUSY_TIMEOUT_MS
 from engram.store.service import Store
@@ -131,7 +132,7 @@ class ChangeFeed:
             return 0, False
         if before is None or now is None or before[:2] != now[:2] or now[2] <= before[2]:
             return 0, True  # another file, cut, or changed in place (a line edited or put back): verify again
-        with self.store.layout.audit_path.open("rb") as fh:
+        with open_log(self.store.layout.audit_path) as fh:
             fh.seek(before[2])
             return fh.read(now[2] - before[2]).count(b"\n"), False
 

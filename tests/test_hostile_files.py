@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import PASSPHRASE
 
+from engram.store.audit.chain import append_events
 from engram.store.errors import StoreError
 from engram.store.models import Memory
 from engram.store.service import Store
@@ -69,3 +70,37 @@ def test_a_damaged_index_page_is_one_line_not_a_traceback(fixture_root, command)
         assert done.returncode == 2
     if done.returncode == 2:
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("engram: ")
+
+
+@pytest.fixture(params=["fifo", "symlink"])
+def hostile_log(request, fixture_root: Path, tmp_path: Path) -> tuple[Path, Path | None]:
+    """The audit log replaced by a FIFO, or by a symlink to a file outside the root (returned too)."""
+    log = fixture_root / "audit" / "audit.jsonl"
+    log.unlink()
+    if request.param == "fifo":
+        os.mkfifo(log)
+        return log, None
+    outside = tmp_path / "notes.txt"
+    outside.write_text("my own notes\n")
+    log.symlink_to(outside)
+    return log, outside
+
+
+def test_a_log_that_is_not_a_regular_file_is_unreadable_not_a_hang(fixture_root, hostile_log):
+    log, outside = hostile_log
+    done = engram(fixture_root, "audit", "verify")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    reason = "a symlink; not followed" if outside else "not a regular file (a FIFO"
+    said = (done.stdout + done.stderr).strip().splitlines()  # the verdict, or the store's open meeting it first
+    assert said and all(f"{log}: {reason}" in line for line in said)
+    assert not any("more problem" in line for line in said)  # no count of problems that were never read
+    assert log.is_fifo() or log.is_symlink()
+
+
+def test_nothing_is_appended_through_a_symlinked_log(fixture_root, hostile_log):
+    log, outside = hostile_log
+    with Store.open(fixture_root) as store, pytest.raises(OSError, match="not followed|not a regular file"):
+        append_events(store.layout.audit_path, [{"actor": "engram", "event_type": "x", "scope_hash": "s"}])
+    if outside is not None:
+        assert outside.read_text() == "my own notes\n"
+    assert log.is_fifo() or log.is_symlink()

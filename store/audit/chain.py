@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 from engram.store.audit import fastjson
 from engram.store.audit.fastjson import canonical_json
 from engram.store.errors import StoreError
-from engram.store.write.atomic import ensure_dir, write_atomic
+from engram.store.write.atomic import ensure_dir, open_regular, write_atomic
 
 GENESIS = "0" * 64
 SET_ASIDE = "audit_lines_set_aside"  # engram's event naming bad lines its repair copied aside
@@ -207,7 +207,7 @@ def append_events(
     the log's lines from the start.
     """
     ensure_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     with os.fdopen(fd, "r+b", buffering=0) as fh:  # unbuffered: the lines go out in one write(2)
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
@@ -245,10 +245,17 @@ def append_events(
     return written, before
 
 
+def open_log(path: str | Path) -> BinaryIO:
+    """The log, open for reading: a regular file only. A FIFO in its place would hang a verify forever, and a
+    symlink would have it read (or a repair rewrite) another file: both raise
+    :class:`~engram.store.write.atomic.NotRegularFile`, an OSError, which a verify reports as unreadable."""
+    return os.fdopen(open_regular(path), "rb")
+
+
 def first_line(path: Path) -> bytes | None:
     """The log's first line without its newline (what a checkpoint's ``log_id`` hashes), or None if empty."""
     try:
-        with path.open("rb") as fh:
+        with open_log(path) as fh:
             raw = fh.readline()
     except FileNotFoundError:
         return None
@@ -260,7 +267,7 @@ def first_engram_line(path: Path, besides: set[str]) -> int | None:
     right now), or None: the log's own evidence that engram has finished a write here, and so has checkpointed it.
     Lines of other writers are skipped without being parsed."""
     try:
-        fh = path.open("rb")
+        fh = open_log(path)
     except FileNotFoundError:
         return None
     with fh:
@@ -284,7 +291,7 @@ def heads_at(path: Path, sizes: set[int]) -> dict[int, tuple[str, int]]:
         return found
     last, acc, offset = max(sizes), "", 0
     try:
-        fh = path.open("rb")
+        fh = open_log(path)
     except FileNotFoundError:
         return found
     with fh:
@@ -301,7 +308,7 @@ def fold_lines(path: Path, size: int, acc: str, offset: int) -> tuple[int, str, 
     """Fold the complete lines after byte ``offset`` into the running digest: ``(lines, digest, offset)``
     at the log's last complete line. None if ``offset`` is no longer a line end of this file (it was cut)."""
     try:
-        fh = path.open("rb")
+        fh = open_log(path)
     except FileNotFoundError:
         return None
     with fh:
@@ -346,7 +353,7 @@ def repair_torn_tail(path: Path, now: datetime) -> tuple[Path, int] | None:
 def _locked(path: Path) -> Iterator[BinaryIO | None]:
     """The log open for a repair under the writers' lock (memoryd's ``flock``); None if there is no log."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = open_regular(path, os.O_RDWR)
     except FileNotFoundError:
         yield None
         return
@@ -377,7 +384,7 @@ def set_aside(path: Path, bad: set[int], covered: int, now: datetime) -> tuple[P
             return None
         found: dict[int, tuple[int, bytes]] = {}  # line -> (offset, raw)
         offset, n = 0, 0
-        with path.open("rb") as lines:  # read under the writers' lock held on ``fh``
+        with open_log(path) as lines:  # read under the writers' lock held on ``fh``
             for n, raw in enumerate(lines, 1):
                 if n in bad and raw.endswith(b"\n") and raw.strip() and _parse(raw) is None:
                     found[n] = (offset, raw)

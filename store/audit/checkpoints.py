@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engram.store.audit import witness
-from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash
+from engram.store.audit.chain import first_engram_line, first_line, fold_lines, heads_at, line_hash, open_log
 from engram.store.audit.prefix import VerifiedPrefix, record_path
 from engram.store.errors import StoreError
 from engram.store.paths import engram_config_dir, engram_state_dir
@@ -428,7 +428,7 @@ def holds_log(root: Path, log_id: str) -> bool:
 
 def _count_lines(log: Path) -> int:
     try:
-        with log.open("rb") as fh:
+        with open_log(log) as fh:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     except OSError:
         return 0

@@ -103,8 +103,8 @@ class Verdict:
                 "run `engram audit repair`)"
             )
         where = f"line {self.bad_line}: " if self.bad_line else ""
-        others = self.problem_count - 1
-        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
+        others = self.problem_count - 1  # an unreadable log has a reason and no problem counted
+        more = f" (and {others} more problem{'s' if others > 1 else ''})" if others > 0 else ""
         return f"{self.status}: {where}{self.reason}{more}"
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
+from engram.store.audit.chain import open_log
 from engram.store.audit.rules import VALID, Chain, State, Verdict
 from engram.store.audit.runs import Run, Runs
 
@@ -64,7 +65,7 @@ def check_part(path: str, begin: int, begin_line: int, start: int, end: int, war
     chain.started, chain.unknown, chain.prev_line = True, True, first - 1
     chain.seq_known = chain.legacy_known = False
     warm, digest, last, warm_left = None, hashlib.sha256(), first - 1, warm_lines
-    with open(path, "rb") as fh:
+    with open_log(path) as fh:
         fh.seek(start)
         for run in Runs(fh, first, start, limit=end):
             here = min(warm_left, len(run.lines))
@@ -212,7 +213,7 @@ class Handoff:
     def _check_here(self, chain: Chain, check_pin: PinCheck) -> None:
         """The part's lines, read again and checked here, each checkpoint inside it after its line."""
         digest, pins = hashlib.sha256(), dict(self.deferred)
-        with open(self.path, "rb") as fh:
+        with open_log(self.path) as fh:
             fh.seek(self.first_offset)
             for run in Runs(fh, self.first, self.first_offset, limit=self.end):
                 for piece in run.pieces(sorted(pins)):
@@ -281,7 +282,7 @@ def _take(part: Part, chain: Chain, deferred: list[tuple[int, str]], check_pin: 
 
 def _newlines(path: str, start: int, end: int) -> int:
     count = 0
-    with open(path, "rb") as fh:
+    with open_log(path) as fh:
         fh.seek(start)
         while start < end and (chunk := fh.read(min(1 << 23, end - start))):
             count += chunk.count(b"\n")

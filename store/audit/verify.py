@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engram.store.audit import split
-from engram.store.audit.chain import accumulate_all, line_hash
+from engram.store.audit.chain import accumulate_all, line_hash, open_log
 from engram.store.audit.checkpoints import Checkpoint
 from engram.store.audit.prefix import VerifiedPrefix
 from engram.store.audit.rules import (
@@ -65,7 +65,7 @@ def verify_recording(
     pins = list({(c.log_id, c.size, c.head): c for c in checkpoints if c is not None}.values())  # a copy: once
     verdict = Verdict(VALID, checkpoint="pending" if pins else "none")
     try:
-        fh = path.open("rb")
+        fh = open_log(path)
     except FileNotFoundError:
         return _against_checkpoints(verdict, pins), None
     except OSError as exc:
@@ -220,7 +220,7 @@ def events(path: Path, where: EventFilter = EventFilter()) -> Iterator[dict[str,
     """The log's events, filtered, a line at a time: each with ``line`` (its position) and ``seq`` as written,
     or its position where the line has none."""
     try:
-        fh = path.open("rb")
+        fh = open_log(path)
     except FileNotFoundError:
         return
     with fh:

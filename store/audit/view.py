@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from engram.store.audit.chain import open_log
 from engram.store.audit.verify import EventFilter
 from engram.store.errors import BadInput
 
@@ -88,7 +89,7 @@ class AuditLog:
         self._map: mmap.mmap | bytes = b""
         self.starts = np.zeros(1, dtype=np.int64)  # start of line n at starts[n - 1]; the end at starts[n]
         try:
-            with path.open("rb") as fh:  # the map holds a descriptor of its own: none is left to the collector
+            with open_log(path) as fh:  # the map holds a descriptor of its own: none is left to the collector
                 size = os.fstat(fh.fileno()).st_size
                 mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         except FileNotFoundError:

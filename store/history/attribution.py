@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engram.store.audit.chain import open_log
+
 TAIL = 8 * 1024 * 1024  # bytes of the log read at most: a look after a long absence names the latest events
 NAMED = 20  # events a revision names at most
 
@@ -26,7 +28,7 @@ def memoryd_events(log: Path, since: int | None, scopes: set[str]) -> tuple[list
         return [], size
     start = since if since <= size else 0  # a shorter log is another file (a repair, a restore): read its end
     start = max(start, size - TAIL)
-    with log.open("rb") as fh:
+    with open_log(log) as fh:
         fh.seek(start)
         data = fh.read(size - start)
     told = []

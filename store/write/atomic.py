@@ -158,21 +158,42 @@ def _fsync_all(paths: list[str]) -> None:
             os.close(fd)
 
 
-def read_regular(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
-    """A regular file's bytes. Opened without following a symlink and without blocking (a FIFO where a memory
-    should be would hang a reader forever), then checked to be a regular file of sane size before reading."""
+class NotRegularFile(StoreError, OSError):
+    """Something other than a regular file where engram reads or appends one: a FIFO would hang the reader
+    forever, a symlink would send the read (or an append) to another file. A StoreError, said in one line; an
+    OSError, so that what handles a file it cannot read (a verify: "unreadable") handles this one too."""
+
+
+def open_regular(path: StrPath, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """A descriptor of the regular file at ``path`` (``flags`` as :func:`os.open` takes them: ``O_CREAT``
+    creates it), opened without following a symlink and without blocking on a FIFO, then checked to be a regular
+    file. :class:`NotRegularFile` otherwise; a missing file raises FileNotFoundError, as ``os.open`` does."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise StoreError(f"{path}: a symlink where a memory file should be; not followed") from None
+            raise NotRegularFile(f"{path}: a symlink; not followed") from None
         raise
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise StoreError(f"{path}: not a regular file (a FIFO, device or directory where a memory should be)")
-        if st.st_size > limit:
-            raise StoreError(f"{path}: {st.st_size:,} bytes, larger than any memory file ({limit:,})")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{path}: not a regular file (a FIFO, device or directory)")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | Path, limit: int = 64 * 1024 * 1024) -> bytes:
+    """A regular file's bytes (see :func:`open_regular`), checked to be of sane size before reading."""
+    try:
+        fd = open_regular(path)
+    except NotRegularFile as exc:
+        raise StoreError(f"{exc}, where a memory file should be") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise StoreError(f"{path}: {size:,} bytes, larger than any memory file ({limit:,})")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read()
     finally:
