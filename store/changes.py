@@ -141,6 +141,7 @@ class _Seen:
     """The rows of the last look, in memory, and their comparison with index.db as it is now."""
 
     def __init__(self, index_path: Path) -> None:
+        self.path = index_path
         self.live = f"file:{index_path}?mode=ro"
         self.con = sqlite3.connect("file::memory:", uri=True, check_same_thread=False, isolation_level=None)
         self.con.execute("PRAGMA temp_store = MEMORY")
@@ -160,7 +161,10 @@ class _Seen:
     @contextmanager
     def _attached(self) -> Iterator[None]:
         """index.db attached read-only for one look, in one read transaction: no handle on it stays open between
-        looks (memoryd's rebuild-index needs none left), and each look opens the file there now."""
+        looks (memoryd's rebuild-index needs none left), and each look opens the file there now. Something other
+        than a file there (a FIFO would hang SQLite's first read) is not looked at."""
+        if self.path.exists() and not self.path.is_file():
+            raise sqlite3.OperationalError(f"{self.path}: not a regular file")
         self.con.execute("ATTACH DATABASE ? AS live", (self.live,))
         try:
             self.con.execute("BEGIN")

@@ -101,6 +101,8 @@ class Index:
         (the reason), open both read-only; engram's tables then come from engram.db if there is one, else from
         an empty in-memory stand-in."""
         engram_path = path.with_name(ENGRAM_DB)
+        _regular_or_absent(path)
+        _regular_or_absent(engram_path)
         fixed = _root_read_only(path.parent)  # a read-only file system or folder: nothing will change under us
         read_only = read_only or fixed
         if not path.exists() or _empty_file(path):  # SQLite takes an empty file for an empty database, as memoryd does
@@ -611,6 +613,13 @@ def _connect(target: str) -> _Database:
     except Exception as exc:  # sqlite3.DatabaseError: "file is not a database"
         raise StoreError(f"{target}: not an SQLite database ({exc}); `engram rebuild-index` can recreate it") from None
     return db
+
+
+def _regular_or_absent(path: Path) -> None:
+    """SQLite opens whatever is at a database's path: a FIFO there would hang the first read forever. (A symlink
+    to a database is followed, as memoryd follows it.)"""
+    if path.exists() and not path.is_file():
+        raise StoreError(f"{path}: not a regular file (a FIFO, device or directory), so not a database")
 
 
 def _empty_file(path: Path) -> bool:

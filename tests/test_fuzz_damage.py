@@ -66,6 +66,7 @@ DATABASE: dict[str, Callable[[Path], None]] = {
     "an empty file": lambda root: _replace(root, lambda db: db.write_bytes(b"")),
     "not a database": lambda root: _replace(root, lambda db: db.write_text("these are my notes\n" * 300)),
     "a directory": lambda root: _replace(root, lambda db: db.mkdir()),
+    "a FIFO": lambda root: _replace(root, os.mkfifo),
     "the promotions table dropped": _sql("DROP TABLE promotions"),
     "a column dropped": _sql("ALTER TABLE relations DROP COLUMN confidence; ALTER TABLE entities DROP COLUMN aliases"),
     "fields of the wrong type": _sql(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+
+import pytest
 
 from engram.store.drift.check import check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
@@ -41,8 +44,17 @@ def test_rebuild_without_key_keeps_encrypted_rows(fixture_root):
         assert Memory.select().where(Memory.scope_sensitive == 1).count() == 38
 
 
-def test_corrupt_index_is_moved_aside_and_rebuilt(fixture_root, unlocked_keys):
-    (fixture_root / "index.db").write_bytes(b"this is not sqlite" * 100)
+CORRUPT = {
+    "not sqlite": lambda path: path.write_bytes(b"this is not sqlite" * 100),
+    "a FIFO": os.mkfifo,  # SQLite's first read of it would wait forever
+    "a directory": lambda path: path.mkdir(),
+}
+
+
+@pytest.mark.parametrize("damage", list(CORRUPT))
+def test_corrupt_index_is_moved_aside_and_rebuilt(fixture_root, unlocked_keys, damage):
+    (fixture_root / "index.db").unlink()
+    CORRUPT[damage](fixture_root / "index.db")
     for side in ("index.db-wal", "index.db-shm"):
         (fixture_root / side).unlink(missing_ok=True)
     store, aside = open_for_rebuild(fixture_root, "engram-test")

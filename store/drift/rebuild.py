@@ -50,17 +50,11 @@ class RebuildResult:
 
 
 def set_aside_if_corrupt(index_path: Path) -> str | None:
-    """If index.db is not an SQLite database, rename it (and its WAL files) aside; returns the new name."""
-    if not index_path.exists():
+    """If index.db is not an SQLite database, rename it (and its WAL files) aside; returns the new name. Only a
+    regular file is opened to see: SQLite would wait forever on a FIFO's first read."""
+    if not index_path.exists() and not index_path.is_symlink():
         return None
-    try:
-        con = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
-        try:
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            con.close()
-        return None
-    except sqlite3.DatabaseError:
+    if not _is_database(index_path):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         aside = index_path.with_name(f"index.db.corrupt-{stamp}")
         os.replace(index_path, aside)
@@ -69,6 +63,21 @@ def set_aside_if_corrupt(index_path: Path) -> str | None:
             if side.exists():
                 os.replace(side, aside.with_name(aside.name + suffix))
         return aside.name
+    return None
+
+
+def _is_database(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return False
+    return True
 
 
 def open_for_rebuild(root: str | os.PathLike[str] | None, actor: str) -> tuple[Store, str | None]:
