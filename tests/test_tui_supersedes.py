@@ -105,3 +105,22 @@ async def test_links_only_a_file_lists_are_shown_confirmed_and_undone(store, fix
     assert other.older not in store.read_doc(store.memory(other.newer).body_path).frontmatter.supersedes
     undone = [e for e in events(fixture_root) if e["event_type"] == "supersede_undone"]
     assert [e["target_id"] for e in undone] == [other.newer]
+
+
+async def test_the_top_line_explains_the_pane_at_80x24(store):
+    """The pane opens on its top line: its detail says what was read and what the labels and keys mean, rather
+    than staying empty until the cursor moves."""
+    app = EngramApp(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("3")
+        await settle(app, pilot)
+        assert app.query_one("#chains", Tree).cursor_line == 0
+        detail = app.query_one("#chain-detail", Static)
+        text = " ".join(" ".join(line.text.split()) for line in detail.render_lines(detail.region.reset_offset))
+        assert "chains, newest first, from the index and the files" in text
+        assert "[PROPOSED] memoryd's digest proposed it" in text
+        await pilot.press("j")
+        await settle(app, pilot)
+        text = "\n".join(line.text for line in detail.render_lines(detail.region.reset_offset))
+        assert "newest first" not in text  # the first chain's memory now

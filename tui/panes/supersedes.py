@@ -55,6 +55,7 @@ class SupersedesPane(PaneBase):
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="supersedes-pane")
         self.listed: Listed | None = None  # the files' frontmatter links, once read
+        self.chains = 0
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chains-box"):
@@ -100,20 +101,16 @@ class SupersedesPane(PaneBase):
         tree = self.query_one("#chains", Tree)
         keep = _place(self.current)
         tree.clear()
-        read = (
-            "reading the files' frontmatter…"
-            if self.listed is None
-            else f"{self.listed.unread} locked or unreadable files not read"
-            if self.listed.unread
-            else "index and files"
-        )
-        tree.root.set_label(f"{len(roots)} chains (newest first, {read}) · c confirm · x reject · u undo · a add")
+        tree.root.set_label(f"{len(roots)} chains, newest first")  # the rest is the overview's: 80 columns
+        self.chains = len(roots)
         tree.show_root = True
         for root in roots:
             self._add(tree.root.add(self._memory_label(root), data=(None, root), expand=True), root)
         tree.root.expand()
         if keep is not None:  # the store changed under the tree: the cursor stays on its memory or link
             self.call_after_refresh(self._move_to, keep)
+        else:
+            self.query_one("#chain-detail", Static).update(self._overview())
 
     def _move_to(self, place: tuple[str, str | None]) -> None:
         tree = self.query_one("#chains", Tree)
@@ -126,7 +123,9 @@ class SupersedesPane(PaneBase):
     def _add(self, parent: TreeNode, node: Node) -> None:
         for link, child in node.links:
             label = Text.assemble(
-                ("supersedes ", "dim"), (f"[{_decided(link)}] ", self._style(link)), self._memory_label(child)
+                ("supersedes ", "dim"),
+                (f"[{_decided(link)}] ", self._style(link.decided_by)),
+                self._memory_label(child),
             )
             if link.listed is False:  # memoryd's digest writes only the index: common, so quiet
                 label.append("  · index only", style="dim")
@@ -141,10 +140,10 @@ class SupersedesPane(PaneBase):
             text.append("  ↻ cycle: already above", style=role(self, "bad", bold=True))
         return text
 
-    def _style(self, link: Link) -> Style | str:
+    def _style(self, decided_by: str) -> Style | str:
         """Proposed links stand out (they wait for a person); yours and file-only ones are told apart."""
         roles = {PROPOSED: ("warn", True), "user": ("note", False), FILE_ONLY: ("other", False)}
-        name, bold = roles.get(link.decided_by, ("", False))
+        name, bold = roles.get(decided_by, ("", False))
         return role(self, name, bold=bold) if name else "dim"
 
     @property
@@ -156,6 +155,7 @@ class SupersedesPane(PaneBase):
     def _highlighted(self) -> None:
         current = self.current
         if current is None:
+            self.query_one("#chain-detail", Static).update(self._overview())
             return
         link, node = current
         if link is None:
@@ -164,6 +164,29 @@ class SupersedesPane(PaneBase):
             )
             return
         self.show_link(link)
+
+    def _overview(self) -> Text:
+        """What the top line's detail says: what was read, and what each key and label means (the pane opens
+        there, and a person new to it has nothing else to go on)."""
+        read = (
+            "the index; the files' frontmatter is being read"
+            if self.listed is None
+            else f"the index and the files; {self.listed.unread} locked or unreadable files not read"
+            if self.listed.unread
+            else "the index and the files"
+        )
+        text = Text.assemble((f"{self.chains} chains", "bold"), f", newest first, from {read}.\n\n")
+        text.append("Each line under a memory is an older one it supersedes, with who decided the link:\n")
+        for decided_by, meaning in (
+            (PROPOSED, "memoryd's digest proposed it: it waits for you"),
+            ("auto", "memoryd decided it alone"),
+            ("user", "you decided it"),
+            (FILE_ONLY, "only the newer file's frontmatter lists it"),
+        ):
+            text.append(f"  [{DECIDED[decided_by]}]".ljust(14), style=self._style(decided_by))
+            text.append(f"{meaning}\n")
+        text.append("\nOn a link: c confirm · x reject · u undo.  On a memory: a adds a link.  ? lists every key.")
+        return text
 
     @background("supersedes-detail")
     def show_link(self, link: Link) -> None:
