@@ -10,7 +10,8 @@ import pytest
 from conftest import PASSPHRASE
 from helpers import events, settle
 from memoryd_emulation import memoryd_proposes
-from textual.widgets import DataTable
+from textual.events import Key
+from textual.widgets import DataTable, OptionList
 
 from engram.store.models import Memory, Promotion, PromotionNote
 from engram.store.sensitive.crypto import KeyRing
@@ -18,7 +19,7 @@ from engram.store.service import Store
 from engram.tui.app import EngramApp
 from engram.tui.cli import main
 from engram.tui.panes.queue import QueuePane
-from engram.tui.screens.prompt import TextPrompt
+from engram.tui.screens.prompt import Confirm, TextPrompt
 from engram.tui.widgets.similar import SimilarList
 
 PLAIN = "710d5aaf7a15"
@@ -172,3 +173,27 @@ async def test_m_opens_the_picker_on_the_similar_memories_of_the_scope(store, fi
         await pilot.press("down", "enter", "y")
         await settle(app, pilot)
         assert status(pid) == "merged"
+
+
+@pytest.mark.parametrize(("keys", "picked"), [(("down", "enter"), 0), (("down", "down", "enter"), 1)])
+async def test_the_picker_reads_keys_typed_faster_than_focus_moves(store, fixture_root, keys, picked):
+    """Keys that arrive together (typed fast, pasted, sent by a terminal multiplexer) are read in the order they
+    say: ``down`` enters the list, the next ``down`` moves in it, ``enter`` picks, before the focus has moved."""
+    memory = Memory.get((Memory.scope_hash == PLAIN) & (Memory.type == "warning"))
+    memoryd_proposes(fixture_root, title=memory.title, body="said again", dura=0.99)
+    app = EngramApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        await pilot.press("m")
+        await settle(app, pilot)
+        await pilot.press("e")  # more than the one similar memory
+        await settle(app, pilot)
+        offered = app.screen.query_one("#results", OptionList)
+        assert offered.option_count > 1
+        want = offered.get_option_at_index(picked).id
+        for key in keys:  # posted at once, no pause between them
+            app.post_message(Key(key, "\r" if key == "enter" else None))
+        await settle(app, pilot)
+        confirm = app.screen
+        assert isinstance(confirm, Confirm), type(confirm)
+        assert Memory.get(Memory.slug == want).title[:20] in confirm.question

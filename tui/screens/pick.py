@@ -29,15 +29,6 @@ class Candidate(NamedTuple):
     title: str
 
 
-class PickerQuery(Input):
-    """The picker's query: ``down`` goes to the list (as its hint says), ``enter`` too."""
-
-    BINDINGS = [Binding("down", "to_list", "To the list", show=False)]
-
-    def action_to_list(self) -> None:
-        self.screen.query_one("#results", OptionList).focus()
-
-
 class MemoryPicker(ModalScreen[str | None]):
     """Type to search; ``down`` or ``enter`` reaches the list; ``enter`` on a line picks it; ``esc`` cancels.
 
@@ -45,7 +36,13 @@ class MemoryPicker(ModalScreen[str | None]):
     and never part of its text, so typing cannot widen it. ``first``: what to offer before anything is typed
     (the similar memories the queue's detail ranked); without it, the best matches of an empty query."""
 
-    BINDINGS = bindings((CANCEL,))
+    # ``down`` and ``enter`` are the screen's, ahead of the focused widget's: a key pressed before a change of
+    # focus has taken effect (typed fast, or pasted) goes where the one before it said, not to the query
+    BINDINGS = [
+        *bindings((CANCEL,)),
+        Binding("down", "down", "To the list", show=False, priority=True),
+        Binding("enter", "enter", "Pick", show=False, priority=True),
+    ]
 
     def __init__(
         self,
@@ -65,7 +62,7 @@ class MemoryPicker(ModalScreen[str | None]):
             yield Label(self.question, classes="dialog-title", markup=False)
             if self.scope:
                 yield Label(f"in scope {self.scope} (a merge stays within its scope)", classes="hint")
-            yield PickerQuery(self.initial, id="query", placeholder="search: words, type: …")
+            yield Input(self.initial, id="query", placeholder="search: words, type: …")
             yield OptionList(id="results")
             yield Label("type to search · ↓ to the list · enter pick · esc cancel", classes="hint")
 
@@ -75,8 +72,22 @@ class MemoryPicker(ModalScreen[str | None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.refresh_results(event.value)
 
-    def on_input_submitted(self) -> None:
-        self.query_one("#results", OptionList).focus()
+    def action_down(self) -> None:
+        """From the query, into the list (its first line stays highlighted); in the list, one line down."""
+        results = self.query_one("#results", OptionList)
+        if self.focused is results:
+            results.action_cursor_down()
+        else:
+            self.set_focus(results)  # at once: the next key is read with the list focused
+
+    def action_enter(self) -> None:
+        """From the query, into the list; in the list, pick the highlighted line."""
+        results = self.query_one("#results", OptionList)
+        if self.focused is not results:
+            self.set_focus(results)
+        elif (at := results.highlighted) is not None:
+            option = results.get_option_at_index(at)
+            self.dismiss(option.id)
 
     @on(OptionList.OptionSelected, "#results")
     def _picked(self, event: OptionList.OptionSelected) -> None:
