@@ -256,6 +256,10 @@ async def test_approving_a_flagged_promotion_asks_then_redacts_or_rejects(store)
         assert Promotion.get_by_id(first).status == "approved" and KEY not in Promotion.get_by_id(first).proposed_title
         await press_on(second, "x")
         assert Promotion.get_by_id(second).status == "rejected"
+        told = [n.message for n in app._notifications]  # what the toasts said, masked as the table is
+        assert any(f"approved #{first} 'Deploy key AKIA****" in m for m in told), told
+        assert any(f"rejected #{second} 'Deploy key AKIA****" in m for m in told), told
+        assert not [m for m in told if KEY in m]
     assert KEY not in _everywhere(store.layout.root).replace(Promotion.get_by_id(second).proposed_title, "")
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from engram.store.errors import Conflict, NotFound, StoreError
 from engram.store.lazy import lazy_module
+from engram.store.secrets import masked
 from engram.store.service import Store
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ class History:
 
 
 def short(title: str, width: int = 40) -> str:
+    """A title in a prompt or a toast: masked as the queue's table shows it (a proposal may hold a secret, and
+    a toast is on screen for anyone beside the person), then cut to ``width``."""
+    title = masked(title)
     return title if len(title) <= width else title[: width - 1] + "…"
 
 

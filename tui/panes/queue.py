@@ -735,7 +735,7 @@ class QueuePane(PaneBase):
             f"  {f.rule} ({f.field}{', ' + f.revealed if f.revealed else ''}): {f.excerpt}" for f in found.findings
         )
         question = (
-            f"#{item.id} '{short(masked(item.title))}' is in quarantine. Its findings:\n{listing}\n"
+            f"#{item.id} '{short(item.title)}' is in quarantine. Its findings:\n{listing}\n"
             "Approve it anyway, acknowledging each finding (recorded in the audit log)? (y/n)"
         )
         rules = found.rules
@@ -882,9 +882,7 @@ class QueuePane(PaneBase):
             if yes:
                 self.decide("merge", lambda pid: promotions.merge(self.store, pid, slug), items=[item])
 
-        self.app.push_screen(
-            Confirm(f"Merge #{item.id} into '{short(masked(target.title), 60)}'?\n\n{preview}"), answered
-        )
+        self.app.push_screen(Confirm(f"Merge #{item.id} into '{short(target.title, 60)}'?\n\n{preview}"), answered)
 
     def action_undo(self) -> None:
         """Undo the newest step; the cursor lands on the promotion it restores (the first, for a bulk step)."""
