@@ -111,7 +111,30 @@ def neighbourhood(store: Store, entity_id: str, hops: int = 1) -> Hop:
                     seen.add(there)
                     nxt.append(hop)
         frontier = nxt
+    _title_memories(centre)
     return centre
+
+
+def _title_memories(centre: Hop) -> None:
+    """Label each memory reached by its title, not its slug (``2026-03-26-demo-000015`` says nothing to a
+    person); a memory no row has keeps its slug."""
+    memories: list[Hop] = []
+    stack = [centre]
+    while stack:
+        hop = stack.pop()
+        memories += [child for pairs in hop.by_predicate.values() for _, child in pairs if _is_memory(child)]
+        stack += [child for pairs in hop.by_predicate.values() for _, child in pairs if not child.seen_before]
+    slugs = sorted({hop.label for hop in memories})
+    titles: dict[str, str] = {}
+    for at in range(0, len(slugs), 500):
+        part = slugs[at : at + 500]
+        titles.update(tuples(Memory.select(Memory.slug, Memory.title).where(Memory.slug.in_(part))))
+    for hop in memories:
+        hop.label = titles.get(hop.label) or hop.label
+
+
+def _is_memory(hop: Hop) -> bool:
+    return hop.node_id.startswith("memory:") and hop.label == hop.node_id.removeprefix("memory:")
 
 
 def mentioned_in(store: Store, entity_id: str) -> list[Memory]:

@@ -18,7 +18,7 @@ from engram.store.graph import (
     rename_entity,
     supersede_relation,
 )
-from engram.store.models import Entity, Relation
+from engram.store.models import Entity, Memory, Relation
 
 
 def test_entities_by_mentions_and_fuzzy_name(store):
@@ -95,3 +95,12 @@ def test_rename_merge_and_supersede_are_audited(store, fixture_root):
         supersede_relation(store, rel.id)
     kinds = [e["event_type"] for e in events(fixture_root)]
     assert kinds[-3:] == ["entity_renamed", "entities_merged", "relation_superseded"]
+
+
+def test_a_memory_in_the_neighbourhood_is_labelled_by_its_title(store):
+    centre = neighbourhood(store, "entity:library:zod", hops=1)
+    memories = [hop for pairs in centre.by_predicate.values() for _, hop in pairs if hop.node_id.startswith("memory:")]
+    assert memories
+    for hop in memories:
+        slug = hop.node_id.removeprefix("memory:")
+        assert hop.label == Memory.get(Memory.slug == slug).title
