@@ -50,7 +50,7 @@ class GraphPane(PaneBase):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="graph-left"):
-            yield Input(placeholder="entity name (fuzzy), scope:HASH", id="graph-filter")
+            yield Input(placeholder="name (fuzzy), scope:HASH", id="graph-filter")
             yield PlainTable(id="entities", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="graph-right"):
             yield Static("", id="entity-head")
