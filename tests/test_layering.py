@@ -67,6 +67,9 @@ def test_a_search_of_an_index_up_to_date_parses_no_memory_file(fixture_root, tmp
     assert "engram.store.frontmatter" in loaded_after(search, cache)  # the first builds the index: it parses
     late = {"pydantic", "yaml", "engram.store.frontmatter", "engram.store.explain", "engram.tui.cli.root"}
     assert late & loaded_after(search, cache) == set()
+    assert "rapidfuzz" in loaded_after(search, cache)  # its hits are ranked by their titles
+    unranked = search.replace("'webhook'", "'!zzzz'")  # every memory, newest first: nothing to rank
+    assert "rapidfuzz" not in loaded_after(unranked, cache)
 
 
 def test_the_console_starts_without_what_its_first_frame_does_not_need(fixture_root):

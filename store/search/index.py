@@ -22,9 +22,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import numpy as np
-from rapidfuzz import fuzz, process
 
 from engram.store import heap
 from engram.store.errors import StoreError
@@ -170,6 +170,7 @@ class SearchIndex:
         that replaces this one), which counted as the console's memory until a person typed and stopped, or the
         kernel took the pages back. They stay in its cache, and the few a query reads are mapped again."""
         self.rows.prefetch()
+        _ranker()  # not on the UI thread at the first ranked query
         self._tag_bits()
         for name in FIELDS:
             self._field_bits(name)
@@ -393,6 +394,7 @@ class SearchIndex:
             first = indexes(found & in_head, limit).tolist()
             return first + indexes(found & ~in_head, limit - len(first)).tolist()
         candidates = indexes(found, RANK_LIMIT).tolist()
+        fuzz, process = _ranker()
         scored = process.extract(
             " ".join(query.positive_text()),
             [title.lower() for title in self.rows.titles.pick(candidates)],
@@ -530,6 +532,14 @@ def _body_paths(store: Store, slugs: Sequence[str]) -> dict[str, str]:
         query = f"SELECT slug, body_path FROM memories WHERE slug IN ({', '.join('?' * len(part))})"
         found.update(store.index.db.execute_sql(query, part).fetchall())
     return found
+
+
+def _ranker() -> tuple[ModuleType, ModuleType]:
+    """rapidfuzz's ``fuzz`` and ``process``, imported by the first query ranked by title: a one-shot broad query
+    (``engram search`` of a common word) never ranks, and does not wait for the import."""
+    from rapidfuzz import fuzz, process
+
+    return fuzz, process
 
 
 def uses_fts(term: Term) -> bool:
