@@ -33,3 +33,17 @@ def test_one_edited_audit_line_reads_as_one_edit_with_its_consequence(fixture_ro
     code, out, _ = run(capsys, "audit", "verify", "--root", str(fixture_root))
     assert code == 1 and "(and 1 more problem)" in out
     assert "checkpoint mismatch" in out and "follows from the problem at line 6, not a second change" in out
+
+
+def test_an_unknown_option_is_refused_by_its_command(fixture_root, capsys):
+    """The command's own usage, not the top one's: that lists only the commands of the module loaded."""
+    for command, unknown in (("ls", "--type fact"), ("audit verify", "--fast")):
+        try:
+            main([*command.split(), *unknown.split(), "--root", str(fixture_root)])
+        except SystemExit as exc:
+            assert exc.code == 2
+        else:
+            raise AssertionError("an unknown option ran")
+        err = capsys.readouterr().err
+        assert f"usage: engram {command} [-h]" in err and "{open,demo" not in err
+        assert err.rstrip().endswith(f"engram {command}: error: unrecognized arguments: {unknown}")

@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser, handlers = _parser(None if completing else _command(argv))
     if completing:  # the shell asks what can follow: answer and exit (see tui/completion.py)
         autocomplete(parser)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser: its usage, not the top one's (which lists only its module's)
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     command = args.command or "open"
     group = getattr(args, f"{command}_command", None)  # "audit" "verify": the handler of "audit verify"
     handler = handlers[f"{command} {group}" if group else command]
@@ -104,6 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if sys.stdout is not None:
             sys.stdout, sys.stderr = streams
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` were parsed for (``engram audit verify``'s, not ``engram``'s)."""
+    while True:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+        if chosen is None:
+            return parser
+        parser = chosen
 
 
 def _run(handler: Handler, args: argparse.Namespace) -> int:
