@@ -47,3 +47,20 @@ def test_an_unknown_option_is_refused_by_its_command(fixture_root, capsys):
         err = capsys.readouterr().err
         assert f"usage: engram {command} [-h]" in err and "{open,demo" not in err
         assert err.rstrip().endswith(f"engram {command}: error: unrecognized arguments: {unknown}")
+
+
+def test_a_limit_is_a_whole_number_of_one_or_more(fixture_root, capsys):
+    """``--limit 0`` listed one hit, and ``--limit -1`` every entity but the last."""
+    for words, said in (
+        (["search", "kafka", "--limit", "0"], "argument --limit: 0: give 1 or more"),
+        (["graph", "entities", "--limit", "-1"], "argument --limit: -1: give 1 or more"),
+        (["promotions", "similar", "1", "--limit", "x"], "argument --limit: 'x' is not a whole number"),
+    ):
+        try:
+            main([*words, "--root", str(fixture_root)])
+        except SystemExit as exc:
+            assert exc.code == 2
+        else:
+            raise AssertionError(f"{words} ran")
+        assert capsys.readouterr().err.rstrip().endswith(said)
+    assert run(capsys, "search", "webhook", "--limit", "1", "--json", "--root", str(fixture_root))[0] == 0

@@ -33,6 +33,17 @@ Parser = argparse.ArgumentParser
 Subparsers = argparse._SubParsersAction  # what add_subparsers returns: each command module adds its parsers to it
 
 
+def count(text: str) -> int:
+    """argparse's type for ``--limit N``: a whole number of 1 or more (0 or -3 listed one hit, or all but one)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number}: give 1 or more")
+    return number
+
+
 def timestamp(text: str) -> datetime:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from engram.store.graph import Hop, conflicts, entities, merge_entities, neighbourhood, rename_entity
-from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, open_store
+from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, count, emit, open_store
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -18,7 +18,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     listing = group.add_parser("entities", parents=[common, report], help="entities, most mentioned first")
     listing.add_argument("text", nargs="?", default="", help="a name to look for (fuzzy)")
     listing.add_argument("--scope", help="only this scope hash")
-    listing.add_argument("--limit", type=int, default=50, metavar="N")
+    listing.add_argument("--limit", type=count, default=50, metavar="N")
     near = group.add_parser("neighbours", parents=[common, report], help="what an entity is related to")
     near.add_argument("entity", metavar="ENTITY_ID")
     near.add_argument("--hops", type=int, default=1, choices=[1, 2, 3])
@@ -41,7 +41,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 def _entities(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        rows = entities(store, args.text, args.scope, max(1, args.limit))
+        rows = entities(store, args.text, args.scope, args.limit)
     text = "\n".join(f"{r.mentions:>6} {r.type:<12} {r.id}  {r.name}" for r in rows)
     emit(args, [asdict(r) for r in rows], text or "no entities")
     return EXIT_OK

@@ -17,6 +17,7 @@ from engram.tui.cli.common import (
     Parser,
     Subparsers,
     caught_up,
+    count,
     emit,
     encrypted,
     history_encrypted,
@@ -45,7 +46,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         help='words, "a phrase", \'exact, ^prefix, suffix$, !not or -not, a | b, type: scope: tag: state: source: '
         "(a query that starts with - goes after --)",
     )
-    search.add_argument("--limit", type=int, default=20, metavar="N", help="at most N hits (default 20)")
+    search.add_argument("--limit", type=count, default=20, metavar="N", help="at most N hits (default 20)")
     search.add_argument(
         "--rescan",
         action="store_true",
@@ -71,7 +72,7 @@ def _search(args: argparse.Namespace) -> int:
         with cli_progress("updating the search index") as advance:
             lookup.refresh(rescan=args.rescan, progress=advance)
         with cli_progress("reading bodies") as advance:
-            result = lookup.search(args.query, max(1, args.limit), advance)
+            result = lookup.search(args.query, args.limit, advance)
         if result.error:
             raise QuerySyntaxError(result.error)
         hits = [
