@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.store.errors import StoreError
-from engram.store.models import Imported, Memory, Promotion, PromotionNote, SealedPromotion
+from engram.store.models import Imported, Memory, Promotion, PromotionNote, SealedPromotion, tuples
 from engram.store.sensitive.crypto import decrypt, encrypt
 from engram.store.sensitive.registration import register_again, unregistered_scopes
 from engram.store.service import Store
@@ -77,6 +77,17 @@ def seal_promotion(store: Store, promotion_id: int) -> None:
     SealedPromotion.replace(
         id=row.id, scope_hash=row.scope_hash, status=row.status, decided_at=row.decided_at, sealed=sealed
     ).execute()
+
+
+def seal_scope(store: Store, scope_hash: str) -> None:
+    """Inside the transaction that marks ``scope_hash`` sensitive (its key proven): seal each of its decided
+    promotions. The marking drops engram's plain copy of them (see ``Index``'s triggers); without this, a
+    decision made while the scope was plain would be lost to memoryd's next rebuild-index."""
+    decided = Promotion.select(Promotion.id).where(
+        (Promotion.scope_hash == scope_hash) & (Promotion.status != "pending")
+    )
+    for (promotion_id,) in tuples(decided):
+        seal_promotion(store, promotion_id)
 
 
 @dataclass(frozen=True)

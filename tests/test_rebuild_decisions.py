@@ -13,6 +13,7 @@ from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.models import Memory, Promotion
 from engram.store.promotions import approve, defer, merge, reject
+from engram.store.sensitive.convert import mark_sensitive
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 from engram.tui.cli import main
@@ -118,3 +119,25 @@ def test_memoryd_keeps_reading_and_deciding_the_restored_table(fixture_root, unl
     with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
         assert Promotion.get_by_id(pending[0]).status == "approved"
         assert not check(store).of("promotion_lost")
+
+
+def test_a_decision_made_before_its_scope_was_marked_sensitive_survives_the_rebuild(
+    fixture_root, unlocked_keys, capsys
+):
+    """Marking a scope sensitive drops engram's plain copy of its promotions: the decided ones are sealed under
+    the scope's key in the same step, so memoryd's rebuild-index does not erase them for good."""
+    plain = "5727cb99a38b"
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        pid = Promotion.get(Promotion.scope_hash == plain, Promotion.status == "pending").id
+        reject(store, pid, "not true any more")
+        mark_sensitive(store, plain)
+        decided = Promotion.get_by_id(pid)
+        was = (decided.status, decided.decided_at)
+    memoryd_rebuild_index(fixture_root)
+    code, out = run(capsys, "check", "--root", str(fixture_root))
+    assert code == 1 and f"#{pid} (sealed: scope {plain} is sensitive; unlock it to put it back)" in out
+    assert "decision_lost" not in out
+    with Store.open(fixture_root, keys=unlocked_keys, actor="engram-test") as store:
+        result = repair(store)
+        assert not result.failed and not result.remaining.drift, result.remaining.counts()
+    assert memoryd_rows(fixture_root)[pid] == was

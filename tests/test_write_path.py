@@ -199,6 +199,7 @@ NOT_ONE_EVENT = {
     "coexist.lost_sealed": "reads only (decrypts sealed rows in memory)",
     "coexist.seal_promotion": "engram's sealed copy of one promotion, inside its decision's transaction",
     "coexist.sealing": "wraps a decision's index update with seal_promotion, inside its transaction",
+    "coexist.seal_scope": "seal_promotion of a scope's decided promotions, inside the marking's transaction",
     "drift.seen.acknowledge": "one findings_seen event naming every finding seen (tests/test_seen_findings.py)",
     "sensitive.registration.register_again": "one sensitive_scope_restored event (test_coexist_rebuild)",
     "coexist.restore_promotions": "one promotions_restored event when anything is restored (test_coexist_rebuild)",

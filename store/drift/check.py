@@ -86,8 +86,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     ),
     "promotion_lost": ("promotion memoryd's rebuild-index removed from index.db (engram kept a copy)", True),
     "decision_lost": (
-        "promotion engram decided that index.db no longer holds and engram kept no copy of (a sensitive scope "
-        "decided while locked): named from the audit log, to decide again if memoryd proposes it again",
+        "promotion engram decided that index.db no longer holds and engram kept no copy of (a sensitive scope's, "
+        "with no key at hand to seal it): named from the audit log, to decide again if memoryd proposes it again",
         False,
     ),
     "decision_overwritten": (

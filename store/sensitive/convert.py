@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engram.store.coexist import lost_promotions
+from engram.store.coexist import lost_promotions, seal_scope
 from engram.store.drift.adopt import adopt_file
 from engram.store.drift.scan import half_scrubbed, scope_files
 from engram.store.errors import Conflict, DecryptionFailed, KeyUnavailable, WrongKey
@@ -100,13 +100,14 @@ def mark_sensitive(
     if scope_hash not in store.sensitive_scopes():
         scope_root = scope_root or project_dir(store, scope_hash, discover_in)
         write_marker(scope_root)
+
+        def registered() -> None:  # engram's plain copy of the scope's promotions goes: the decided ones are sealed
+            register(store, scope_hash, scope_root)
+            seal_scope(store, scope_hash)
+
         store.apply(
             Change(
-                "scope_marked_sensitive",
-                scope_hash,
-                scope_hash,
-                {"scope_root": scope_root},
-                index_update=lambda: register(store, scope_hash, scope_root),
+                "scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root}, index_update=registered
             )
         )
     fulltext.purge(store)  # the search index's copy of the scope's text goes before its files are encrypted
