@@ -261,8 +261,9 @@ async def test_search_results_move_by_keys_and_open_by_click(console):
         assert hits.cursor == 3
         await pilot.press("k")
         assert hits.cursor == 2
+        listed = len(hits.hits)
         await pilot.press("G")
-        assert hits.cursor == len(hits.hits) - 1
+        assert hits.cursor == listed - 1  # the last listed (more are listed below it)
         assert hits.scroll_offset.y > 0  # the cursor row was scrolled into view
         await pilot.press("g", "k")
         assert hits.cursor == 0 and hits.scroll_offset.y == 0
@@ -271,6 +272,32 @@ async def test_search_results_move_by_keys_and_open_by_click(console):
         assert hits.cursor == 2
         shown = console.query_one("#search-memory", Markdown).source
         assert hits.hits[2].title in shown
+
+
+async def test_search_lists_more_at_the_end_and_keeps_the_cursor_on_a_refresh(console):
+    """The cursor reaching the last hit listed lists as many more, and stays on its hit; the same query asked
+    again (the index refreshed under it as memoryd writes) leaves the cursor where it was, not at the top."""
+    async with console.run_test(size=SIZE) as pilot:
+        await settle(console, pilot)
+        await pilot.press("2")
+        await settle(console, pilot)
+        pane = console.query_one(SearchPane)
+        hits = console.query_one(HitList)
+        assert pane.result.total > 100 and len(hits.hits) == 100  # the fixture's 198 memories, no query
+        await pilot.press("enter", "G")
+        await settle(console, pilot)
+        last = hits.hits[99].slug
+        assert len(hits.hits) == pane.result.total and hits.cursor == 99 and hits.current.slug == last
+        assert f"{pane.result.total} matches ·" in str(console.query_one("#search-status", Static).render())
+        await pilot.press("k", "k")
+        here = hits.current.slug
+        pane.ready(pane.index)  # what a refresh delivers: the same query asked of a fresh index
+        await settle(console, pilot)
+        assert hits.current.slug == here and hits.cursor == 97
+        await pilot.press("escape", "e")  # a new query: the best hit first, the first hundred again
+        await settle(console, pilot)
+        assert console.query_one("#search-query", Input).value == "e"
+        assert hits.cursor == 0 and len(hits.hits) == min(100, pane.result.total)
 
 
 async def test_help_lists_every_action_and_filters(console):

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from engram.store.search.index import SearchIndex, SearchResult
     from engram.store.search.rows import Hit
 
-SHOWN = 100
+SHOWN = 100  # hits listed at first; the cursor reaching the last one lists as many more
 SNIPPETS_AT_ONCE = 25  # results whose body lines are read and shown together
 SNIPPET_WIDTH = 160  # characters of body kept around a match; the list crops them to its width
 IDLE = 30.0  # seconds without a key after which the index lets go of the pages of its files it mapped in
@@ -54,6 +54,8 @@ class SearchPane(PaneBase):
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="search-pane")
         self.result: SearchResult | None = None  # the last search's, once the index is loaded
+        self.shown = SHOWN  # hits asked for: more once the cursor reaches the last, SHOWN again for a new query
+        self.listed = ""  # the query the list shows: the same query again keeps the cursor on its hit
         self.locked: frozenset[str] = frozenset()  # sensitive scopes without a key, as of the last load
         self.changed: set[str] = set()  # memories changed and not yet in the index
         self.pending = threading.Lock()  # guards ``changed`` (the UI thread adds, a refresh takes)
@@ -84,6 +86,14 @@ class SearchPane(PaneBase):
     def on_mount(self) -> None:
         for listing in self.query(HitList):  # composed by now; none if the pane is being torn down
             self.watch(listing, "cursor", self.preview_current, init=False)
+            self.watch(listing, "cursor", self.more_at_the_end, init=False)
+
+    def more_at_the_end(self, row: int) -> None:
+        """The cursor on the last hit listed, with more found: list as many more, the cursor staying put."""
+        result = self.result
+        if result is not None and row >= len(result.hits) - 1 and result.total > len(result.hits):
+            self.shown = len(result.hits) + SHOWN
+            self.run_search(self.query_one("#search-query", Input).value)
 
     def preview_current(self, _row: int = 0) -> None:
         found = self.query(HitList)
@@ -262,6 +272,7 @@ class SearchPane(PaneBase):
 
     @on(Input.Changed, "#search-query")
     def _changed(self, event: Input.Changed) -> None:
+        self.shown = SHOWN
         self.run_search(event.value)
 
     def run_search(self, text: str) -> None:
@@ -275,14 +286,14 @@ class SearchPane(PaneBase):
             self._idle.stop()
         self._idle = self.set_timer(IDLE, index.release)
         if len(index.rows) <= INLINE:
-            self.result = index.search(text, limit=SHOWN)
+            self.result = index.search(text, limit=self.shown)
             self.show_hits()
         else:
             self.search_in_background(index, text)
 
     @background("search-query")
     def search_in_background(self, index: SearchIndex, text: str) -> None:
-        deliver(self, self.searched, index, text, index.search(text, limit=SHOWN))
+        deliver(self, self.searched, index, text, index.search(text, limit=self.shown))
 
     def searched(self, index: SearchIndex, text: str, result: SearchResult) -> None:
         if index is self.index and text == self.query_one("#search-query", Input).value:
@@ -293,7 +304,11 @@ class SearchPane(PaneBase):
         if self.index is None or self.result is None:
             return
         listing = self.query_one(HitList)
-        listing.show(self.result.hits, self.result.words, self.locked)
+        text = self.query_one("#search-query", Input).value
+        again = text == self.listed  # more hits listed, or a fresh index: the cursor stays on its hit
+        self.listed = text
+        current = listing.current if again else None
+        listing.show(self.result.hits, self.result.words, self.locked, keep=current.slug if current else None)
         if self.result.hits:
             self.read_snippets(listing.hits, list(listing.words))
         self.preview_current()
@@ -302,7 +317,7 @@ class SearchPane(PaneBase):
         matches = "match" if total == 1 else "matches"
         status = self.result.error or (
             f"{total:,} {matches}"
-            + (f" (best {SHOWN} shown)" if total > SHOWN else "")
+            + (f" (best {len(self.result.hits)} shown)" if total > len(self.result.hits) else "")
             + f" · in {scope}"
             + (" · indexing bodies…" if self.syncing else "")  # a line of 80 columns still holds it
         )

@@ -39,12 +39,19 @@ class HitList(LineList):
         self.locked: frozenset[str] = frozenset()
         self.snippets: dict[str, str] = {}
 
-    def show(self, hits: Sequence[Hit], words: list[str], locked: frozenset[str] = frozenset()) -> None:
-        """Replace the list (a new search): the cursor goes back to the best hit. Encrypted hits of ``locked``
-        scopes say so (their bodies are not searched until an unlock)."""
+    def show(
+        self, hits: Sequence[Hit], words: list[str], locked: frozenset[str] = frozenset(), keep: str | None = None
+    ) -> None:
+        """Replace the list. A new search puts the cursor back on the best hit; the same search again (more hits
+        listed, or an index refreshed under it) keeps it on the hit ``keep`` (its row, if that hit is gone) and
+        the body lines already read. Encrypted hits of ``locked`` scopes say so (their bodies are not searched
+        until an unlock)."""
+        slugs = [hit.slug for hit in hits]
+        cursor = 0 if keep is None else slugs.index(keep) if keep in slugs else self.cursor
+        if keep is None or words != self.words:
+            self.snippets = {}
         self.hits, self.words, self.locked = hits, words, locked
-        self.snippets = {}
-        self.reset()
+        self.reset(cursor)
 
     def add_snippets(self, hits: Sequence[Hit], snippets: dict[str, str]) -> None:
         """The bodies' lines for ``hits``, if they are still the ones shown."""
