@@ -10,17 +10,8 @@ from dataclasses import asdict
 
 from engram.store.errors import BadInput, StoreError
 from engram.store.secrets import masked
-from engram.tui.cli.common import (
-    EXIT_FINDING,
-    EXIT_OK,
-    Handler,
-    Parser,
-    Subparsers,
-    completed,
-    count,
-    emit,
-    open_with_key,
-)
+from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, completed, emit, open_with_key
+from engram.tui.cli.common import count as whole_number
 from engram.tui.completion import complete_pending
 
 
@@ -30,7 +21,7 @@ def add_promotion_commands(promos: Subparsers, common: Parser, report: Parser) -
         "similar", parents=[common, report], help="the memories and pending promotions closest to one, and why"
     )
     completed(similar.add_argument("id", type=int, metavar="ID"), complete_pending)
-    similar.add_argument("--limit", type=count, default=5, metavar="N", help="how many of each (default 5)")
+    similar.add_argument("--limit", type=whole_number, default=5, metavar="N", help="how many of each (default 5)")
     promos.add_parser("clusters", parents=[common, report], help="pending near-duplicates grouped, best first")
     cluster = promos.add_parser(
         "cluster", parents=[common, report], help="approve the best of a promotion's cluster; reject or merge the rest"
