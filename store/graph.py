@@ -121,20 +121,16 @@ def _title_memories(centre: Hop) -> None:
     memories: list[Hop] = []
     stack = [centre]
     while stack:
-        hop = stack.pop()
-        memories += [child for pairs in hop.by_predicate.values() for _, child in pairs if _is_memory(child)]
-        stack += [child for pairs in hop.by_predicate.values() for _, child in pairs if not child.seen_before]
-    slugs = sorted({hop.label for hop in memories})
+        children = [child for pairs in stack.pop().by_predicate.values() for _, child in pairs]
+        memories += [child for child in children if child.node_id.startswith("memory:")]
+        stack += [child for child in children if not child.seen_before]
+    slugs = sorted({hop.label for hop in memories})  # a memory's label is its slug until here
     titles: dict[str, str] = {}
     for at in range(0, len(slugs), 500):
         part = slugs[at : at + 500]
         titles.update(tuples(Memory.select(Memory.slug, Memory.title).where(Memory.slug.in_(part))))
     for hop in memories:
         hop.label = titles.get(hop.label) or hop.label
-
-
-def _is_memory(hop: Hop) -> bool:
-    return hop.node_id.startswith("memory:") and hop.label == hop.node_id.removeprefix("memory:")
 
 
 def mentioned_in(store: Store, entity_id: str) -> list[Memory]:

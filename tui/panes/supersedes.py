@@ -55,7 +55,6 @@ class SupersedesPane(PaneBase):
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="supersedes-pane")
         self.listed: Listed | None = None  # the files' frontmatter links, once read
-        self.chains = 0
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chains-box"):
@@ -102,7 +101,6 @@ class SupersedesPane(PaneBase):
         keep = _place(self.current)
         tree.clear()
         tree.root.set_label(f"{len(roots)} chains, newest first")  # the rest is the overview's: 80 columns
-        self.chains = len(roots)
         tree.show_root = True
         for root in roots:
             self._add(tree.root.add(self._memory_label(root), data=(None, root), expand=True), root)
@@ -175,7 +173,8 @@ class SupersedesPane(PaneBase):
             if self.listed.unread
             else "the index and the files"
         )
-        text = Text.assemble((f"{self.chains} chains", "bold"), f", newest first, from {read}.\n\n")
+        chains = len(self.query_one("#chains", Tree).root.children)
+        text = Text.assemble((f"{chains} chains", "bold"), f", newest first, from {read}.\n\n")
         text.append("Each line under a memory is an older one it supersedes, with who decided the link:\n")
         for decided_by, meaning in (
             (PROPOSED, "memoryd's digest proposed it: it waits for you"),
