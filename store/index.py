@@ -54,6 +54,7 @@ BULK_CACHE_KIB = 64 * 1024  # a bulk write's page cache: see Index.bulk_cache
 
 
 ENGRAM_DB = "engram.db"
+OWN_IN_INDEX = ("engram_outbox_guard", "engram_identity", "engram_binding_guard")  # engram's, kept in index.db
 # memoryd's tables engram keeps copies of in engram.db, with the rows a copy leaves out: promotions of sensitive
 # scopes stay only where memoryd put them, so engram never writes their text anywhere new.
 MIRRORED = {
@@ -194,8 +195,8 @@ class Index:
 
     def writable(self) -> None:
         """Make the root ready for engram's writes, once: memoryd's migrations where index.db lacks them, the
-        identity and the outbox twin in index.db, and engram's copies of memoryd's tables brought in step and
-        kept so by temporary triggers. Raises :class:`ReadOnlyStore` on a read-only root."""
+        identity and the outbox and binding twins in index.db, and engram's copies of memoryd's tables brought in
+        step and kept so by temporary triggers. Raises :class:`ReadOnlyStore` on a read-only root."""
         if self.read_only:
             raise ReadOnlyStore(self.read_only_reason or "store is read-only")
         self.follow()  # a replaced index.db is a new one to prepare
@@ -209,6 +210,11 @@ class Index:
             )
             self.db.execute_sql(
                 "CREATE TABLE IF NOT EXISTS main.engram_identity (root_id TEXT PRIMARY KEY, written_at TEXT NOT NULL)"
+            )
+            self.db.execute_sql(
+                "CREATE TABLE IF NOT EXISTS main.engram_binding_guard (slug TEXT PRIMARY KEY, scope_hash TEXT NOT "
+                "NULL, version INTEGER NOT NULL, updated_at TEXT, file_mac TEXT NOT NULL, content_mac TEXT NOT NULL, "
+                "bound_at TEXT NOT NULL)"
             )
         except OperationalError as exc:
             raise locked_or(exc, self.path) from None
@@ -661,7 +667,7 @@ def _legacy_tables(db: SqliteDatabase) -> list[str]:
         name
         for (name,) in db.execute_sql(
             "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'engram\\_%' ESCAPE '\\' "
-            "AND name NOT IN ('engram_outbox_guard', 'engram_identity')"
+            f"AND name NOT IN ({', '.join(repr(name) for name in OWN_IN_INDEX)})"
         )
     ]
 

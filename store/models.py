@@ -275,6 +275,17 @@ class Binding(_Own):
         table_name = "engram_binding"
 
 
+class BindingGuard(Binding):
+    """The binding manifest's twin inside index.db (same columns), for the rows of the latest change: a crash
+    between the two databases' commits would keep a rewritten file's index row and lose its new binding, and
+    the file would then read as rolled back (see :mod:`engram.store.sensitive.binding`). Recreated whenever
+    missing (see :meth:`Index.writable`)."""
+
+    class Meta:
+        schema = None  # main: index.db
+        table_name = "engram_binding_guard"
+
+
 class Rekey(_Own):
     scope_hash = TextField(primary_key=True)
     started_at = TextField()
@@ -377,6 +388,7 @@ MODELS = (
     RootRecord,
     PromotionNote,
     Binding,
+    BindingGuard,
     Rekey,
     ScopeLabel,
     Imported,

@@ -264,6 +264,7 @@ class Store:
         # The index's write lock is taken next, so a locked database fails the change before any file moves.
         faults.reach("planned")  # another writer may change anything up to here: preconditions run below
         with self.index.transaction():
+            binding.settle(self)  # a crash's lost bindings back in engram.db, before this change's own
             for change in changes:
                 if change.precondition is not None:
                     change.precondition()

@@ -6,6 +6,7 @@ running an action again after it completed is what a person does after a crash."
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -22,9 +23,11 @@ from engram.store.sensitive import convert, grants
 from engram.store.sensitive.crypto import PASSPHRASE_ENV, KeyRing
 from engram.store.sensitive.rekey import rekey_passphrase
 from engram.store.service import Store
+from engram.store.write import faults
 
 OLD, NEW = "engram-fixture-passphrase-2026", "a-new-passphrase-after-a-crash"
 CODEX = Path(__file__).parent / "fixtures" / "importers" / "codex"
+LOSE_ENGRAM_PART = "ENGRAM_TEST_LOSE_ENGRAM_PART"  # n: the n-th change commits index.db's part only, then dies
 
 
 def run(store: Store, root: str, action: str, arg: str) -> None:
@@ -64,6 +67,8 @@ def run(store: Store, root: str, action: str, arg: str) -> None:
 
 
 def drive(root: str, action: str, arg: str) -> None:
+    if LOSE_ENGRAM_PART in os.environ:
+        lose_engram_part(Path(root), int(os.environ[LOSE_ENGRAM_PART]))
     # memoryd's config (MEMORYD_CONFIG_HOME) gives the KDF cost; a rekey's rerun needs both passphrases: the old
     # one opens what the killed run had not reached.
     with Store.open(
@@ -73,3 +78,30 @@ def drive(root: str, action: str, arg: str) -> None:
             run(store, root, action, arg)
         except Conflict:
             pass
+
+
+def lose_engram_part(root: Path, nth: int) -> None:
+    """Make the ``nth`` change of this run end as a kill between SQLite's two commits would end it: index.db's
+    part committed, engram.db's not. SQLite commits a WAL database and an attached one one after the other, and
+    no crash point can stop it in between, so engram.db's files are kept as they were before the change (read
+    when the change is planned, no transaction open) and put back once it has committed; then the process dies.
+    The shared-memory index goes too: the next opener rebuilds it from the files, as after any crash."""
+    files = [root / f"engram.db{suffix}" for suffix in ("", "-wal")]
+    kept: dict[Path, bytes | None] = {}
+    countdown = [nth]
+    reach = faults.reach
+
+    def cut(point: str) -> None:
+        if point == "planned":
+            kept.update({path: path.read_bytes() if path.exists() else None for path in files})
+        elif point == "index_committed":
+            countdown[0] -= 1
+            if countdown[0] == 0:
+                for path, data in kept.items():
+                    path.unlink(missing_ok=True) if data is None else path.write_bytes(data)
+                for suffix in ("-shm", "-journal"):
+                    (root / f"engram.db{suffix}").unlink(missing_ok=True)
+                os._exit(137)
+        reach(point)
+
+    faults.reach = cut

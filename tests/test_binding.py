@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from engram.store.decay import set_ttl
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.explain import explain
 from engram.store.frontmatter import parse, serialize
 from engram.store.memories import edit_memory
-from engram.store.models import Binding, Memory
+from engram.store.models import Binding, BindingGuard, Memory
 from engram.store.sensitive.binding import BOUND, CHANGED, ROLLED_BACK, SWAPPED, UNBOUND, verify
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import derive_passphrase_key
@@ -49,6 +50,34 @@ def test_files_engram_encrypts_are_bound_and_unmark_forgets_them(store):
     assert {state(store, r) for r in rels} == {BOUND}
     unmark_sensitive(store, WEB)
     assert Binding.select().where(Binding.scope_hash == WEB).count() == 0
+
+
+def test_a_binding_engram_db_lost_to_a_crash_is_read_from_its_twin_and_settled_by_the_next_write(store):
+    """SQLite commits index.db and the attached engram.db one after the other: a kill in between keeps the
+    change's index row and loses its new binding. The twin in index.db still has it, so the file reads as
+    bound (not rolled back: same updated_at, other text), a real rollback still reads as one, and the next
+    write puts the row back in engram.db."""
+    repair(store)
+    rel, other = finance_files(store)[:2]
+    old = store.layout.resolve(rel).read_bytes()
+    slug = Memory.get(Memory.body_path == rel).slug
+    before = Binding.get(Binding.slug == slug).__data__
+    set_ttl(store, slug, 30)  # rewritten with the same updated_at, as a sweep rewrites it
+    Binding.replace(**before).execute()  # engram.db's part of the change lost
+    assert state(store, rel) == BOUND
+    assert check(store).of("binding_mismatch") == []
+    current = store.layout.resolve(rel).read_bytes()
+    store.layout.resolve(rel).write_bytes(old)
+    assert state(store, rel) == ROLLED_BACK  # the twin hides no rollback
+    store.layout.resolve(rel).write_bytes(current)
+    other_slug = Memory.get(Memory.body_path == other).slug
+    edit_memory(store, other_slug, title="Another edit")
+    assert Binding.get(Binding.slug == slug).version == before["version"] + 1
+    # the copied row leaves the twin at the write after, once engram.db is seen to have it committed
+    assert {g.slug for g in BindingGuard.select()} == {slug, other_slug}
+    edit_memory(store, other_slug, title="A third edit")
+    assert [g.slug for g in BindingGuard.select()] == [other_slug]
+    assert state(store, rel) == BOUND
 
 
 def test_two_swapped_files_are_flagged_and_not_repaired(store, fixture_root):

@@ -54,10 +54,15 @@ ACTIONS = [
 ]
 
 
-def drive(root: Path, action: str, arg: str, crash: str | None = None, kill_after: float | None = None) -> int:
+def drive(
+    root: Path, action: str, arg: str, crash: str | None = None, kill_after: float | None = None, cut: int = 0
+) -> int:
     """Run the action in its own process: killed at the named ``crash`` point, or with SIGKILL ``kill_after``
-    seconds in (wherever it is then: a random moment; if it has finished by then, it simply ran)."""
+    seconds in (wherever it is then: a random moment; if it has finished by then, it simply ran), or between
+    the two databases' commits of its ``cut``-th change."""
     env = {"ENGRAM_CRASH_AT": crash} if crash else {}
+    if cut:
+        env[crash_driver.LOSE_ENGRAM_PART] = str(cut)
     code, output = forked.run(
         crash_driver.drive, str(root), action, arg, env=env, kill_after=kill_after, output=root.parent / f"{action}.out"
     )
@@ -165,13 +170,18 @@ def test_a_killed_write_is_whole_after_a_rerun_and_repair(prepared, before, acti
 
 
 def trial(
-    root: Path, before: dict[str, int], action: str, moment: str | None = None, kill_after: float | None = None
+    root: Path,
+    before: dict[str, int],
+    action: str,
+    moment: str | None = None,
+    kill_after: float | None = None,
+    cut: int = 0,
 ) -> None:
     """Kill the action, run it again, repair: the root is as whole as before, by every measure."""
     with Store.open(root, keys=keys(), actor="engram-test") as store:
         name, arg = argument(store, action)
     slugs = set(files_by_slug(root))
-    killed = drive(root, name, arg, crash=moment, kill_after=kill_after)
+    killed = drive(root, name, arg, crash=moment, kill_after=kill_after, cut=cut)
     drive(root, name, arg)  # the person runs it again
     passphrase = NEW if name == "rekey" else OLD
     with Store.open(root, keys=keys(passphrase), actor="engram-test") as store:
@@ -205,6 +215,15 @@ def test_a_write_killed_at_a_random_moment_is_whole_after_a_rerun_and_repair(pre
     drive(copy, name, arg)
     took = time.monotonic() - started
     trial(prepared, before, action, kill_after=took * share * random.Random(f"{action}{share}").uniform(0.9, 1.1))
+
+
+@pytest.mark.parametrize("cut", [1, 2])
+@pytest.mark.parametrize("action", ACTIONS)
+def test_a_kill_between_the_two_databases_commits_is_whole_after_a_rerun_and_repair(prepared, before, action, cut):
+    """index.db is a WAL database and engram.db is attached to it: SQLite commits them one after the other, so
+    a kill in between keeps a change's index rows and loses what it wrote into engram.db (its bindings, its
+    records). Cut at its first change, and at its second where it makes several (a mark or a rekey in batches)."""
+    trial(prepared, before, action, cut=cut)
 
 
 @pytest.mark.parametrize("action", ["mark", "forget-sensitive"])

@@ -83,8 +83,10 @@ def test_memoryd_root_is_not_migrated_twice_and_engram_keeps_its_tables_apart(fi
             "SELECT name FROM sqlite_master WHERE type = 'table'"
         )
     }
-    # only the identity and the outbox's crash-window twin live in index.db; they are rebuilt when missing
-    assert {t for t in tables if t.startswith("engram_")} == {"engram_identity", "engram_outbox_guard"}
+    # only the identity and the crash-window twins of the outbox and the bindings live in index.db; they are
+    # made again when missing
+    own = {t for t in tables if t.startswith("engram_")}
+    assert own == {"engram_identity", "engram_outbox_guard", "engram_binding_guard"}
     assert (fixture_root / "engram.db").stat().st_mode & 0o077 == 0
 
 

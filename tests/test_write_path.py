@@ -258,6 +258,9 @@ NOT_ONE_EVENT = {
     "sensitive.binding.forget": "drops the bindings of the plaintext files of one write, inside its transaction",
     "sensitive.binding.verify": "reads only",
     "sensitive.binding.bindings": "reads only",
+    "sensitive.binding.binding_of": "reads only",
+    "sensitive.binding.settle": "the twin's rows caught up with, or lost by a crash, at the start of a write's "
+    "transaction (tests/test_crash_matrix.py)",
     "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",
     "drift.adopt.adopt_file": "one repair_applied event, for an unindexed file (tests/test_check_repair.py)",
     "scopes.scopes": "reads only",

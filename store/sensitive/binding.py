@@ -12,7 +12,12 @@ version and the file's bytes, one over the plaintext. Reading compares:
 - the frontmatter's ``updated_at`` is older than when it was bound, or equal with other text: ``rolled_back``;
 - same text encrypted again, or a newer version: ``changed`` (memoryd edited it): bound again by repair.
 
-Nothing of the plaintext is stored: only keyed MACs, in engram's own table.
+Nothing of the plaintext is stored: only keyed MACs, in engram's own table, and the latest change's rows again in
+a twin inside index.db (:class:`~engram.store.models.BindingGuard`). SQLite commits index.db (WAL) and the
+attached engram.db one after the other, so a kill between the two commits would keep a rewritten file's index
+row and lose its new binding: the file would read as rolled back, an alarm on engram's own work. The twin is
+committed with the index row; reading takes the newer of the two rows, and the next write copies a newer twin
+row into engram.db and drops the rows engram.db has caught up with (:func:`settle`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from engram.store.index import as_peewee_errors
 from engram.store.lazy import lazy_module
-from engram.store.models import Binding, table_of
+from engram.store.models import Binding, BindingGuard, table_of
 from engram.store.write.change import Change, IndexEntry, index_entry
 
 if TYPE_CHECKING:
@@ -38,7 +43,8 @@ else:
     frontmatter = lazy_module("engram.store.frontmatter")
 
 INFO = b"engram-binding/1"
-_TABLE = table_of(Binding)
+_TABLE, _GUARD = table_of(Binding), table_of(BindingGuard)
+_COLUMNS = "slug, scope_hash, version, updated_at, file_mac, content_mac, bound_at"
 BOUND, UNBOUND, SWAPPED, ROLLED_BACK, CHANGED = "bound", "unbound", "swapped", "rolled_back", "changed"
 
 
@@ -66,8 +72,11 @@ def record(store: Store, written: Sequence[tuple[IndexEntry, bytes, bytes]]) -> 
     if not written or not store.index.has(Binding):
         return  # a root opened read-only, or by an index without engram's tables: nothing is written anyway
     slugs = json.dumps([entry.slug for entry, _, _ in written])
-    query = f"SELECT slug, version FROM {_TABLE} WHERE slug IN (SELECT value FROM json_each(?))"
-    versions: dict[str, int] = dict(store.index.db.execute_sql(query, (slugs,)).fetchall())
+    tables = _tables(store)
+    within = "WHERE slug IN (SELECT value FROM json_each(?))"
+    union = " UNION ALL ".join(f"SELECT slug, version FROM {table} {within}" for table in tables)
+    query = f"SELECT slug, max(version) FROM ({union}) GROUP BY slug"
+    versions: dict[str, int] = dict(store.index.db.execute_sql(query, (slugs,) * len(tables)).fetchall())
     keys: dict[str, bytes] = {}
     rows = []
     for entry, data, plaintext in written:
@@ -79,18 +88,38 @@ def record(store: Store, written: Sequence[tuple[IndexEntry, bytes, bytes]]) -> 
         macs = file_mac(key, slug, version, data), content_mac(key, plaintext)
         rows.append((slug, scope, version, entry.changed_at, *macs, store.now().isoformat()))
     with as_peewee_errors():
-        store.index.db.cursor().executemany(
-            f"INSERT OR REPLACE INTO {_TABLE} (slug, scope_hash, version, updated_at, file_mac, content_mac, "
-            "bound_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        cursor = store.index.db.cursor()
+        for table in tables:
+            cursor.executemany(f"INSERT OR REPLACE INTO {table} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _tables(store: Store) -> list[str]:
+    """Where a binding is written: engram.db's table, and its twin where index.db has it (a root opened
+    writable)."""
+    return [_TABLE, _GUARD] if store.index.has(BindingGuard) else [_TABLE]
 
 
 def forget(store: Store, slugs: Collection[str]) -> None:
-    """These memories are plaintext now (or gone): their bindings no longer mean anything. One statement."""
+    """These memories are plaintext now (or gone): their bindings no longer mean anything. One statement a
+    table."""
     if slugs and store.index.has(Binding):
-        query = f"DELETE FROM {_TABLE} WHERE slug IN (SELECT value FROM json_each(?))"
-        store.index.db.execute_sql(query, (json.dumps(list(slugs)),))
+        for table in _tables(store):
+            query = f"DELETE FROM {table} WHERE slug IN (SELECT value FROM json_each(?))"
+            store.index.db.execute_sql(query, (json.dumps(list(slugs)),))
+
+
+def settle(store: Store) -> None:
+    """At the start of a write's transaction: drop the twin rows engram.db has caught up with, then copy into
+    engram.db those it lost (a kill between the two commits). In that order: the drop reads engram.db as
+    committed, so if this transaction's engram.db part is lost in turn, the rows it copied are still in the
+    twin for the next write."""
+    if not (store.index.has(Binding) and store.index.has(BindingGuard)):
+        return
+    db = store.index.db
+    db.execute_sql(
+        f"DELETE FROM {_GUARD} WHERE version <= (SELECT b.version FROM {_TABLE} b WHERE b.slug = {_GUARD}.slug)"
+    )
+    db.execute_sql(f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} FROM {_GUARD}")
 
 
 @dataclass(frozen=True)
@@ -100,9 +129,24 @@ class BindingState:
 
 
 def bindings(store: Store) -> dict[str, Binding]:
-    """Every binding by slug, in one query: for a caller that verifies many files (``check``), where a query
-    per file cost seconds of query building at 20,000 memories."""
-    return {b.slug: b for b in Binding.select()} if store.index.has(Binding) else {}
+    """Every binding by slug (the newer of engram.db's and the twin's), a query a table: for a caller that
+    verifies many files (``check``), where a query per file cost seconds of query building at 20,000 memories."""
+    if not store.index.has(Binding):
+        return {}
+    found = {b.slug: b for b in Binding.select()}
+    if store.index.has(BindingGuard):
+        for row in BindingGuard.select():
+            if row.slug not in found or row.version > found[row.slug].version:
+                found[row.slug] = row
+    return found
+
+
+def binding_of(store: Store, slug: str) -> Binding | None:
+    """The memory's binding: the newer of engram.db's and the twin's."""
+    rows = [Binding.get_or_none(Binding.slug == slug)]
+    if store.index.has(BindingGuard):
+        rows.append(BindingGuard.get_or_none(BindingGuard.slug == slug))
+    return max((row for row in rows if row is not None), key=lambda row: row.version, default=None)
 
 
 def verify(
@@ -118,7 +162,7 @@ def verify(
     if not store.index.has(Binding):
         return BindingState(UNBOUND, "this index has no binding table")
     slug = PurePosixPath(relpath).name.removesuffix(".md.enc")  # memoryd names each file by its slug
-    entry = known.get(slug) if known is not None else Binding.get_or_none(Binding.slug == slug)
+    entry = known.get(slug) if known is not None else binding_of(store, slug)
     if entry is None:
         return BindingState(UNBOUND, "written by memoryd, or before engram bound files")
     key = binding_key(store.keys.key_for(entry.scope_hash))
