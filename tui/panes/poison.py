@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -124,11 +126,14 @@ class PoisonPane(PaneBase):
             text.append("\nheld in quarantine: memoryd neither injects nor finds it (U releases it)")
         else:
             text.append("\nQ quarantines it: out of memoryd's injection and search")
+        # a grid, so a finding that wraps (most do, at 80 columns) goes on under its own text, not at the margin
+        findings = Table.grid()
+        findings.add_column(width=2)
+        findings.add_column(ratio=1)
         for f in item.screening.findings:
             how = f", {f.revealed}" if f.revealed else ""
-            text.append(f"\n  {f.rule} ({f.field}{how}): ")
-            text.append_text(plain(f.excerpt, "dim"))
-        self.query_one("#poison-findings", Static).update(text)
+            findings.add_row("", Text.assemble(f"{f.rule} ({f.field}{how}): ", plain(f.excerpt, "dim")))
+        self.query_one("#poison-findings", Static).update(Group(text, findings))
 
     @property
     def current(self) -> Screened | None:
