@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -23,6 +22,7 @@ from engram.tui.screens.prompt import Confirm
 from engram.tui.shared import Shared
 from engram.tui.tables import FitTable, fit_columns
 from engram.tui.threads import background, deliver, progress
+from engram.tui.widgets.findings import findings_grid
 from engram.tui.widgets.safe import plain
 
 if TYPE_CHECKING:
@@ -126,14 +126,7 @@ class PoisonPane(PaneBase):
             text.append("\nheld in quarantine: memoryd neither injects nor finds it (U releases it)")
         else:
             text.append("\nQ quarantines it: out of memoryd's injection and search")
-        # a grid, so a finding that wraps (most do, at 80 columns) goes on under its own text, not at the margin
-        findings = Table.grid()
-        findings.add_column(width=2)
-        findings.add_column(ratio=1)
-        for f in item.screening.findings:
-            how = f", {f.revealed}" if f.revealed else ""
-            findings.add_row("", Text.assemble(f"{f.rule} ({f.field}{how}): ", plain(f.excerpt, "dim")))
-        self.query_one("#poison-findings", Static).update(Group(text, findings))
+        self.query_one("#poison-findings", Static).update(Group(text, findings_grid(item.screening.findings)))
 
     @property
     def current(self) -> Screened | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -14,7 +15,7 @@ from engram.store.queue import DURA_LABELS, PromotionDetail
 from engram.store.secrets import kinds_in, masked
 from engram.tui.colours import Paint, role
 from engram.tui.terminal_safe import visible
-from engram.tui.widgets.safe import plain
+from engram.tui.widgets.findings import findings_grid
 from engram.tui.widgets.similar import SimilarList
 
 if TYPE_CHECKING:  # numpy and rapidfuzz load with the first look for similar promotions
@@ -35,6 +36,7 @@ class PromotionView(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-head")
+        yield Static(id="detail-findings")
         yield Static(id="detail-dura")
         yield Static(id="similar-head")
         yield SimilarList(id="similar")
@@ -54,6 +56,7 @@ class PromotionView(VerticalScroll):
         head = self.query_one("#detail-head", Static)
         if detail is None:
             head.update(Text(empty))
+            self._show_screened(None)
             self.query_one("#detail-dura", Static).update("")
             self.show_similar(None)
             if self.query("Markdown"):
@@ -67,9 +70,9 @@ class PromotionView(VerticalScroll):
                 "\n",
                 (f"{detail.type} · scope {detail.scope_hash} · proposed {detail.created_at[:16]}", "dim"),
                 *(("\n", (f"secret? {', '.join(kinds)}: masked below", role(self, "warn"))) if kinds else ()),
-                *self._screened(detail),
             )
         )
+        self._show_screened(detail)
         dura = Text()
         for key, label in DURA_LABELS.items():
             dura.append(f"{key} {label:<15}")
@@ -78,22 +81,18 @@ class PromotionView(VerticalScroll):
         self.query_one("#detail-dura", Static).update(dura)
         self._texts(visible(masked(detail.body, "`{}`")), visible(masked("\n\n".join(_meta(detail)), "`{}`")))
 
-    def _screened(self, detail: PromotionDetail) -> list[str | Text]:
-        """The poisoning screen's lane and each finding, under the head (nothing for a clean promotion)."""
-        found = detail.screen
-        if found is None or found.lane == "clean":
-            return []
+    def _show_screened(self, detail: PromotionDetail | None) -> None:
+        """The poisoning screen's lane and each finding, under the head (hidden for a clean promotion)."""
+        found = detail.screen if detail is not None else None
+        shown = self.query_one("#detail-findings", Static)
+        screened = found is not None and found.lane != "clean"
+        shown.display = screened
+        self.query_one("#detail-head", Static).set_class(screened, "-screened")
+        if found is None or not screened:
+            return
         colour = role(self, "bad" if found.lane == "quarantine" else "warn")
-        lines: list[str | Text] = [
-            "\n",
-            Text(f"{found.lane}: {len(found.findings)} finding(s) · x reveals hidden text", colour),
-        ]
-        for f in found.findings:
-            how = f", {f.revealed}" if f.revealed else ""
-            lines += ["\n", Text(f"  {f.rule} ({f.field}{how}): ", colour), plain(f.excerpt, "dim")]
-        for signal in found.signals:
-            lines += ["\n", Text(f"  context: {signal}", "dim")]
-        return lines
+        lane = Text(f"{found.lane}: {len(found.findings)} finding(s) · x reveals hidden text", colour)
+        shown.update(Group(lane, findings_grid(found.findings, colour, (f"context: {s}" for s in found.signals))))
 
     def show_similar(self, found: tuple[list[Similar], list[Similar]] | None, scope: str = "") -> None:
         """The closest memories and pending promotions (None: not known yet, or no promotion shown)."""
