@@ -141,10 +141,12 @@ class Store:
                 "`engram rebuild-index` makes index.db again from the files",
             )
         try:
-            return cls(layout, index, keys or memoryd_keys(), actor, settings)
+            store = cls(layout, index, keys or memoryd_keys(), actor, settings)
         except BaseException:  # a broken config.toml: the command stops, and leaves no root open behind it
             index.close()
             raise
+        outbox.restore_cut(store)  # before anything plans a change on what a cut commit left
+        return store
 
     def close(self) -> None:
         """Once: closing again (a test's own close, then its fixture's) changes nothing."""

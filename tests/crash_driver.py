@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from engram.store import decay, promotions
+from engram.store import decay, promotions, quarantine
 from engram.store.domain import MemoryType
 from engram.store.errors import Conflict
 from engram.store.history import ops as history
@@ -57,6 +57,10 @@ def run(store: Store, root: str, action: str, arg: str) -> None:
         edit_memory(store, arg, type=MemoryType.PLAYBOOK)
     elif action == "sweep":
         decay.apply_sweep(store, decay.plan_sweep(store))
+    elif action == "quarantine":
+        quarantine.quarantine(store, arg, [])
+    elif action == "release":
+        quarantine.release(store, arg)
     elif action == "grant":
         grants.issue_grant(store, arg, "session")
     elif action == "restore":

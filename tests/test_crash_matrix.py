@@ -26,6 +26,7 @@ from engram.store.drift.repair import repair
 from engram.store.history import ops as history_ops
 from engram.store.memories import edit_memory
 from engram.store.models import Imported, Memory, Promotion
+from engram.store.quarantine import held_memories, quarantine
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -224,6 +225,30 @@ def test_a_kill_between_the_two_databases_commits_is_whole_after_a_rerun_and_rep
     a kill in between keeps a change's index rows and loses what it wrote into engram.db (its bindings, its
     records). Cut at its first change, and at its second where it makes several (a mark or a rekey in batches)."""
     trial(prepared, before, action, cut=cut)
+
+
+@pytest.mark.parametrize("action", ["quarantine", "release"])
+def test_a_quarantine_cut_between_the_two_databases_commits_is_kept_whole(prepared, action):
+    """engram.db's record of a quarantine (the state its release restores) is part of the same change as the
+    memory's soft-forgotten state in index.db: a kill between the two commits leaves the state without the
+    record, or (a release) the record without the state. Opening the root again puts the record in step with
+    what was committed, before a rerun or ``check`` looks: the quarantine restores the state the memory had,
+    and a cut release is no ``quarantine_lifted`` alarm (a quarantine lifted outside engram)."""
+    with Store.open(prepared, keys=keys(), actor="engram-test") as store:
+        _, slug = argument(store, "forget")
+        if action == "release":
+            quarantine(store, slug, [])
+    assert drive(prepared, action, slug, cut=1) == 137
+    with Store.open(prepared, keys=keys(), actor="engram-test") as store:
+        held = {h.slug: h.was for h in held_memories(store)}
+        assert held == ({slug: "alive"} if action == "quarantine" else {})
+        assert check(store).of("quarantine_lifted") == []
+    drive(prepared, action, slug)  # run again: already done, said quietly
+    with Store.open(prepared, keys=keys(), actor="engram-test") as store:
+        assert {h.slug: h.was for h in held_memories(store)} == held
+        assert store.flush_audit_outbox() == 0  # the cut change's event, told once
+        kinds = [json.loads(line)["event_type"] for line in store.layout.audit_path.read_text().splitlines()]
+    assert kinds.count("memory_quarantined" if action == "quarantine" else "memory_released") == 1
 
 
 @pytest.mark.parametrize("action", ["mark", "forget-sensitive"])

@@ -284,6 +284,8 @@ NOT_ONE_EVENT = {
     "search.fulltext.verifier": "the same read, as a call for a thread of its own",
     "audit.outbox.flush": "appends events already committed with their change (the change's one event)",
     "audit.outbox.queued": "reads only",
+    "audit.outbox.restore_cut": "engram.db's part of changes already committed in index.db, their events told by "
+    "the next flush (tests/test_crash_matrix.py)",
     "search.lookup.bring_up_to_date": "syncs engram's search cache only, outside the data root (as sync)",
     "search.lookup.stamp": "stats folders and counts index.db's rows: reads only",
     "promotions.cluster_decider": "returns how each member is decided: approve, reject or merge, each its own event",

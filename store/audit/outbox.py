@@ -5,20 +5,20 @@ Each event sits in two tables until it is appended: engram.db's outbox and its t
 lose its copy: a crash between the two databases' commits, memoryd's rebuild-index). :func:`flush` appends
 every queued event, oldest first, in one locked write by memoryd's rule, deletes them from both tables and
 advances the signed checkpoint. A change a crash cut short (files still to retire) is finished before its
-event is told.
+event is told, and one whose engram.db part a crash lost is given it back first (:func:`restore_cut`).
 """
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from peewee import SQL
+from peewee import SQL, DatabaseError
 
 from engram.store.audit import chain
 from engram.store.errors import StoreError
-from engram.store.models import AuditOutbox, OutboxGuard, tuples
+from engram.store.models import AuditOutbox, OutboxGuard, QuarantinedMemory, tuples
 from engram.store.write import faults, retire
 
 if TYPE_CHECKING:
@@ -39,11 +39,53 @@ def queued(store: Store) -> list[tuple[str, str]]:
     return [(op_id, event) for op_id, (_, event) in ordered]
 
 
+def restore_cut(store: Store) -> int:
+    """Finish engram.db's part of the changes a kill between the two databases' commits cut (SQLite commits
+    index.db, then engram.db): their events are only in the twin. Each gets its outbox copy back, with the rows
+    of engram.db its event tells: a memory held in quarantine (``from``: the state its release restores) or
+    released. One transaction that writes engram.db only, run when a root is opened to act on and before its
+    events are appended, so nothing plans a change on what the cut left (a quarantine again would record the
+    soft-forgotten state as the one to restore). Bindings have their own twin. Returns how many changes; a
+    locked database is left for the next try."""
+    if store.read_only or not (store.index.has(OutboxGuard) and store.index.has(AuditOutbox)):
+        return 0
+    try:
+        cut = list(
+            tuples(
+                OutboxGuard.select(OutboxGuard.op_id, OutboxGuard.event, OutboxGuard.created_at)
+                .where(OutboxGuard.op_id.not_in(AuditOutbox.select(AuditOutbox.op_id)))
+                .order_by(OutboxGuard.created_at, SQL("rowid"))
+            )
+        )
+        if not cut:
+            return 0
+        with store.index.transaction(prepare=False):  # engram.db's rows only: index.db stays as it is
+            for op_id, raw, created in cut:
+                AuditOutbox.insert(op_id=op_id, event=raw, created_at=created).on_conflict_ignore().execute()
+                _redo(store, json.loads(raw), created)
+    except (StoreError, ValueError, DatabaseError):
+        return 0
+    return len(cut)
+
+
+def _redo(store: Store, event: dict[str, Any], created: str) -> None:
+    """engram.db's rows of one cut change, from its event."""
+    kind, slug, details = event.get("event_type"), event.get("target_id"), event.get("details") or {}
+    if not isinstance(slug, str) or not store.index.has(QuarantinedMemory):
+        return
+    if kind == "memory_quarantined":
+        rules = json.dumps([str(r) for r in details.get("rules") or []])
+        QuarantinedMemory.replace(slug=slug, was=str(details.get("from")), rules=rules, at=created).execute()
+    elif kind == "memory_released":
+        QuarantinedMemory.delete().where(QuarantinedMemory.slug == slug).execute()
+
+
 def flush(store: Store) -> int:
     """Append every queued event to the audit log, then advance the signed checkpoint; returns how many events
     are still queued (the log could not be written: ``store.audit_warning`` says why). Events a crashed writer
     already appended are not written twice (see :func:`chain.append_events`)."""
     store.audit_warning = None
+    restore_cut(store)  # before its events are appended and leave the twin: see restore_cut
     rows = queued(store)
     if not rows:
         return 0
