@@ -22,7 +22,7 @@ from engram.store.domain import OPEN_STATUSES, DecayState, MemoryType, Promotion
 from engram.store.errors import BadInput, Conflict, NotFound, Quarantined, StoreError
 from engram.store.frontmatter import Frontmatter, MemoryDoc, field_problem
 from engram.store.models import Memory, Promotion, PromotionNote, SupersedesChain, Trigger
-from engram.store.sensitive import keyproof
+from engram.store.sensitive import keyproof, reasons
 from engram.store.service import Store
 from engram.store.write.change import Change
 
@@ -367,8 +367,9 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
         Promotion.update(status=PromotionStatus.REJECTED.value, decided_at=store.now().isoformat()).where(
             Promotion.id == promotion_id
         ).execute()
-        if reason:
-            _note(promotion_id, reject_reason=reason)
+        kept = reasons.kept(store, promotion.scope_hash, reason)
+        if kept:
+            _note(promotion_id, reject_reason=kept)
 
     store.apply(
         Change(
@@ -398,7 +399,11 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
             index_update=coexist.sealing(
                 store,
                 promotion_id,
-                lambda: _note(promotion_id, deferred_at=store.now().isoformat(), defer_reason=reason),
+                lambda: _note(
+                    promotion_id,
+                    deferred_at=store.now().isoformat(),
+                    defer_reason=reasons.kept(store, promotion.scope_hash, reason),
+                ),
             ),
             precondition=_still_pending(promotion_id),
         )

@@ -19,6 +19,7 @@ from engram.store.errors import StoreError
 from engram.store.models import Memory, Promotion, PromotionNote, table_of, tuples
 from engram.store.query import Query, matches, parse
 from engram.store.secrets import Finding, kinds_in, scan
+from engram.store.sensitive import reasons
 from engram.store.service import Store, chunked
 
 if TYPE_CHECKING:
@@ -382,7 +383,7 @@ def promotion_detail(store: Store, promotion_id: int) -> PromotionDetail:
         p.source_session_slug,
         session.title if session else None,
         excerpt,
-        note.defer_reason if note else None,
+        reasons.shown(store, p.scope_hash, note.defer_reason) if note else None,
     )
     from engram.store.screening import screen_promotion  # its rules compile in a tenth of a second
 

@@ -259,6 +259,10 @@ NOT_ONE_EVENT = {
     "sensitive.binding.verify": "reads only",
     "sensitive.binding.bindings": "reads only",
     "sensitive.binding.binding_of": "reads only",
+    "sensitive.reasons.kept": "computes the text a note keeps; its caller's change writes it",
+    "sensitive.reasons.shown": "reads only",
+    "sensitive.reasons.seal_scope": "the notes of a scope being marked, inside its scope_marked_sensitive change",
+    "sensitive.reasons.open_scope": "the notes of a scope being unmarked, inside its scope_unmarked_sensitive change",
     "sensitive.binding.settle": "the twin's rows caught up with, or lost by a crash, at the start of a write's "
     "transaction (tests/test_crash_matrix.py)",
     "sensitive.binding.bind_unbound": "one files_bound event per scope with files to bind (tests/test_binding.py)",

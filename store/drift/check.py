@@ -31,7 +31,7 @@ from engram.store.models import Binding, Memory, Promotion, PromotionNote, Quara
 from engram.store.promotions import slug_promoted_from
 from engram.store.search import fulltext
 from engram.store.search.fulltext import Verdict
-from engram.store.sensitive import binding, registration
+from engram.store.sensitive import binding, reasons, registration
 from engram.store.service import Store, chunked
 from engram.store.supersedes import listed_links
 from engram.store.write import retire
@@ -611,7 +611,7 @@ def _decided(pid: int, status: str, decided_at: str | None, decided: EngramDecis
         return f"{status} by engram at {decided_at or by_engram[2]} (audit line {by_engram[1]})"
     note = PromotionNote.get_or_none(PromotionNote.promotion_id == pid) if status == "pending" else None
     if note is not None and note.deferred_at:
-        reason = f": {note.defer_reason}" if note.defer_reason else ""
+        reason = f": {note.defer_reason}" if note.defer_reason and not reasons.is_sealed(note.defer_reason) else ""
         return f"deferred by engram at {note.deferred_at}{reason}"
     if status == "pending":
         return "pending"

@@ -17,7 +17,7 @@ from engram.store.models import Memory, SensitiveScope
 from engram.store.paths import check_scope_name
 from engram.store.scopes import project_dir, resolve_scope
 from engram.store.search import fulltext
-from engram.store.sensitive import keyproof
+from engram.store.sensitive import keyproof, reasons
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.sensitive.registration import MARKER, register, write_marker
 from engram.store.service import Store
@@ -104,17 +104,29 @@ def mark_sensitive(
         def registered() -> None:  # engram's plain copy of the scope's promotions goes: the decided ones are sealed
             register(store, scope_hash, scope_root)
             seal_scope(store, scope_hash)
+            reasons.seal_scope(store, scope_hash)
 
-        store.apply(
-            Change(
-                "scope_marked_sensitive", scope_hash, scope_hash, {"scope_root": scope_root}, index_update=registered
+        with store.index.overwriting():  # the plain copies and reasons it drops leave no trace in engram.db's pages
+            store.apply(
+                Change(
+                    "scope_marked_sensitive",
+                    scope_hash,
+                    scope_hash,
+                    {"scope_root": scope_root},
+                    index_update=registered,
+                )
             )
-        )
     fulltext.purge(store)  # the search index's copy of the scope's text goes before its files are encrypted
     for folder in _scope_dirs(store, scope_hash):
         folder.chmod(0o700)
     _adopt_unindexed(store, scope_hash)
     return _convert(store, scope_hash, encrypt=True, progress=progress)
+
+
+def _unregistered(store: Store, scope_hash: str) -> None:
+    """The scope out of ``sensitive_scopes``, and the reasons of its promotions opened again."""
+    SensitiveScope.delete().where(SensitiveScope.scope_hash == scope_hash).execute()
+    reasons.open_scope(store, scope_hash)
 
 
 def unmark_sensitive(store: Store, scope: str, progress: Callable[[int, int], None] | None = None) -> Progress:
@@ -133,7 +145,7 @@ def unmark_sensitive(store: Store, scope: str, progress: Callable[[int, int], No
             scope_hash,
             scope_hash,
             {"files": result.files},
-            index_update=lambda: SensitiveScope.delete().where(SensitiveScope.scope_hash == scope_hash).execute(),
+            index_update=lambda: _unregistered(store, scope_hash),
         )
     )
     _remove_marker(row.get("scope_root"))
