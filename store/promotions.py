@@ -190,12 +190,14 @@ class Approved:
 @dataclass(frozen=True)
 class Rejected:
     promotion_id: int
+    reason_dropped: bool = False  # a reason was given, and its sensitive scope's key is not at hand to seal it
 
 
 @dataclass(frozen=True)
 class Deferred:
     promotion_id: int
     before: tuple[str | None, str | None]  # (deferred_at, defer_reason) it had
+    reason_dropped: bool = False  # as Rejected's
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,12 @@ class Snoozed:
 
 
 Decision = Approved | Rejected | Deferred | Merged | Snoozed
+
+
+def reasons_dropped(decisions: Iterable[Decision]) -> list[int]:
+    """The promotions among ``decisions`` whose reason was not kept: their sensitive scope was locked (see
+    :mod:`engram.store.sensitive.reasons`), which the person is told."""
+    return [d.promotion_id for d in decisions if isinstance(d, Rejected | Deferred) and d.reason_dropped]
 
 
 def target_scopes(store: Store, promotion_ids: Iterable[int]) -> set[str]:
@@ -362,12 +370,12 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
     """Reject a pending promotion; nothing is written but the status, ``decided_at``, the reason and the event."""
     promotion = _pending(store, promotion_id)
     _prove_quietly(store, promotion.scope_hash)
+    kept = reasons.kept(store, promotion.scope_hash, reason)
 
     def index_update() -> None:
         Promotion.update(status=PromotionStatus.REJECTED.value, decided_at=store.now().isoformat()).where(
             Promotion.id == promotion_id
         ).execute()
-        kept = reasons.kept(store, promotion.scope_hash, reason)
         if kept:
             _note(promotion_id, reject_reason=kept)
 
@@ -381,7 +389,7 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
             precondition=_still_pending(promotion_id),
         )
     )
-    return Rejected(promotion_id)
+    return Rejected(promotion_id, reason_dropped=bool(reason) and not kept)
 
 
 def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferred:
@@ -390,6 +398,7 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
     _prove_quietly(store, promotion.scope_hash)
     note = PromotionNote.get_or_none(PromotionNote.promotion_id == promotion_id)
     before = (note.deferred_at, note.defer_reason) if note else (None, None)
+    kept = reasons.kept(store, promotion.scope_hash, reason)
     store.apply(
         Change(
             "promotion_deferred",
@@ -399,16 +408,12 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
             index_update=coexist.sealing(
                 store,
                 promotion_id,
-                lambda: _note(
-                    promotion_id,
-                    deferred_at=store.now().isoformat(),
-                    defer_reason=reasons.kept(store, promotion.scope_hash, reason),
-                ),
+                lambda: _note(promotion_id, deferred_at=store.now().isoformat(), defer_reason=kept),
             ),
             precondition=_still_pending(promotion_id),
         )
     )
-    return Deferred(promotion_id, before)
+    return Deferred(promotion_id, before, reason_dropped=bool(reason) and not kept)
 
 
 def snooze(store: Store, promotion_id: int, until: datetime) -> Snoozed:

@@ -213,8 +213,8 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
             until = parse_until(args.until, store.now())
             promotions.snooze(store, pid, until)
             return {"id": pid, "until": until.isoformat()}
-        (promotions.reject if verb == "reject" else promotions.defer)(store, pid, args.reason)
-        return {"id": pid}
+        decided = (promotions.reject if verb == "reject" else promotions.defer)(store, pid, args.reason)
+        return {"id": pid, **({"reason_kept": False} if decided.reason_dropped else {})}
 
     with open_with_key(args, _needs_key(args.ids) if verb == "approve" else (lambda store: False)) as store:
         if verb == "approve":
@@ -227,7 +227,7 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
     held = getattr(args, "held_back", {})
     text = "\n".join(
         [
-            *(f"{PAST[verb]} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") for d in done),
+            *(f"{PAST[verb]} #{d['id']}" + (f" -> {d['slug']}" if "slug" in d else "") + _dropped(d) for d in done),
             *(f"engram: {_about(f['id'], f['error'])}" for f in failed),
             *(f"left out, in quarantine: #{pid} ({', '.join(rules)})" for pid, rules in held.items()),
         ]
@@ -235,6 +235,10 @@ def _decide_ids(args: argparse.Namespace, verb: str) -> int:
     data = {"done": done, "failed": failed, "held_back": [{"id": pid, "rules": rules} for pid, rules in held.items()]}
     emit(args, data, text)
     return EXIT_FINDING if failed or held else EXIT_OK
+
+
+def _dropped(decided: dict[str, object]) -> str:
+    return " (its reason is not kept: the scope is sensitive and locked)" if decided.get("reason_kept") is False else ""
 
 
 def _acknowledged(args: argparse.Namespace) -> list[str]:

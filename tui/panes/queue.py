@@ -689,6 +689,14 @@ class QueuePane(PaneBase):
             succeeded(self, told(message, step, undone, self.titles), self.reload)
         else:  # everything was skipped (and said): engram changed nothing, but the store had changed
             changed_elsewhere(self, self.reload)
+        dropped = promotions.reasons_dropped(step.decisions) if kind is Kind.DECIDE else []
+        if dropped:
+            ids = ", ".join(f"#{pid}" for pid in dropped)
+            self.notify(
+                f"the reason for {ids} is not kept: its scope is sensitive and locked (ctrl+u unlocks it)",
+                severity="warning",
+                timeout=8,
+            )
         if self.store.audit_warning:
             self.notify(self.store.audit_warning, severity="warning")
 
