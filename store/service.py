@@ -146,6 +146,7 @@ class Store:
             index.close()
             raise
         outbox.restore_cut(store)  # before anything plans a change on what a cut commit left
+        binding.restore_cut(store)
         return store
 
     def close(self) -> None:

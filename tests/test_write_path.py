@@ -259,6 +259,8 @@ NOT_ONE_EVENT = {
     "sensitive.binding.verify": "reads only",
     "sensitive.binding.bindings": "reads only",
     "sensitive.binding.binding_of": "reads only",
+    "sensitive.binding.restore_cut": "engram.db's part of a change already committed in index.db, on opening "
+    "(tests/test_binding.py)",
     "sensitive.reasons.kept": "computes the text a note keeps; its caller's change writes it",
     "sensitive.reasons.shown": "reads only",
     "sensitive.reasons.seal_scope": "the notes of a scope being marked, inside its scope_marked_sensitive change",

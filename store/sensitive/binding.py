@@ -16,8 +16,9 @@ Nothing of the plaintext is stored: only keyed MACs, in engram's own table, and 
 a twin inside index.db (:class:`~engram.store.models.BindingGuard`). SQLite commits index.db (WAL) and the
 attached engram.db one after the other, so a kill between the two commits would keep a rewritten file's index
 row and lose its new binding: the file would read as rolled back, an alarm on engram's own work. The twin is
-committed with the index row; reading takes the newer of the two rows, and the next write copies a newer twin
-row into engram.db and drops the rows engram.db has caught up with (:func:`settle`).
+committed with the index row; reading takes the newer of the two rows, opening the root copies a newer twin
+row into engram.db (:func:`restore_cut`), and the next write drops the rows engram.db has caught up with
+(:func:`settle`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from peewee import DatabaseError
+
+from engram.store.errors import StoreError
 from engram.store.index import as_peewee_errors
 from engram.store.lazy import lazy_module
 from engram.store.models import Binding, BindingGuard, table_of
@@ -120,6 +124,28 @@ def settle(store: Store) -> None:
         f"DELETE FROM {_GUARD} WHERE version <= (SELECT b.version FROM {_TABLE} b WHERE b.slug = {_GUARD}.slug)"
     )
     db.execute_sql(f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} FROM {_GUARD}")
+
+
+_LOST = f"FROM {_GUARD} g WHERE g.version > coalesce((SELECT b.version FROM {_TABLE} b WHERE b.slug = g.slug), 0)"
+
+
+def restore_cut(store: Store) -> int:
+    """On opening a root it can write: the twin rows engram.db lost to a cut commit, copied back at once, in a
+    transaction that writes engram.db only (index.db stays as it is: the twin's rows leave it at the next
+    write). Waiting for that write would leave them in index.db alone, where memoryd's rebuild-index would take
+    them, and the files they bind would read as rolled back. Returns how many; a locked database is left for
+    the next try."""
+    if store.read_only or not (store.index.has(Binding) and store.index.has(BindingGuard)):
+        return 0
+    db = store.index.db
+    try:
+        (lost,) = db.execute_sql(f"SELECT count(*) {_LOST}").fetchone()
+        if lost:
+            with store.index.transaction(prepare=False):
+                db.execute_sql(f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} {_LOST}")
+    except (StoreError, DatabaseError):
+        return 0
+    return int(lost)
 
 
 @dataclass(frozen=True)
