@@ -112,6 +112,9 @@ def forget(store: Store, slugs: Collection[str]) -> None:
             store.index.db.execute_sql(query, (json.dumps(list(slugs)),))
 
 
+_LOST = f"FROM {_GUARD} g WHERE g.version > coalesce((SELECT b.version FROM {_TABLE} b WHERE b.slug = g.slug), 0)"
+
+
 def settle(store: Store) -> None:
     """At the start of a write's transaction: drop the twin rows engram.db has caught up with, then copy into
     engram.db those it lost (a kill between the two commits). In that order: the drop reads engram.db as
@@ -123,10 +126,7 @@ def settle(store: Store) -> None:
     db.execute_sql(
         f"DELETE FROM {_GUARD} WHERE version <= (SELECT b.version FROM {_TABLE} b WHERE b.slug = {_GUARD}.slug)"
     )
-    db.execute_sql(f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} FROM {_GUARD}")
-
-
-_LOST = f"FROM {_GUARD} g WHERE g.version > coalesce((SELECT b.version FROM {_TABLE} b WHERE b.slug = g.slug), 0)"
+    db.execute_sql(f"INSERT OR REPLACE INTO {_TABLE} ({_COLUMNS}) SELECT {_COLUMNS} {_LOST}")
 
 
 def restore_cut(store: Store) -> int:
