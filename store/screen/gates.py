@@ -19,6 +19,7 @@ c: Any = importlib.import_module("re._constants")
 
 LIMIT = 400  # prefixes kept per branch before the gate gives up (a branch that open-ended always runs)
 SHORTEST = 2  # a one-character gate would pass nearly every text
+LONG = 6  # a gate word this long or longer is indexed by this many of its first characters
 
 
 def gate(pattern: str) -> tuple[str, ...] | None:
@@ -98,12 +99,15 @@ def branches(pattern: re.Pattern[str]) -> list[str]:
 
 
 class Branches:
-    """Patterns split into numbered branches, each with its gate words indexed by their first three characters (two
-    for a two-character word). ``active(view)`` is the set of branches worth running on a view: the view's short
-    pieces meet the index in one set operation, and only the words met are looked for."""
+    """Patterns split into numbered branches, each with its gate words indexed by a key a view's pieces can meet in
+    one set operation: a word of two or three characters by itself, a longer one by its first three characters, and
+    one of :data:`LONG` or more by its first :data:`LONG` (a few three-character openings, ``the``, ``use``, begin
+    hundreds of words; six characters tell them apart). ``active(view)`` is the set of branches worth running on a
+    view: only the words whose key is met are looked for, and a word that is its own key is met already."""
 
     def __init__(self) -> None:
         self.index: dict[str, list[tuple[str, int]]] = {}
+        self.sizes: set[int] = set()
         self.always: set[int] = set()
         self.count = 0
 
@@ -115,16 +119,22 @@ class Branches:
             if words is None:
                 self.always.add(self.count)
             for word in words or ():
-                self.index.setdefault(word[:3], []).append((word, self.count))
+                key = word[:LONG] if len(word) >= LONG else word[:3]
+                self.index.setdefault(key, []).append((word, self.count))
+                self.sizes.add(len(key))
             compiled.append((self.count, re.compile(branch, pattern.flags)))
             self.count += 1
         return compiled
 
     def active(self, view: str) -> set[int]:
-        heads = {view[i : i + 3] for i in range(len(view) - 2)} | {view[i : i + 2] for i in range(len(view) - 1)}
+        pieces = {view[i : i + size] for size in self.sizes for i in range(len(view) - size + 1)}
         active = set(self.always)
-        for head in heads & self.index.keys():
-            active.update(number for word, number in self.index[head] if number not in active and word in view)
+        for key in pieces & self.index.keys():
+            active.update(
+                number
+                for word, number in self.index[key]
+                if number not in active and (len(word) == len(key) or word in view)
+            )
         return active
 
 

@@ -14,7 +14,7 @@ import binascii
 import re
 import unicodedata
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060-\u2064\ufeff\u00ad\u180e\u034f\u115f\u1160\u3164]")
@@ -210,16 +210,30 @@ def _turned(text: str, turns: frozenset[str]) -> Iterator[Uncovered]:
     named = bool(ROT13_NAMED.search(text.lower()))
     for line in text.splitlines():
         words = WORD.findall(line.lower().translate(LEET))  # read through leetspeak too
-        plain = sum(w in COMMON for w in words)
-        rot13 = named or sum(w.translate(ROT13) in COMMON for w in words) > max(1, plain)
+        plain = _common(words)
+        rot13 = named or _common(w.translate(ROT13) for w in words) > max(1, plain)
         if "rot13" in turns and rot13:
             yield Uncovered("rot13", line.translate(ROT13), False)
-        forward = sum(line.count(pair) for pair in CJK_COMMON) if not line.isascii() else 0
-        backward = sum(line.count(pair[::-1]) for pair in CJK_COMMON) if not line.isascii() else 0
-        if "reversed" in turns and (sum(w[::-1] in COMMON for w in words) > plain or backward > forward):
+        forward, backward = _cjk_common(line)
+        if "reversed" in turns and (_common(w[::-1] for w in words) > plain or backward > forward):
             yield Uncovered("reversed", line[::-1], False)
-        elif turns == TURNS and sum(w[::-1].translate(ROT13) in COMMON for w in words) > max(1, plain):
+        elif turns == TURNS and _common(w[::-1].translate(ROT13) for w in words) > max(1, plain):
             yield Uncovered("reversed, then rot13", line[::-1].translate(ROT13), False)
+
+
+def _common(words: Iterable[str]) -> int:
+    """How many of ``words`` are common words of instructions."""
+    return sum(map(COMMON.__contains__, words))
+
+
+def _cjk_common(line: str) -> tuple[int, int]:
+    """How often the common CJK words of instructions occur in ``line`` written forwards, and backwards. Only
+    the words whose every character is in the line are counted: most lines hold none of them."""
+    if line.isascii():
+        return 0, 0
+    chars = set(line)
+    present = [word for word in CJK_COMMON if chars.issuperset(word)]
+    return sum(map(line.count, present)), sum(line.count(word[::-1]) for word in present)
 
 
 def _base64(token: str) -> str | None:
