@@ -9,6 +9,7 @@ memory of engram's command and, where memoryd does the same work and its code is
   checked); memoryd's ``audit --verify``;
 - rebuild-index of a copy of the memoryd-written root (copying is not timed); memoryd's rebuild_index;
 - check of the memoryd-written root; memoryd's own reading of every file (the peers' check_dataroot.py);
+- promotions list of the memoryd-written root, every pending promotion screened: the first, and one after it;
 - approve one promotion in the console's store, p50 / p95 over many, on the 100k demo (each undone after);
 - scope mark of the memoryd-written root's largest plain scope, on a copy (engram only: memoryd's
   mark-sensitive is given a project folder, which a generated root does not have).
@@ -243,6 +244,21 @@ def check_rows(bench: Bench) -> None:
     bench.row(f"check, {md.name}", bench.measure(check, env), theirs)
 
 
+def list_rows(bench: Bench) -> None:
+    """``promotions list --json`` of the memoryd-written root: the first, with no text kept as screened clean,
+    and one after it (memoryd's own listing screens nothing: no memoryd column)."""
+    env, md = bench.engram_env, Path(bench.args.md)
+    listing = bench.engram("promotions", "list", "--json", "--root", str(md))
+    kept = Path(env["XDG_CACHE_HOME"]) / "engram" / "screen"
+
+    def forget_kept() -> None:
+        shutil.rmtree(kept, ignore_errors=True)
+
+    bench.row(f"promotions list, {md.name}, first", bench.measure(listing, env, forget_kept))
+    subprocess.run(listing, env=env, capture_output=True)
+    bench.row(f"promotions list, {md.name}, after one", bench.measure(listing, env))
+
+
 def mark_rows(bench: Bench) -> None:
     args, env, md = bench.args, bench.engram_env, Path(bench.args.md)
     copy, fresh_copy = _fresh_copy(bench)
@@ -275,6 +291,7 @@ ROWS: dict[str, Callable[[Bench], None]] = {
     "verify": verify_rows,
     "rebuild": rebuild_rows,
     "check": check_rows,
+    "list": list_rows,
     "mark": mark_rows,
     "approve": approve_rows,
 }

@@ -24,7 +24,8 @@ from poisoning.corpus import cases  # noqa: E402
 from poisoning.second import BENIGN as SECOND_BENIGN  # noqa: E402
 from poisoning.second import POISONED as SECOND_POISONED  # noqa: E402
 
-from engram.store.screen import Item, screen  # noqa: E402
+from engram.store.screen import Item  # noqa: E402
+from engram.store.screen.screen import screen  # noqa: E402
 from engram.store.screening import Tally, screen_root  # noqa: E402
 from engram.store.service import Store  # noqa: E402
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peewee import fn
 
+from engram.store import screen_cache
 from engram.store.allowlist import allowed_hosts
 from engram.store.columns import parse_json_list
 from engram.store.domain import OPEN_STATUSES, MemoryType
@@ -19,10 +20,16 @@ from engram.store.drift.examine import examined
 from engram.store.drift.scan import FileEntry
 from engram.store.errors import StoreError
 from engram.store.frontmatter import MemoryDoc
+from engram.store.lazy import lazy_module
 from engram.store.models import Memory, Promotion, tuples
-from engram.store.screen import Item, Screening, screen
-from engram.store.screen.screen import relaxed
+from engram.store.screen import CLEAN, Item, Screening
+from engram.store.screen.verdict import context_signals
 from engram.store.service import Store, chunked
+
+if TYPE_CHECKING:
+    from engram.store.screen import screen as screener
+else:
+    screener = lazy_module("engram.store.screen.screen")  # the rules: compiled for a text not kept as clean
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,9 @@ def promotion_item(
 def screened_doc(doc: MemoryDoc, relpath: str) -> Screening:
     """The screen of a memory file's content (run by worker processes: a module-level function)."""
     front = doc.frontmatter
-    return screen(Item(title=front.title or "", body=doc.body, triggers=list(front.triggers), source=front.source))
+    return screener.screen(
+        Item(title=front.title or "", body=doc.body, triggers=list(front.triggers), source=front.source)
+    )
 
 
 def screen_promotion(
@@ -141,14 +150,29 @@ PROMOTION_COLUMNS = (
 )
 
 
+SCREEN_BATCH = 200  # promotions screened between two writes of the texts found clean
+
+
 def _screened_rows(store: Store, rows: Sequence[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], Screening]]:
     """Each promotion row of :data:`PROMOTION_COLUMNS` with its screening: its text, its context signals and the
-    allowlist."""
+    allowlist. A text kept as clean (see :mod:`engram.store.screen_cache`) is not screened again; the rules are
+    compiled only for a text that is not."""
     signals, allowed = Signals(rows), allowed_hosts(store)
-    for row in rows:
-        pid, title, body, triggers, reasoning, _, session, created = row
-        item = promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
-        yield row, screen(item, allowed)
+    for batch in chunked(list(rows), SCREEN_BATCH):
+        items = [
+            promotion_item(title, body, triggers, reasoning, signals=signals.of(title, session, created))
+            for _, title, body, triggers, reasoning, _, session, created in batch
+        ]
+        keys = list(map(screen_cache.text_key, items))
+        clean = screen_cache.known_clean(store, keys)
+        found = [
+            Screening(CLEAN, signals=context_signals(item)) if key in clean else screener.screen(item, allowed)
+            for item, key in zip(items, keys, strict=True)
+        ]
+        screen_cache.keep_clean(
+            store, (key for key, verdict in zip(keys, found, strict=True) if key not in clean and not verdict.findings)
+        )
+        yield from zip(batch, found, strict=True)
 
 
 def pending_screens(store: Store, ids: Sequence[int]) -> dict[int, Screening]:
@@ -218,7 +242,7 @@ def screen_root(
         if not isinstance(outcome, Screening):
             tally.unreadable += 1
             continue
-        memory = Screened("memory", slug, title, scope, relaxed(outcome, allowed))
+        memory = Screened("memory", slug, title, scope, screener.relaxed(outcome, allowed))
         tally.add(memory)
         yield memory
     for slug, title, scope, body_path, _ in held:
@@ -233,7 +257,7 @@ def screen_root(
         except (StoreError, OSError, ValueError):
             tally.unreadable += 1
             continue
-        found = relaxed(screened_doc(doc, body_path), allowed)
+        found = screener.relaxed(screened_doc(doc, body_path), allowed)
         memory = Screened("memory", slug, doc.frontmatter.title or title, scope, found)
         tally.add(memory)
         yield memory

@@ -35,6 +35,21 @@ def events(root: Path) -> list[dict]:
     return [json.loads(line) for line in (root / "audit" / "audit.jsonl").read_text().splitlines()]
 
 
+def promotion_texts_in(data: bytes) -> list[str]:
+    """The promotions' titles, bodies and scopes (six characters or more) found in ``data``: what a file that
+    must hold no text of any scope must not show. Fails when there is no such text to look for."""
+    from engram.store.models import Promotion
+
+    texts = [
+        text
+        for row in Promotion.select(Promotion.proposed_title, Promotion.proposed_body, Promotion.scope_hash).tuples()
+        for text in row
+        if len(text) >= 6
+    ]
+    assert texts
+    return [text for text in texts if text.encode() in data]
+
+
 def mapped_kb(directory: Path) -> int:
     """Resident kilobytes of this process's maps of files in ``directory`` (Linux's smaps)."""
     total, inside = 0, False

@@ -7,6 +7,8 @@ import os
 import shutil
 import sqlite3
 
+from helpers import promotion_texts_in
+
 from engram.store import queue_scores
 from engram.store.models import Promotion
 from engram.store.queue import first_page, pending_queue
@@ -104,15 +106,7 @@ def test_a_keep_writes_only_what_changed_and_forgets_decided_promotions(store):
 def test_the_kept_scores_hold_no_text(store):
     """Ids and numbers only: no title, trigger or body of any scope, sensitive or not."""
     _keep(store)
-    data = queue_scores.scores_path(store).read_bytes()
-    texts = [
-        text
-        for row in Promotion.select(Promotion.proposed_title, Promotion.proposed_body, Promotion.scope_hash).tuples()
-        for text in row
-        if len(text) >= 6
-    ]
-    assert texts
-    assert not [text for text in texts if text.encode() in data]
+    assert promotion_texts_in(queue_scores.scores_path(store).read_bytes()) == []
 
 
 async def test_the_console_keeps_the_scores_its_full_read_parsed(store):

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from poisoning.corpus import HIDINGS, LATIN_ONLY, cases, placed
 from poisoning.payloads import PAYLOADS
 
-from engram.store.screen import Item, reveal, screen
+from engram.store.screen import Item, reveal
 from engram.store.screen.gates import first
 from engram.store.screen.rules import RULES
-from engram.store.screen.screen import GATES, TOGETHER_BRANCHES, _matches
+from engram.store.screen.screen import GATES, TOGETHER_BRANCHES, _matches, screen
 
 CASES = cases()
 

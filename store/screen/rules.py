@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-QUARANTINE = "quarantine"
-REVIEW = "review"
+from engram.store.screen.verdict import QUARANTINE, REVIEW
 
 
 @dataclass(frozen=True)

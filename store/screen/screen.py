@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from engram.store.screen import reveal
 from engram.store.screen.gates import Branches, first
@@ -21,10 +21,9 @@ from engram.store.screen.rules import (
     Together,
 )
 from engram.store.screen.typosquats import typosquats
+from engram.store.screen.verdict import CLEAN, Finding, Item, Screening, context_signals
 from engram.store.secrets import find_secrets, masked
 
-CLEAN = "clean"
-LANES = (CLEAN, REVIEW, QUARANTINE)
 EXCERPT = 80  # characters of text around a finding
 DEPTH = 2  # hidden inside hidden inside the text: read that deep
 
@@ -34,54 +33,6 @@ PLANTING = re.compile(
     r"replace [^.\n]{0,20} with|the (?:new|correct|right|real|updated|current) (?:key|token|password|credential)s? "
     r"(?:is|are)|from now on)\b|(?:使用|改用|一律用|统一用|新的?(?:密钥|令牌|密码)(?:是|为))"
 )
-UNTRUSTED_SOURCES = ("web", "browser", "fetch", "tool", "import", "mcp", "email", "issue", "pr-comment")
-
-
-@dataclass(frozen=True)
-class Item:
-    """What the screen reads of a proposal or a memory. ``source`` is where its text came from when known (a
-    session captured from tool output or web content is context, never proof); ``signals`` are context the caller
-    found (a burst of proposals, a re-proposal of a rejected one)."""
-
-    title: str = ""
-    body: str = ""
-    triggers: Sequence[str] = ()
-    reasoning: str = ""
-    source: str = ""
-    signals: Sequence[str] = ()
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    category: str
-    field: str
-    excerpt: str
-    revealed: str  # how the words were found: "" when written plainly, else "base64", "tag characters"...
-    weight: str
-
-    def as_json(self) -> dict[str, str]:
-        return {
-            "rule": self.rule,
-            "category": self.category,
-            "field": self.field,
-            "excerpt": self.excerpt,
-            "revealed": self.revealed,
-        }
-
-
-@dataclass(frozen=True)
-class Screening:
-    lane: str
-    findings: tuple[Finding, ...] = ()
-    signals: tuple[str, ...] = field(default=())
-
-    @property
-    def rules(self) -> list[str]:
-        return sorted({f.rule for f in self.findings})
-
-    def as_json(self) -> dict[str, object]:
-        return {"lane": self.lane, "findings": [f.as_json() for f in self.findings], "signals": list(self.signals)}
 
 
 def screen(item: Item, allowed: frozenset[str] = frozenset()) -> Screening:
@@ -93,11 +44,8 @@ def screen(item: Item, allowed: frozenset[str] = frozenset()) -> Screening:
         if text:
             for finding in _read(text, name, "", DEPTH, allowed):
                 findings.setdefault((finding.rule, finding.field), finding)
-    signals = list(item.signals)
-    if item.source and any(word in item.source.lower() for word in UNTRUSTED_SOURCES):
-        signals.append(f"source: {item.source}")
-    found = tuple(findings.values())
-    return Screening(_lane(found, signals), found, tuple(signals))
+    found, signals = tuple(findings.values()), context_signals(item)
+    return Screening(_lane(found, signals), found, signals)
 
 
 def _lane(findings: Sequence[Finding], signals: Sequence[str]) -> str:
