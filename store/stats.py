@@ -77,20 +77,11 @@ def list_memories(store: Store) -> list[Listed]:
     """Every memory: the indexed ones, then files on disk the index does not know (parsed to show them)."""
     out = []
     known = set()
-    for m in Memory.select().order_by(Memory.scope_hash, Memory.type, Memory.created_at):
-        known.add(m.body_path)
-        out.append(
-            Listed(
-                m.slug,
-                m.type,
-                m.scope_hash,
-                m.title,
-                m.decay_state,
-                _state("indexed", m.body_path),
-                m.body_path,
-                m.created_at,
-            )
-        )
+    columns = (Memory.slug, Memory.type, Memory.scope_hash, Memory.title, Memory.decay_state, Memory.body_path)
+    rows = Memory.select(*columns, Memory.created_at).order_by(Memory.scope_hash, Memory.type, Memory.created_at)
+    for slug, mtype, scope, title, decay, body_path, created in tuples(rows):  # no model instance a row
+        known.add(body_path)
+        out.append(Listed(slug, mtype, scope, title, decay, _state("indexed", body_path), body_path, created))
     for entry in walk(store.layout):
         if not isinstance(entry, FileEntry) or entry.relpath in known:
             continue
