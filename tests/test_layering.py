@@ -58,6 +58,17 @@ def test_a_command_line_imports_the_module_of_its_command_alone():
     assert modules & loaded == {"engram.tui.cli.audit"}
     assert _command(["--root=R", "search", "x"]) == "search" and _command(["--help"]) is None
     assert {words.split()[0] for words in _parser()[1]} == set(COMMANDS)
+    version = "from engram.tui.cli import main; exec('try: main([\"--version\"])\\nexcept SystemExit: pass')"
+    assert modules & loaded_after(version) == set()  # it prints the version and exits: no command is parsed
+
+
+def test_a_listing_loads_neither_the_checks_nor_the_demo_nor_the_search(fixture_root):
+    """``engram ls`` and ``engram stats`` read rows: what the other commands on a whole root need (the check, the
+    demo's writer, the search index and numpy) is not loaded for them."""
+    heavy = {"engram.tui.cli.root", "engram.store.drift.check", "engram.store.demo", "engram.store.search", "numpy"}
+    for command in ("ls", "stats"):
+        listing = f"from engram.tui.cli import main; main([{command!r}, '--json', '--root', {str(fixture_root)!r}])"
+        assert heavy & loaded_after(listing) == set(), command
 
 
 def test_a_search_of_an_index_up_to_date_parses_no_memory_file(fixture_root, tmp_path):

@@ -22,7 +22,8 @@ from engram.tui.terminal_safe import SafeWriter
 # the module that registers each command: a command line imports only the module of the command it runs (each
 # brings much of the store with it); the full parser (help, completion, an unknown word) imports them all
 COMMANDS = {
-    **dict.fromkeys(("check", "completion", "demo", "ls", "open", "rebuild-index", "repair", "stats"), "root"),
+    **dict.fromkeys(("check", "completion", "demo", "open", "rebuild-index", "repair"), "root"),
+    **dict.fromkeys(("ls", "stats"), "listing"),
     **dict.fromkeys(("search", "show"), "memories"),
     "promotions": "promotions",
     "supersedes": "links",
@@ -38,9 +39,9 @@ COMMANDS = {
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))  # in the order the full help lists them
 
 
-def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+def _parser(command: str | None = None, *, bare: bool = False) -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The parser, and each command's handler by its words ("audit verify"): of ``command`` alone when it is one
-    (the words after it are its own), else of every command."""
+    (the words after it are its own), of none when ``bare`` (``--version``), else of every command."""
     root_help = "data root (default: $MEMORYD_DATA_ROOT, else ~/.local/share/memoryd)"
     # --root is taken before or after the subcommand: a subcommand's own default must not overwrite the value
     # given before it (argparse's parents would), so there it is only set when given
@@ -54,7 +55,7 @@ def _parser(command: str | None = None) -> tuple[argparse.ArgumentParser, dict[s
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command")
     handlers: dict[str, Handler] = {}
-    for name in (COMMANDS[command],) if command in COMMANDS else MODULES:
+    for name in () if bare else (COMMANDS[command],) if command in COMMANDS else MODULES:
         module = importlib.import_module(f"engram.tui.cli.{name}")
         handlers.update(module.add_commands(sub, common, report))
     return parser, handlers
@@ -88,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     if console is not None and "_ARGCOMPLETE" not in os.environ:  # the console alone: no command line to parse
         return _run(open_console, console)
     completing = "_ARGCOMPLETE" in os.environ
-    parser, handlers = _parser(None if completing else _command(argv))
+    command = None if completing else _command(argv)
+    version = not completing and command is None and "--version" in argv and not {"-h", "--help"} & set(argv)
+    parser, handlers = _parser(command, bare=version)  # --version prints and exits: no command's module
     if completing:  # the shell asks what can follow: answer and exit (see tui/completion.py)
         autocomplete(parser)
     args, unknown = parser.parse_known_args(argv)

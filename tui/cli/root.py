@@ -1,5 +1,5 @@
-"""The commands on a whole root: open the console, the demo, shell completion, check, repair, rebuild-index,
-ls and stats."""
+"""The commands on a whole root: open the console, the demo, shell completion, check, repair and
+rebuild-index."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from engram.store.drift.seen import acknowledge
 from engram.store.errors import BadInput, NoIndex, StoreError
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store
-from engram.store.stats import counts, list_memories
+from engram.store.stats import counts
 from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, caught_up, emit, open_store
 from engram.tui.cli.console import open_console
 from engram.tui.cli_progress import cli_progress
@@ -50,8 +50,6 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         parents=[common, report],
         help="rebuild index rows from the files, keeping promotions, graph, decay and sensitivity",
     )
-    sub.add_parser("ls", parents=[common, report], help="list every memory with its type, scope and state")
-    sub.add_parser("stats", parents=[common, report], help="counts of memories, promotions and the graph")
     completion = sub.add_parser("completion", help="print the shell hook for completion: eval it in your shell's rc")
     completion.add_argument("shell", choices=SHELLS)
     return {
@@ -61,8 +59,6 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         "check": _check,
         "repair": _repair,
         "rebuild-index": _rebuild,
-        "ls": _ls,
-        "stats": _stats,
     }
 
 
@@ -182,30 +178,3 @@ def _rebuild(args: argparse.Namespace) -> int:
     lines += [f"skipped: {s}" for s in result.skipped]
     emit(args, data, "\n".join(lines))
     return EXIT_FINDING if result.skipped else EXIT_OK
-
-
-def _ls(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
-        items = list_memories(store)
-    text = "\n".join(
-        f"{i.type:<10} {i.scope_hash:<13} {i.decay_state:<14} {i.state:<22} {i.slug}  {i.title}" for i in items
-    )
-    emit(args, [vars(i) for i in items], text)
-    return EXIT_OK
-
-
-def _stats(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
-        c = counts(store)
-    text = "\n".join(
-        [
-            f"memories {c.memories} ({c.encrypted} encrypted)",
-            "by type: " + ", ".join(f"{k} {v}" for k, v in c.by_type.items()),
-            "by decay: " + ", ".join(f"{k} {v}" for k, v in c.by_decay.items()),
-            "promotions: " + ", ".join(f"{k} {v}" for k, v in sorted(c.promotions.items())),
-            f"graph: {c.entities} entities, {c.relations} relations, {c.supersedes} supersedes",
-            "sensitive scopes: " + (", ".join(c.sensitive_scopes) or "none"),
-        ]
-    )
-    emit(args, c.to_json(), text)
-    return EXIT_OK
