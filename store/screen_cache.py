@@ -1,20 +1,20 @@
-"""Which promotions' texts the poisoning screen found clean, kept in engram's cache: a text is screened once, not
-on every listing.
+"""Which texts the poisoning screen found clean, kept in engram's cache: a promotion or a memory file is screened
+once, not on every listing.
 
-The screen reads each field of a promotion through a few hundred rules and every way text can be hidden, and
-``engram promotions list``, ``--where``, and the console's lanes screened every pending promotion again on every
-run. What the screen finds depends on the text and the rules alone, so a text found clean stays clean until one
-of them changes. The cache holds, for each text found clean, a hash of the text and of the rules (the screen's own
-source files, the secrets patterns it uses, the Python and Unicode tables that run them): a changed rule, or an
-upgrade of engram or Python, makes every kept hash another's. A text with findings is not kept: it is screened
-each time, and its findings worded from its text. The allowlist only lowers a finding, and the context signals
-decide nothing without one: neither can flag a clean text, so neither is in the hash, and both are applied afresh.
+The screen reads each field of a text through a few hundred rules and every way text can be hidden, and
+``engram promotions list``, ``--where``, the console's lanes, ``engram screen`` and pane 8 screened every pending
+promotion (and every memory file) again on every run. What the screen finds depends on the text and the rules
+alone, so a text found clean stays clean until one of them changes. The cache holds, for each text found clean, a
+hash of the text and of the rules (the screen's own source files, the secrets patterns it uses, the Python and
+Unicode tables that run them): a changed rule, or an upgrade of engram or Python, makes every kept hash another's.
+A text with findings is not kept: it is screened each time, and its findings worded from its text. The allowlist
+only lowers a finding, and the context signals decide nothing without one: neither can flag a clean text, so
+neither is in the hash, and both are applied afresh.
 
-It keeps hashes only, 32 bytes a text: no text and no finding of any scope (a hash of a promotion's whole text,
-as the audit log keeps a hash of each title, and a sensitive scope's promotions are hashed like any other). It is
-a cache and no more: deleted, damaged, busy or
-unwritable, every text is screened. A hash is dropped :data:`KEEP_DAYS` after it was kept (a text still pending
-then is screened, and kept, again).
+It keeps hashes only, 32 bytes a text: no text and no finding of any scope (a hash of a whole text, as the audit
+log keeps a hash of each title; a sensitive scope's texts are hashed like any other, in the process that holds
+its key). It is a cache and no more: deleted, damaged, busy or unwritable, every text is screened. A hash is
+dropped :data:`KEEP_DAYS` after it was kept (a text still there then is screened, and kept, again).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -94,6 +95,33 @@ def known_clean(store: Store, keys: Collection[bytes | None]) -> set[bytes]:
             con.close()
     except sqlite3.Error:
         return set()
+
+
+def kept_in(path: str) -> frozenset[bytes]:
+    """Every key kept in the cache at ``path``, read once while the file stays the same: for the worker
+    processes that screen a root's memory files (handed the path, they look up each text in memory)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return frozenset()
+    return _kept_at(path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1)
+def _kept_at(path: str, *_stamp: int) -> frozenset[bytes]:
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            return frozenset(key for (key,) in con.execute("SELECT key FROM clean"))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return frozenset()
+
+
+def forget_kept() -> None:
+    """Let go of the keys :func:`kept_in` read (a screen of the root is over)."""
+    _kept_at.cache_clear()
 
 
 def keep_clean(store: Store, keys: Iterable[bytes | None]) -> None:

@@ -5,6 +5,8 @@ screens, and never reads a sensitive memory it has no key for."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from engram.store.errors import StoreError
 from engram.store.frontmatter import MemoryDoc
 from engram.store.lazy import lazy_module
 from engram.store.models import Memory, Promotion, tuples
-from engram.store.screen import CLEAN, Item, Screening
+from engram.store.screen import CLEAN, Item, ScreenedText, Screening
 from engram.store.screen.verdict import context_signals
 from engram.store.service import Store, chunked
 
@@ -63,11 +65,24 @@ def promotion_item(
 
 
 def screened_doc(doc: MemoryDoc, relpath: str) -> Screening:
-    """The screen of a memory file's content (run by worker processes: a module-level function)."""
+    """The screen of a memory file's content."""
+    return screener.screen(_memory_item(doc))
+
+
+def screened_text(kept: str, doc: MemoryDoc, relpath: str) -> ScreenedText:
+    """The screen of a memory file's content, passed over when the cache of clean texts at ``kept`` holds it (run
+    by worker processes: a module-level function, handed the cache's path)."""
+    item = _memory_item(doc)
+    key = screen_cache.text_key(item)
+    if key is not None and key in screen_cache.kept_in(kept):
+        return ScreenedText(Screening(CLEAN, signals=context_signals(item)), None)
+    found = screener.screen(item)
+    return ScreenedText(found, None if found.findings else key)
+
+
+def _memory_item(doc: MemoryDoc) -> Item:
     front = doc.frontmatter
-    return screener.screen(
-        Item(title=front.title or "", body=doc.body, triggers=list(front.triggers), source=front.source)
-    )
+    return Item(title=front.title or "", body=doc.body, triggers=list(front.triggers), source=front.source)
 
 
 def screen_promotion(
@@ -200,6 +215,27 @@ class Tally:
             self.memories += 1
 
 
+class Kept:
+    """The cache of clean texts while a root is screened: where the workers read it, and the texts found clean
+    meanwhile, written a batch at a time."""
+
+    BATCH = 500
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.path, self.new = store, str(screen_cache.cache_path(store)), list[bytes]()
+
+    def took(self, screened: ScreenedText) -> Screening:
+        if screened.clean_key is not None:
+            self.new.append(screened.clean_key)
+            if len(self.new) >= self.BATCH:
+                self.flush()
+        return screened.screening
+
+    def flush(self) -> None:
+        screen_cache.keep_clean(self.store, self.new)
+        self.new = []
+
+
 def screen_root(
     store: Store,
     since: str | None = None,
@@ -219,47 +255,51 @@ def screen_root(
         memories = memories.where(Memory.created_at >= since)
     pending = list(tuples(promotions.order_by(Promotion.id)))
     kept = list(tuples(memories.order_by(Memory.created_at)))
-    total, done = len(pending) + len(kept), 0
-    for (pid, title, *_, scope, _, _), found in _screened_rows(store, pending):
-        item = Screened("promotion", str(pid), title or "", scope, found)
-        tally.add(item)
-        done += 1
+    total = len(pending) + len(kept)
+    promoted = (
+        Screened("promotion", str(pid), title or "", scope, found)
+        for (pid, title, *_, scope, _, _), found in _screened_rows(store, pending)
+    )
+    for done, item in enumerate(itertools.chain(promoted, _screened_memories(store, kept, tally)), 1):
+        if item is not None:
+            tally.add(item)
+            yield item
         if progress and done % 200 == 0:
             progress(done, total)
-        yield item
-    sensitive, allowed = store.sensitive_scopes(), allowed_hosts(store)
-    plain = [m for m in kept if m[2] not in sensitive]
-    held = [m for m in kept if m[2] in sensitive]
+    if progress:
+        progress(total, total)
+
+
+def _screened_memories(store: Store, rows: list[tuple[Any, ...]], tally: Tally) -> Iterator[Screened | None]:
+    """Each memory of ``rows`` (slug, title, scope, path, source) screened; None for one not read (counted in
+    ``tally``: locked, or unreadable)."""
+    sensitive, allowed, clean = store.sensitive_scopes(), allowed_hosts(store), Kept(store)
+    plain = [m for m in rows if m[2] not in sensitive]
+    held = [m for m in rows if m[2] in sensitive]
     # plain files are read, parsed and screened by worker processes (one a core, from a few thousand files); the
     # text of a sensitive scope never leaves this process
     entries = [FileEntry(m[3], m[2], m[3].split("/")[2] if m[3].count("/") >= 3 else "", False) for m in plain]
-    for (slug, title, scope, _, _), (_, outcome) in zip(
-        plain, examined(store.layout, entries, screened_doc), strict=True
-    ):
-        done += 1
-        if progress and done % 200 == 0:
-            progress(done, total)
-        if not isinstance(outcome, Screening):
-            tally.unreadable += 1
-            continue
-        memory = Screened("memory", slug, title, scope, screener.relaxed(outcome, allowed))
-        tally.add(memory)
-        yield memory
-    for slug, title, scope, body_path, _ in held:
-        done += 1
-        if progress and done % 200 == 0:
-            progress(done, total)
-        if not store.keys.can_open(scope):
-            tally.locked += 1
-            continue
-        try:
-            doc = store.read_doc(store.safe_relpath(body_path))
-        except (StoreError, OSError, ValueError):
-            tally.unreadable += 1
-            continue
-        found = screener.relaxed(screened_doc(doc, body_path), allowed)
-        memory = Screened("memory", slug, doc.frontmatter.title or title, scope, found)
-        tally.add(memory)
-        yield memory
-    if progress:
-        progress(total, total)
+    make = functools.partial(screened_text, clean.path)
+    try:
+        for (slug, title, scope, _, _), (_, outcome) in zip(plain, examined(store.layout, entries, make), strict=True):
+            if not isinstance(outcome, ScreenedText):
+                tally.unreadable += 1
+                yield None
+                continue
+            yield Screened("memory", slug, title, scope, screener.relaxed(clean.took(outcome), allowed))
+        for slug, title, scope, body_path, _ in held:
+            if not store.keys.can_open(scope):
+                tally.locked += 1
+                yield None
+                continue
+            try:
+                doc = store.read_doc(store.safe_relpath(body_path))
+            except (StoreError, OSError, ValueError):
+                tally.unreadable += 1
+                yield None
+                continue
+            found = screener.relaxed(clean.took(screened_text(clean.path, doc, body_path)), allowed)
+            yield Screened("memory", slug, doc.frontmatter.title or title, scope, found)
+    finally:
+        clean.flush()
+        screen_cache.forget_kept()

@@ -4,13 +4,16 @@ text is passed over (a flagged one, an edited one, one under changed rules, is s
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 from helpers import promotion_texts_in
-from memoryd_emulation import memoryd_proposes
+from memoryd_emulation import memoryd_proposes, memoryd_updates
 
 from engram.store import screen_cache, screening
+from engram.store.drift import examine
 from engram.store.models import Promotion
 from engram.store.queue import pending_ids
 from engram.tui.cli import main
@@ -104,3 +107,40 @@ def test_a_damaged_cache_is_made_again_and_an_unwritable_one_changes_nothing(sto
     path.parent.write_text("a file where the folder goes")
     assert screening.pending_screens(store, ids) == expected
     assert path.parent.read_text() == "a file where the folder goes"
+
+
+def _screen_root(capsys, root, *words: str) -> dict:
+    main(["screen", "--root", str(root), "--json", *words])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_second_screen_of_the_root_reads_the_files_but_screens_only_what_changed(capsys, fixture_root, counting):
+    """Memory files are screened by their text like promotions: a file rewritten since (memoryd's mem_update) is
+    screened again, and caught."""
+    first = _screen_root(capsys, fixture_root)
+    assert first["screened"]["memories"] > 0 and len(counting.screened) >= first["screened"]["memories"]
+    slug = (
+        sqlite3.connect(fixture_root / "index.db")
+        .execute("SELECT slug FROM memories WHERE type != 'session' AND body_path NOT LIKE '%.enc' LIMIT 1")
+        .fetchone()[0]
+    )
+    memoryd_updates(fixture_root, slug, body=POISON, title="Setup")
+    counting.screened.clear()
+    second = _screen_root(capsys, fixture_root)
+    assert counting.screened == ["Setup"]
+    assert second["screened"] == first["screened"]
+    assert [item["slug"] for item in second["items"]] == [slug]
+
+
+def test_worker_processes_hand_back_the_texts_they_found_clean(capsys, fixture_root, monkeypatch):
+    """A root large enough for worker processes (here: any root): they read the cache and say what they found
+    clean, and the screening process keeps it."""
+    monkeypatch.setattr(examine, "MIN_FILES", 0)
+    monkeypatch.setattr(examine, "_cores", lambda: 2)
+    monkeypatch.setattr(examine, "_CHUNK", 8)
+    first = _screen_root(capsys, fixture_root)
+    (path,) = Path(os.environ["XDG_CACHE_HOME"]).glob("engram/screen/*.db")
+    with sqlite3.connect(path) as con:
+        kept = con.execute("SELECT count(*) FROM clean").fetchone()[0]
+    assert kept > first["screened"]["promotions"] and first["items"] == []
+    assert _screen_root(capsys, fixture_root) == first

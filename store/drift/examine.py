@@ -67,9 +67,9 @@ class Failed(NamedTuple):
 
 
 if TYPE_CHECKING:
-    from engram.store.screen import Screening
+    from engram.store.screen import ScreenedText
 
-T = TypeVar("T", Facts, IndexEntry, "Screening")  # what a check, a rebuild and the poisoning screen make of files
+T = TypeVar("T", Facts, IndexEntry, "ScreenedText")  # what a check, a rebuild and the poisoning screen make of files
 Outcome: TypeAlias = T | Bad | Failed | None
 """What a file gave (its :class:`Facts` for a check, its :class:`IndexEntry` for a rebuild), or why it gave nothing;
 None: the file moved since the walk (memoryd's sweep), nothing to say."""

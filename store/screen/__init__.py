@@ -10,6 +10,6 @@ types are here without them, for code that passes a verdict on or finds it kept 
 :mod:`engram.store.screen_cache`).
 """
 
-from engram.store.screen.verdict import CLEAN, Finding, Item, Screening
+from engram.store.screen.verdict import CLEAN, Finding, Item, ScreenedText, Screening
 
-__all__ = ["CLEAN", "Finding", "Item", "Screening"]
+__all__ = ["CLEAN", "Finding", "Item", "Screening", "ScreenedText"]

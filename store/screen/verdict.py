@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 CLEAN = "clean"
 REVIEW = "review"
@@ -67,3 +68,11 @@ def context_signals(item: Item) -> tuple[str, ...]:
     if item.source and any(word in item.source.lower() for word in UNTRUSTED_SOURCES):
         signals += (f"source: {item.source}",)
     return signals
+
+
+class ScreenedText(NamedTuple):
+    """A text's screening, and the key to keep it under when it was screened clean just now (the caller keeps it:
+    a worker process reads the cache of clean texts, only the process it works for writes it)."""
+
+    screening: Screening
+    clean_key: bytes | None
