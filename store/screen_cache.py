@@ -97,18 +97,13 @@ def known_clean(store: Store, keys: Collection[bytes | None]) -> set[bytes]:
         return set()
 
 
-def kept_in(path: str) -> frozenset[bytes]:
-    """Every key kept in the cache at ``path``, read once while the file stays the same: for the worker
-    processes that screen a root's memory files (handed the path, they look up each text in memory)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return frozenset()
-    return _kept_at(path, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 @functools.lru_cache(maxsize=1)
-def _kept_at(path: str, *_stamp: int) -> frozenset[bytes]:
+def kept_in(path: str) -> frozenset[bytes]:
+    """Every key kept in the cache at ``path``, read once (until :func:`forget_kept`): for the worker processes
+    that screen a root's memory files, handed the path, to look up each text in memory. Keys written meanwhile
+    are not read again: a key is a text's and the rules' hash, so an older set is never wrong, only smaller."""
+    if not os.path.isfile(path):
+        return frozenset()
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
@@ -121,7 +116,7 @@ def _kept_at(path: str, *_stamp: int) -> frozenset[bytes]:
 
 def forget_kept() -> None:
     """Let go of the keys :func:`kept_in` read (a screen of the root is over)."""
-    _kept_at.cache_clear()
+    kept_in.cache_clear()
 
 
 def keep_clean(store: Store, keys: Iterable[bytes | None]) -> None:
