@@ -144,3 +144,12 @@ def test_worker_processes_hand_back_the_texts_they_found_clean(capsys, fixture_r
         kept = con.execute("SELECT count(*) FROM clean").fetchone()[0]
     assert kept > first["screened"]["promotions"] and first["items"] == []
     assert _screen_root(capsys, fixture_root) == first
+
+
+def test_a_hash_kept_longer_ago_than_the_cache_keeps_them_is_dropped(store, monkeypatch):
+    now = 1_800_000_000
+    monkeypatch.setattr(screen_cache.time, "time", lambda: now)
+    screen_cache.keep_clean(store, [b"o" * 32])
+    now += screen_cache.KEEP_DAYS * 86400 + 1
+    screen_cache.keep_clean(store, [b"n" * 32])
+    assert screen_cache.known_clean(store, [b"o" * 32, b"n" * 32]) == {b"n" * 32}
