@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engram.store.demo import DEMO_PASSPHRASE, build_demo, demo_target_problem
 from engram.store.drift.check import KINDS, NOT_DRIFT, Report, check
 from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
 from engram.store.drift.repair import repair
 from engram.store.drift.seen import acknowledge
 from engram.store.errors import BadInput, NoIndex, StoreError
+from engram.store.lazy import lazy_module
 from engram.store.paths import engram_state_dir
 from engram.store.service import Store
 from engram.store.stats import counts
@@ -20,6 +21,11 @@ from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subpar
 from engram.tui.cli.console import open_console
 from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import SHELLS, shell_script
+
+if TYPE_CHECKING:
+    from engram.store import demo
+else:
+    demo = lazy_module("engram.store.demo")  # the demo's writer and the frontmatter's models: for ``demo`` alone
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -64,7 +70,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 def _demo(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else engram_state_dir() / "demo-root"
-    problem = demo_target_problem(root) if args.root else None  # the default is engram's own directory
+    problem = demo.demo_target_problem(root) if args.root else None  # the default is engram's own directory
     if problem:
         raise BadInput(problem)
     with Store.open(root, actor="engram-demo", create=True) as store:
@@ -72,13 +78,13 @@ def _demo(args: argparse.Namespace) -> int:
             print(f"{root} already holds a demo; opening it", file=sys.stderr)
         else:
             with cli_progress("writing the demo root") as advance:
-                made = build_demo(store, args.memories, args.seed, advance)
+                made = demo.build_demo(store, args.memories, args.seed, advance)
             print(f"demo root {root}: " + ", ".join(f"{v} {k}" for k, v in made.items()), file=sys.stderr)
-        print(f"the sensitive scope's passphrase is {DEMO_PASSPHRASE!r}", file=sys.stderr)
+        print(f"the sensitive scope's passphrase is {demo.DEMO_PASSPHRASE!r}", file=sys.stderr)
     if args.no_open:
         return EXIT_OK
     args.root = str(root)
-    return open_console(args, [f"demo root: the sensitive scope's passphrase is {DEMO_PASSPHRASE!r}"])
+    return open_console(args, [f"demo root: the sensitive scope's passphrase is {demo.DEMO_PASSPHRASE!r}"])
 
 
 def _completion(args: argparse.Namespace) -> int:
