@@ -386,6 +386,7 @@ def reject(store: Store, promotion_id: int, reason: str | None = None) -> Reject
             promotion.scope_hash,
             {"source_session_slug": promotion.source_session_slug, "reason": reason},
             index_update=coexist.sealing(store, promotion_id, index_update),
+            kept_rows=_note_of(promotion_id),
             precondition=_still_pending(promotion_id),
         )
     )
@@ -410,6 +411,7 @@ def defer(store: Store, promotion_id: int, reason: str | None = None) -> Deferre
                 promotion_id,
                 lambda: _note(promotion_id, deferred_at=store.now().isoformat(), defer_reason=kept),
             ),
+            kept_rows=_note_of(promotion_id),
             precondition=_still_pending(promotion_id),
         )
     )
@@ -430,6 +432,7 @@ def snooze(store: Store, promotion_id: int, until: datetime) -> Snoozed:
             promotion.scope_hash,
             {"until": until.isoformat()},
             index_update=lambda: _note(promotion_id, snoozed_until=until.isoformat()),
+            kept_rows=_note_of(promotion_id),
             precondition=_still_pending(promotion_id),
         )
     )
@@ -479,6 +482,7 @@ def merge(store: Store, promotion_id: int, into_slug: str) -> Merged:
             {"promotion_id": promotion_id},
             writes=[write],
             index_update=coexist.sealing(store, promotion_id, index_update),
+            kept_rows=_note_of(promotion_id),
             removals=[rel],
             precondition=_still_pending(promotion_id),
         )
@@ -593,6 +597,7 @@ def _undo_rejected(store: Store, done: Rejected) -> Change:
         Promotion.get_by_id(done.promotion_id).scope_hash,
         {},
         index_update=lambda: _reopen(done.promotion_id, reject_reason=None),
+        kept_rows=_note_of(done.promotion_id),
     )
 
 
@@ -604,6 +609,7 @@ def _undo_deferred(store: Store, done: Deferred) -> Change:
         Promotion.get_by_id(done.promotion_id).scope_hash,
         {},
         index_update=lambda: _note(done.promotion_id, deferred_at=at, defer_reason=reason),
+        kept_rows=_note_of(done.promotion_id),
     )
 
 
@@ -624,6 +630,7 @@ def _undo_merged(store: Store, done: Merged) -> Change:
         writes=[write],
         removals=[rel],
         index_update=index_update,
+        kept_rows=_note_of(done.promotion_id),
     )
 
 
@@ -634,6 +641,7 @@ def _undo_snoozed(store: Store, done: Snoozed) -> Change:
         Promotion.get_by_id(done.promotion_id).scope_hash,
         {},
         index_update=lambda: _note(done.promotion_id, snoozed_until=done.before),
+        kept_rows=_note_of(done.promotion_id),
     )
 
 
@@ -644,6 +652,13 @@ _UNDO: dict[type, Callable[[Store, Any], Change]] = {
     Merged: _undo_merged,
     Snoozed: _undo_snoozed,
 }
+
+
+def _note_of(promotion_id: int) -> tuple[tuple[str, Any], ...]:
+    """The note a change on ``promotion_id`` writes, carried in its queued event: a person's reason is in no
+    event (only its hash), so a kill between SQLite's two commits would lose it for good (see
+    :func:`engram.store.audit.outbox.carry_rows`)."""
+    return ((PromotionNote._meta.table_name, promotion_id),)
 
 
 def _note(promotion_id: int, **fields: Any) -> None:

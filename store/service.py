@@ -289,9 +289,11 @@ class Store:
                 {
                     "op_id": op_id,
                     "created_at": stamp,
-                    "event": json.dumps(retire.carry(event, retiring[op_id]), ensure_ascii=False),
+                    "event": json.dumps(
+                        outbox.carry_rows(retire.carry(event, retiring[op_id]), change.kept_rows), ensure_ascii=False
+                    ),
                 }
-                for op_id, _, event in queued
+                for op_id, change, event in queued
             ]
             for table in (AuditOutbox, OutboxGuard):  # see OutboxGuard: both, or neither after a crash
                 for batch in chunked(rows, _BATCH):

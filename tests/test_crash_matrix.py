@@ -20,12 +20,13 @@ from conftest import FIXTURE
 from crash_driver import NEW, OLD
 from memoryd_emulation import memoryd_load_failures
 
+from engram.store.audit import outbox
 from engram.store.decay import forget_now
 from engram.store.drift.check import check
 from engram.store.drift.repair import repair
 from engram.store.history import ops as history_ops
 from engram.store.memories import edit_memory
-from engram.store.models import Imported, Memory, Promotion
+from engram.store.models import Imported, Memory, Promotion, PromotionNote
 from engram.store.quarantine import held_memories, quarantine
 from engram.store.sensitive.convert import mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import KeyRing
@@ -249,6 +250,23 @@ def test_a_quarantine_cut_between_the_two_databases_commits_is_kept_whole(prepar
         assert store.flush_audit_outbox() == 0  # the cut change's event, told once
         kinds = [json.loads(line)["event_type"] for line in store.layout.audit_path.read_text().splitlines()]
     assert kinds.count("memory_quarantined" if action == "quarantine" else "memory_released") == 1
+
+
+def test_a_reason_cut_between_the_two_databases_commits_is_kept(prepared):
+    """A person's reason for a rejection is written into engram.db only, and its event holds only its hash: a
+    kill between the two commits would keep the rejection and lose the reason for good (a rerun is refused, the
+    promotion is decided). The change carries the note in its queued event, and opening the root writes it
+    back; the event appended to the log still holds no reason."""
+    with Store.open(prepared, keys=keys(), actor="engram-test") as store:
+        _, pid = argument(store, "reject")
+    assert drive(prepared, "reject", pid, cut=1) == 137
+    with Store.open(prepared, keys=keys(), actor="engram-test") as store:
+        assert Promotion.get_by_id(int(pid)).status == "rejected"
+        assert PromotionNote.get_by_id(int(pid)).reject_reason == "crash test"
+        assert store.flush_audit_outbox() == 0
+    log = prepared / "audit" / "audit.jsonl"
+    told = [json.loads(line) for line in log.read_text().splitlines() if '"promotion_rejected"' in line]
+    assert len(told) == 1 and outbox.ROWS not in told[0] and "crash test" not in log.read_text()
 
 
 @pytest.mark.parametrize("action", ["mark", "forget-sensitive"])

@@ -720,3 +720,22 @@ def test_a_file_that_does_not_read_back_to_its_bytes_keeps_the_old_one(tmp_path,
         atomic.write_atomic(target, b"the new ciphertext", read_back=True)
     monkeypatch.undo()
     assert target.read_bytes() == b"the old ciphertext" and [p.name for p in tmp_path.iterdir()] == ["m.md.enc"]
+
+
+def test_a_cut_changes_carried_rows_are_written_back_only_into_the_tables_that_may_carry_them(store):
+    """The twin of the outbox is in index.db, which other programs write: a carried row naming any table but a
+    promotion's notes is passed over, and the note is written back as carried."""
+    from engram.store.audit import outbox
+    from engram.store.models import Binding, OutboxGuard, PromotionNote
+
+    store.index.writable()  # the twin is made with engram.db's tables
+    pid = Promotion.select().where(Promotion.status == "pending").first().id
+    bindings = Binding.select().count()
+    carried = [
+        {"table": "engram_binding", "key": "x", "row": None},
+        {"table": "engram_promotion_notes", "key": pid, "row": {"promotion_id": pid, "reject_reason": "kept"}},
+    ]
+    event = {"event_type": "promotion_rejected", "target_id": str(pid), "details": {}, outbox.ROWS: carried}
+    OutboxGuard.insert(op_id="cut", event=json.dumps(event), created_at="2026-12-07T00:00:00+00:00").execute()
+    assert outbox.restore_cut(store) == 1
+    assert PromotionNote.get_by_id(pid).reject_reason == "kept" and Binding.select().count() == bindings

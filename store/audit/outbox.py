@@ -11,6 +11,7 @@ event is told, and one whose engram.db part a crash lost is given it back first 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,17 @@ from peewee import SQL, DatabaseError
 
 from engram.store.audit import chain
 from engram.store.errors import StoreError
-from engram.store.models import AuditOutbox, OutboxGuard, QuarantinedMemory, tuples
+from engram.store.models import AuditOutbox, OutboxGuard, PromotionNote, QuarantinedMemory, tuples
 from engram.store.write import faults, retire
 
 if TYPE_CHECKING:
     from engram.store.service import Store
 
 DELETED_AT_ONCE = 400  # op ids in one DELETE: far below SQLite's bound-variable limit
+ROWS = "_rows"  # in a queued event only: engram.db's rows its change wrote (see carry_rows); taken off before appending
+# the tables whose rows a queued event may carry (rows of text and numbers, each by its primary key); a row of any
+# other table named in an event is ignored, whoever wrote the twin
+CARRIED = {model._meta.table_name: model for model in (PromotionNote,)}
 
 
 def queued(store: Store) -> list[tuple[str, str]]:
@@ -43,9 +48,10 @@ def restore_cut(store: Store) -> int:
     """Finish engram.db's part of the changes a kill between the two databases' commits cut (SQLite commits
     index.db, then engram.db): their events are only in the twin. Each gets its outbox copy back, with the rows
     of engram.db its event tells: a memory held in quarantine (``from``: the state its release restores) or
-    released. One transaction that writes engram.db only, run when a root is opened to act on and before its
-    events are appended, so nothing plans a change on what the cut left (a quarantine again would record the
-    soft-forgotten state as the one to restore). Bindings have their own twin. Returns how many changes; a
+    released, and the rows it carried (a promotion's note: a person's reason, a deferral, a snooze). One
+    transaction that writes engram.db only, run when a root is opened to act on and before its events are
+    appended, so nothing plans a change on what the cut left (a quarantine again would record the soft-forgotten
+    state as the one to restore). Bindings have their own twin. Returns how many changes; a
     locked database is left for the next try."""
     if store.read_only or not (store.index.has(OutboxGuard) and store.index.has(AuditOutbox)):
         return 0
@@ -68,8 +74,37 @@ def restore_cut(store: Store) -> int:
     return len(cut)
 
 
+def carry_rows(event: dict[str, Any], kept: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The queued form of ``event``, with the rows ``kept`` names, ``(table, primary key)``, as they are now:
+    read inside its change's transaction, after its index update. A change whose event does not tell what it
+    wrote into engram.db (a person's reason) carries it so, for :func:`restore_cut`."""
+    if not kept:
+        return event
+    rows = []
+    for table, key in kept:
+        model = CARRIED[table]
+        row = model.get_or_none(model._meta.primary_key == key)
+        fields = None if row is None else {f.name: getattr(row, f.name) for f in model._meta.sorted_fields}
+        rows.append({"table": table, "key": key, "row": fields})
+    return {**event, ROWS: rows}
+
+
+def _put_back(store: Store, rows: Any) -> None:
+    """engram.db's rows a cut change carried (see :func:`carry_rows`), written again as it left them."""
+    for item in rows if isinstance(rows, list) else []:
+        model = CARRIED.get(item.get("table")) if isinstance(item, dict) else None
+        if model is None or not store.index.has(model):
+            continue
+        row = item.get("row")
+        if row is None:
+            model.delete().where(model._meta.primary_key == item.get("key")).execute()
+        elif isinstance(row, dict):
+            model.replace(**{f.name: row.get(f.name) for f in model._meta.sorted_fields}).execute()
+
+
 def _redo(store: Store, event: dict[str, Any], created: str) -> None:
     """engram.db's rows of one cut change, from its event."""
+    _put_back(store, event.get(ROWS))
     kind, slug, details = event.get("event_type"), event.get("target_id"), event.get("details") or {}
     if not isinstance(slug, str) or not store.index.has(QuarantinedMemory):
         return
@@ -92,6 +127,7 @@ def flush(store: Store) -> int:
     events = []
     for _, raw in rows:  # a change a crash cut short is finished before its event is told
         event, retiring = retire.take(json.loads(raw))
+        event.pop(ROWS, None)
         retire.finish(store.layout, retiring)
         events.append(event)
     try:

@@ -115,6 +115,10 @@ class Change:
     # planned on is gone (memoryd decided the promotion meanwhile). The transaction holds the write lock, so
     # what it saw cannot change until the change commits.
     precondition: Callable[[], None] | None = None
+    # engram.db's rows the index update writes that its event does not tell, by (table, primary key): carried in
+    # its queued event as the update left them, so that a kill between SQLite's two commits, which keeps the
+    # index's part and loses engram.db's, loses none of them (see engram.store.audit.outbox.restore_cut)
+    kept_rows: Sequence[tuple[str, Any]] = ()
 
 
 class IndexEntry(NamedTuple):
