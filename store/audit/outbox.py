@@ -51,8 +51,8 @@ def restore_cut(store: Store) -> int:
     released, and the rows it carried (a promotion's note: a person's reason, a deferral, a snooze). One
     transaction that writes engram.db only, run when a root is opened to act on and before its events are
     appended, so nothing plans a change on what the cut left (a quarantine again would record the soft-forgotten
-    state as the one to restore). Bindings have their own twin. Returns how many changes; a
-    locked database is left for the next try."""
+    state as the one to restore). Bindings have their own twin. Returns how many changes; a locked database is
+    left for the next try."""
     if store.read_only or not (store.index.has(OutboxGuard) and store.index.has(AuditOutbox)):
         return 0
     try:
