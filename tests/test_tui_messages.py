@@ -9,7 +9,6 @@ import ast
 import re
 import sqlite3
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -383,28 +382,41 @@ async def test_a_large_index_is_searched_in_a_worker_and_only_the_last_query_is_
         assert await search(app, pilot, "config")  # and a query left standing is answered
 
 
+class _Idle:
+    """A timer the search pane sets after a key, in place of Textual's: it fires when the test says the delay
+    has passed, not when the wall clock does (a loaded machine would let it fire between two keys)."""
+
+    def __init__(self, delay: float, callback) -> None:  # type: ignore[no-untyped-def]
+        self.delay, self.callback, self.stopped = delay, callback, False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
 async def test_the_index_lets_go_of_its_mapped_pages_once_typing_stops(store, monkeypatch):
     import engram.tui.panes.search as search_module
     from engram.store.search.index import SearchIndex
 
-    monkeypatch.setattr(search_module, "IDLE", 1.0)
-    released: list[float] = []
-    monkeypatch.setattr(SearchIndex, "release", lambda index: released.append(time.monotonic()))
+    released: list[SearchIndex] = []
+    monkeypatch.setattr(SearchIndex, "release", lambda index: released.append(index))
     app = EngramApp(store)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         await settle(app, pilot)
+        pane = app.query_one(SearchPane)
+        timers: list[_Idle] = []
+
+        def set_timer(delay: float, callback) -> _Idle:  # type: ignore[no-untyped-def]
+            timers.append(_Idle(delay, callback))
+            return timers[-1]
+
+        monkeypatch.setattr(pane, "set_timer", set_timer)
         box = app.query_one("#search-query", Input)
-        box.value = "c"
-        await pilot.pause(0.01)  # this key puts off any release the load's own searches had set
-        released.clear()  # (a slow load may have reached one already)
-        for text in ("co", "con"):
+        for text in ("c", "co", "con"):
             box.value = text
-            await pilot.pause(0.01)
-        last = time.monotonic()
-        assert not released  # keys came quicker than the idle delay: each put it off
-        for _ in range(100):
-            if released:
-                break
-            await pilot.pause(0.05)
-        assert len(released) == 1 and released[0] >= last
+            await pilot.pause()
+        assert [t.delay for t in timers] == [search_module.IDLE] * 3
+        assert [t.stopped for t in timers] == [True, True, False]  # each key put the release off
+        assert released == []
+        timers[-1].callback()  # the delay passes with no key
+        assert released == [pane.index]
