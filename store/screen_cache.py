@@ -82,22 +82,9 @@ def text_key(item: Item) -> bytes | None:
 def known_clean(store: Store, keys: Collection[bytes | None]) -> set[bytes]:
     """The ``keys`` kept as clean; none when the cache cannot be read."""
     wanted = sorted({key for key in keys if key is not None})
-    path = cache_path(store)
-    if not wanted or not path.is_file():
-        return set()
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            found: set[bytes] = set()
-            for at in range(0, len(wanted), _LOOKUP):
-                part = wanted[at : at + _LOOKUP]
-                marks = ", ".join("?" * len(part))
-                found.update(key for (key,) in con.execute(f"SELECT key FROM clean WHERE key IN ({marks})", part))
-            return found
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return set()
+    parts = [wanted[at : at + _LOOKUP] for at in range(0, len(wanted), _LOOKUP)]
+    asked = [(f"SELECT key FROM clean WHERE key IN ({', '.join('?' * len(part))})", part) for part in parts]
+    return set(_read(str(cache_path(store)), asked))
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,16 +92,22 @@ def kept_in(path: str) -> frozenset[bytes]:
     """Every key kept in the cache at ``path``, read once (until :func:`forget_kept`): for the worker processes
     that screen a root's memory files, handed the path, to look up each text in memory. Keys written meanwhile
     are not read again: a key is a text's and the rules' hash, so an older set is never wrong, only smaller."""
-    if not os.path.isfile(path):
-        return frozenset()
+    return frozenset(_read(path, [("SELECT key FROM clean", [])]))
+
+
+def _read(path: str, asked: list[tuple[str, list[bytes]]]) -> list[bytes]:
+    """The keys each ``(sql, values)`` of ``asked`` selects from the cache at ``path``, read only; none when
+    there is no cache or it cannot be read."""
+    if not asked or not os.path.isfile(path):
+        return []
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
-            return frozenset(key for (key,) in con.execute("SELECT key FROM clean"))
+            return [key for sql, values in asked for (key,) in con.execute(sql, values)]
         finally:
             con.close()
     except sqlite3.Error:
-        return frozenset()
+        return []
 
 
 def forget_kept() -> None:
