@@ -7,7 +7,11 @@ adds exactly one name to site-packages.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# numpy's BLAS starts a pool of threads at import that spin on the other cores; engram does no linear algebra
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Run from a checkout (``PYTHONPATH`` at the repository, or ``python -m engram`` inside it) rather than
 # installed, the subpackages are this folder's siblings: the mapping ``[tool.setuptools.package-dir]`` makes.

@@ -16,6 +16,7 @@ from engram.store.search.fulltext import FullText, sync
 from engram.store.search.index import SearchIndex, SearchResult
 from engram.store.search.lookup import Lookup
 from engram.store.search.rows import Builder
+from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
 
 QUERIES = [
@@ -66,6 +67,32 @@ def test_a_narrow_query_reads_only_the_rows_it_can_match(store, monkeypatch):
     assert 0 < found.total < every - loose
     assert narrow == found.total + loose
     assert sum(built) == every
+
+
+def test_a_locked_scopes_memories_are_read_only_where_their_heads_can_match(fixture_root, monkeypatch):
+    """Without the passphrase an encrypted memory is searched by its head alone: one whose head holds no term of
+    some AND-group of text terms could not be a hit, and its row is not read. The answers stay the whole index's."""
+    built: list[int] = []
+    add = Builder.add
+    monkeypatch.setattr(Builder, "add", lambda self, slugs, *rest: (built.append(len(slugs)), add(self, slugs, *rest)))
+    with Store.open(fixture_root, keys=KeyRing(), actor="engram-test") as store:
+        sync(store)
+        whole = SearchIndex.load(store, FullText.open(store))
+        whole.enrich(store)
+        locked = Memory.get(Memory.slug == "2026-05-31-QuickBooks_is_pinned_to_7_16-1780209309")
+        queries = [*QUERIES, "quickbooks", "^quickbooks pinned", "quickbooks -pinned", "quickbooks | zzzz"]
+        with Lookup(store) as lookup:
+            lookup.refresh()
+            for query in queries:
+                built.clear()
+                answer = lookup.search(query, 50)
+                assert listed(answer) == listed(whole.search(query, 50)), query
+                if query in ("webhook secret", "quickbooks", "^quickbooks pinned"):
+                    assert sum(built) == answer.total, query  # every row read is a hit
+            assert locked.slug in {hit.slug for hit in lookup.search("quickbooks", 20).hits}
+            built.clear()
+            lookup.search("!quickbooks", 20)  # a negation narrows nothing: every row
+        assert sum(built) == Memory.select().count()
 
 
 def test_nothing_moved_no_sync_and_memoryds_recalls_and_sweeps_move_nothing(store):
@@ -124,10 +151,13 @@ def test_a_file_edited_in_place_by_hand_is_seen_by_a_rescan(store):
         assert [hit.slug for hit in lookup.search("wombat", 5).hits] == [plain.slug]
 
 
-def test_a_row_whose_text_is_not_utf8_is_still_searched(store):
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
+def test_a_row_whose_text_is_not_utf8_is_still_searched(store, encrypted):
     """sqlite3 refuses such text; the listing reads it again decoding what it can, so one damaged row (another
-    writer's bytes, a bad page) neither stops the search nor hides the other rows."""
-    damaged, other = (m.slug for m in Memory.select().where(~Memory.body_path.endswith(".md.enc")).limit(2))
+    writer's bytes, a bad page) neither stops the search nor hides the other rows. An encrypted file's row is
+    one whose head a narrow query tests before reading it: that test cannot be given such text either."""
+    kind = Memory.body_path.endswith(".md.enc")
+    damaged, other = (m.slug for m in Memory.select().where(kind if encrypted else ~kind).limit(2))
     con = sqlite3.connect(store.layout.root / "index.db")
     with con:
         con.execute("UPDATE memories SET title = CAST(x'71756f6b6b61ff' AS TEXT) WHERE slug = ?", (damaged,))

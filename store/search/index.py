@@ -13,6 +13,7 @@ key at a time recomputes only the term being typed; AND, OR and NOT are single i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -101,7 +102,12 @@ class SearchIndex:
 
     @classmethod
     def load(
-        cls, store: Store, fulltext: FullText | None = None, keep: bool = False, only: np.ndarray | None = None
+        cls,
+        store: Store,
+        fulltext: FullText | None = None,
+        keep: bool = False,
+        only: np.ndarray | None = None,
+        head_test: Callable[[str], bool] | None = None,
     ) -> SearchIndex:
         """Titles, triggers and fields of every memory from index.db (no memory file is read), and the bodies of
         plain scopes at once through ``fulltext``, the persistent index, as up to date as its last sync. Rows are
@@ -113,13 +119,17 @@ class SearchIndex:
 
         With ``only`` (ids in ``fulltext``), the index holds the memories of those ids and every memory the
         persistent index does not answer for: a query whose hits are all among them is answered as by the whole
-        index (see :mod:`engram.store.search.lookup`), without a row read for the others."""
+        index (see :mod:`engram.store.search.lookup`), without a row read for the others. With ``head_test`` too (a
+        test of a head that every hit among those others passes), those others are read only where it passes or
+        their bodies are searched (an unlocked sensitive scope's encrypted files): the rest are searched by their
+        heads alone, and could not have been hits."""
         sensitive = store.sensitive_scopes()
         try:
-            rows = _read_rows(store, fulltext, only, sensitive, lenient=False)
+            rows = _read_rows(store, fulltext, only, sensitive, lenient=False, head_test=head_test)
         except sqlite3.OperationalError as exc:
-            if not str(exc).startswith(_UNDECODABLE):
+            if head_test is None and not str(exc).startswith(_UNDECODABLE):
                 raise
+            # a row's text that is not UTF-8 cannot be handed to ``head_test`` either: every such row is then read
             rows = _read_rows(store, fulltext, only, sensitive, lenient=True)
         if keep and fulltext is not None:
             rows = cls._kept(store, fulltext, rows)
@@ -255,9 +265,9 @@ class SearchIndex:
     def _readable(self, store: Store, rows: np.ndarray) -> np.ndarray:
         """Which of ``rows`` (none the persistent index covers) :meth:`enrich` reads: an encrypted file whose scope
         is unlocked; a plain one only without a persistent index (it takes in the plain ones itself)."""
-        unlocked = [k for k, scope in enumerate(self.rows.names["scope"]) if store.keys.can_open(scope)]
+        unlocked = np.array([store.keys.can_open(scope) for scope in self.rows.names["scope"]], dtype=bool)
         encrypted = self.rows.encrypted[rows]
-        return np.where(encrypted, np.isin(self.rows.codes["scope"][rows], unlocked), self.fulltext is None)
+        return np.where(encrypted, unlocked[self.rows.codes["scope"][rows]], self.fulltext is None)
 
     def refreshed(self, store: Store, changed: Collection[str]) -> SearchIndex:
         """The index of the store as it is now, for a console told that the memories ``changed`` changed: the
@@ -448,10 +458,25 @@ class SearchIndex:
 
 
 # the listed columns as text whatever a damaged index.db holds in them (a number, a blob, nothing)
-_LISTED = ", ".join(
+_SLUG, _TITLE, _TYPE, _SCOPE, _STATE, _SOURCE, _CREATED = (
     f"coalesce(CAST(m.{column} AS TEXT), '')"
     for column in ("slug", "title", "type", "scope_hash", "decay_state", "source", "created_at")
 )
+_LISTED = ", ".join((_SLUG, _TITLE, _TYPE, _SCOPE, _STATE, _SOURCE, _CREATED))
+
+
+def _loose_test(store: Store, head_test: Callable[[str], bool]) -> Callable[[int, str, str, str, str], bool]:
+    """Is a memory the persistent index does not answer for read, as :meth:`SearchIndex.load` asks with
+    ``head_test``? Its head is built as the rows' is, so the test sees what the search would scan."""
+
+    @functools.cache
+    def opens(scope: str) -> bool:
+        return store.keys.can_open(scope)
+
+    def read(encrypted: int, scope: str, title: str, triggers: str, slug: str) -> bool:
+        return bool(encrypted) and opens(scope) or head_test(head_text(title, triggers, slug))
+
+    return read
 
 
 _UNDECODABLE = "Could not decode to UTF-8"  # sqlite3's error for text that is not UTF-8
@@ -462,13 +487,19 @@ def _lenient(raw: bytes) -> str:
 
 
 def _read_rows(
-    store: Store, fulltext: FullText | None, only: np.ndarray | None, sensitive: Collection[str], *, lenient: bool
+    store: Store,
+    fulltext: FullText | None,
+    only: np.ndarray | None,
+    sensitive: Collection[str],
+    *,
+    lenient: bool,
+    head_test: Callable[[str], bool] | None = None,
 ) -> Rows:
     """The rows :meth:`SearchIndex.load` reads, made compact a chunk at a time. ``lenient`` decodes a damaged
     row's text as far as it reads; it is a function called for every column, so it is asked for only once a read
     without it met such a row."""
     builder = Builder()
-    with _listing(store, fulltext, only, sensitive, lenient) as cursor:
+    with _listing(store, fulltext, only, sensitive, lenient, head_test) as cursor:
         while chunk := cursor.fetchmany(CHUNK):
             slugs, titles, types, scopes, states, sources, created, encrypted, triggers, ids = zip(*chunk, strict=True)
             del chunk
@@ -487,6 +518,7 @@ def _listing(
     only: np.ndarray | None = None,
     sensitive: Collection[str] = (),
     lenient: bool = False,
+    head_test: Callable[[str], bool] | None = None,
 ) -> Iterator[sqlite3.Cursor]:
     """Every memory's listed columns, newest first, with its id in the persistent index (-1 where it has none): on a
     read-only connection of its own to index.db, the persistent index attached read-only, so that SQLite joins the
@@ -496,7 +528,8 @@ def _listing(
     marking a scope sensitive discards it too: a row of a sensitive scope is left out by its own scope.
 
     With ``only`` (ids in the persistent index), the rows of those ids and of every memory it does not answer
-    for: none there, of a ``sensitive`` scope, or encrypted."""
+    for: none there, of a ``sensitive`` scope, or encrypted; with ``head_test`` as well, of those memories only the
+    ones whose head passes it or whose file is encrypted in a scope this process can open."""
     con = store.index.reader()
     if lenient:
         con.text_factory = _lenient  # a damaged row's text is searched as far as it reads
@@ -509,10 +542,11 @@ def _listing(
         if fulltext is not None and only is not None:
             con.execute("CREATE TEMP TABLE wanted (id INTEGER PRIMARY KEY)")
             con.executemany("INSERT INTO temp.wanted (id) VALUES (?)", ((int(i),) for i in only))
-            where = (
-                "WHERE d.id IS NULL OR d.id IN (SELECT id FROM temp.wanted) OR m.body_path LIKE '%.md.enc' "
-                f"OR m.scope_hash IN ({', '.join('?' * len(args))}) "
-            )
+            loose = f"(d.id IS NULL OR m.body_path LIKE '%.md.enc' OR m.scope_hash IN ({', '.join('?' * len(args))}))"
+            if head_test is not None:
+                con.create_function("engram_read_loose", 5, _loose_test(store, head_test), deterministic=True)
+                loose += f" AND engram_read_loose(m.body_path LIKE '%.md.enc', {_SCOPE}, {_TITLE}, {TRIGGERS}, {_SLUG})"
+            where = f"WHERE d.id IN (SELECT id FROM temp.wanted) OR ({loose}) "
         yield con.execute(  # in the order of memoryd's index of creation times: no sort of a million rows
             f"SELECT {_LISTED}, m.body_path LIKE '%.md.enc', {TRIGGERS}, {kept} FROM main.memories m "
             + ("LEFT JOIN persistent.docs d ON d.slug = m.slug " if fulltext is not None else "")

@@ -4,10 +4,11 @@ The console loads every memory's row into a :class:`~engram.store.search.index.S
 types many queries against it. A script asks one, in a process of its own, so here the query's terms are first
 asked of the persistent index alone (its segments and FTS5 answer for the memories of plain scopes); only the
 rows of the memories they name, and of the memories it does not answer for (sensitive scopes, encrypted files,
-files it could not read), are read from index.db, and the same ``SearchIndex`` answers over those. A memory the
-persistent index rules out matches no term of some AND-group, so it could not have been a hit: the hits, their
-order and the total are the whole index's. A query no term narrows (only negations, only fields, empty) reads
-every row, as the console does.
+files it could not read) whose heads hold a term of every AND-group of text terms, are read from index.db, and
+the same ``SearchIndex`` answers over those. Of the memories it does not answer for, only an unlocked scope's
+encrypted files are searched by their bodies: they are read whatever their heads hold. A memory left out matches
+no term of some AND-group, so it could not have been a hit: the hits, their order and the total are the whole
+index's. A query no term narrows (only negations, only fields, empty) reads every row, as the console does.
 
 Bringing the persistent index up to date stats every memory file. That is skipped when no memory's text can
 have changed since the last full sync: the :func:`stamp` of the root (what index.db records of its memories,
@@ -66,7 +67,8 @@ class Lookup:
         except QuerySyntaxError as exc:
             return SearchResult([], 0, str(exc))
         only = None if self.fulltext is None else candidates(self.fulltext, query)
-        index = SearchIndex.load(self.store, self.fulltext, only=only)
+        test = None if only is None else head_test(query)
+        index = SearchIndex.load(self.store, self.fulltext, only=only, head_test=test)
         index.enrich(self.store, progress)
         return index.search(text, limit)
 
@@ -170,6 +172,25 @@ def candidates(fulltext: FullText, query: Query) -> np.ndarray | None:
         else:
             wanted = either if wanted is None else wanted & either
     return None if wanted is None else np.flatnonzero(wanted[:-1])
+
+
+def head_test(query: Query) -> Callable[[str], bool] | None:
+    """What a memory searched by its head alone (one the persistent index does not answer for, whose body the
+    search does not read) must hold to match ``query``: for every AND-group of text terms, a term's text in its
+    head, as :class:`~engram.store.search.index.SearchIndex` scans heads for it. None when no group is of text
+    terms alone (a negation or a field in each): any head may match."""
+    groups = [
+        [term.text if uses_fts(term) else head_needle(term) for term in group if findable(term.text)]
+        for group in query.groups
+        if not any(term.negate or term.field is not None for term in group)
+    ]
+    if not groups:
+        return None
+
+    def holds(head: str) -> bool:
+        return all(any(needle and needle in head for needle in needles) for needles in groups)
+
+    return holds
 
 
 def _flags(fulltext: FullText, term: Term, itself: np.ndarray) -> np.ndarray | None:
