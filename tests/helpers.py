@@ -7,6 +7,7 @@ import io
 import json
 import os
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +83,18 @@ async def settle(app: App, pilot: Pilot) -> None:
         quiet = 0 if any(worker.is_running for worker in app.workers) else quiet + 1
         if quiet == 2:
             break
+
+
+async def until(pilot: Pilot, condition: Callable[[], object], seconds: float = 60.0) -> bool:
+    """Let the app run until ``condition()`` holds; False if it still does not after ``seconds``. The bound only
+    stops a stuck test, far above what a loaded machine needs: a test asserts the condition, never how long it
+    took (a budget of a few seconds failed on a busy machine)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await pilot.pause(0.02)
+    return True
 
 
 def run_engram(root: Path, *args: str, env: dict[str, str], crash: str | None = None) -> int:

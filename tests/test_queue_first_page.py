@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 
-from helpers import held
+from helpers import held, until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,19 +99,13 @@ async def test_the_console_shows_the_first_page_before_every_pending_promotion_i
     app = EngramApp(store)
     async with app.run_test(size=(140, 40)) as pilot:
         pane = app.query_one(QueuePane)
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if pane.detail is not None:
-                break
+        await until(pilot, lambda: pane.detail is not None)
         status = str(app.query_one("#queue-status").render())
         assert f"{len(expected)} pending" in status and "page 1/1" in status
         assert [i.id for i in pane.items] == [i.id for i in expected] and pane.total == len(expected)
         assert pane.detail is not None and pane.detail.id == expected[0].id
         release.set()
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if pane.total is None:
-                break
+        await until(pilot, lambda: pane.total is None)
         assert pane.total is None and pane.items == expected
 
 

@@ -7,7 +7,7 @@ import os
 import shutil
 import sqlite3
 
-from helpers import promotion_texts_in
+from helpers import promotion_texts_in, until
 
 from engram.store import queue_scores
 from engram.store.models import Promotion
@@ -114,10 +114,7 @@ async def test_the_console_keeps_the_scores_its_full_read_parsed(store):
     app = EngramApp(store)
     async with app.run_test(size=(140, 40)) as pilot:
         pane = app.query_one(QueuePane)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if pane.settled_once and queue_scores.scores_path(store).exists():
-                break
+        await until(pilot, lambda: pane.settled_once and queue_scores.scores_path(store).exists())
     with queue_scores.with_kept(store) as con:
         kept = {pid: dict(zip("DURA", row, strict=True)) for pid, *row in con.execute("SELECT * FROM kept.scores")}
     assert kept == {pid: {k: dura.get(k) for k in "DURA"} for pid, dura in expected.items()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import settle
+from helpers import settle, until
 from textual.command import CommandPalette
 from textual.widgets import Input
 
@@ -91,11 +91,14 @@ async def test_a_screenshot_is_saved_where_engram_can_write_and_the_toast_names_
     async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         app.action_screenshot()
-        for _ in range(50):
-            await pilot.pause(0.05)
-            saved = list((engram_state_dir() / "screenshots").glob("*.svg"))
-            if saved and any("Saved screenshot" in str(n.message) for n in app._notifications):
-                break
+        await until(
+            pilot,
+            lambda: (
+                list((engram_state_dir() / "screenshots").glob("*.svg"))
+                and any("Saved screenshot" in str(n.message) for n in app._notifications)
+            ),
+        )
+        saved = list((engram_state_dir() / "screenshots").glob("*.svg"))
         [shot] = saved
         said = [str(n.message) for n in app._notifications if "Saved screenshot" in str(n.message)]
         assert said and str(shot) in said[0] and "[$" not in said[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from helpers import settle
+from helpers import settle, until
 from textual.widgets import Static
 
 import engram.tui.panes.queue as queue_module
@@ -86,10 +86,8 @@ async def test_a_detail_that_arrives_after_the_next_ones_is_dropped(store, monke
 
         monkeypatch.setattr(queue_module, "promotion_detail", detail)
         await pilot.press("j", "j")
-        for _ in range(200):  # the third row's detail is shown while the second's still loads
-            await pilot.pause(0.01)
-            if pane.detail is not None and pane.detail.id == fast:
-                break
+        # the third row's detail is shown while the second's still loads
+        await until(pilot, lambda: pane.detail is not None and pane.detail.id == fast)
         gate.set()
         assert slow_done.wait(10)
         await settle(app, pilot)
@@ -115,17 +113,11 @@ async def test_what_a_replaced_worker_wrote_is_still_said(store):
             ended.set()
 
         first = pane.run_worker(replaced, thread=True, exclusive=True, group="test-replaced")
-        for _ in range(1000):
-            if started.is_set():
-                break
-            await pilot.pause(0.01)
+        await until(pilot, started.is_set)
         pane.run_worker(lambda: None, thread=True, exclusive=True, group="test-replaced")
         assert first.is_cancelled
         gate.set()
-        for _ in range(1000):  # the thread runs on, though its worker is cancelled
-            await pilot.pause(0.01)
-            if ended.is_set():
-                break
+        await until(pilot, ended.is_set)  # the thread runs on, though its worker is cancelled
         await settle(app, pilot)
         assert said == ["refreshed"]
         assert "wrote" in [n.message for n in app._notifications]

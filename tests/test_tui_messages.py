@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import events, held, settle
+from helpers import events, held, settle, until
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_saves
 from rich.color import Color
 from textual.app import App
@@ -320,10 +320,7 @@ async def test_search_answers_from_the_kept_rows_while_index_db_is_read(store, m
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         pane = app.query_one(SearchPane)
-        for _ in range(200):
-            if pane.index is not None:
-                break
-            await pilot.pause(0.02)
+        await until(pilot, lambda: pane.index is not None)
         assert pane.index is not None and pane.index.partial
         app.query_one("#search-query", Input).value = "config"
         await pilot.pause()
@@ -347,20 +344,14 @@ async def test_the_status_says_the_bodies_index_is_being_brought_up_to_date_unti
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         pane = app.query_one(SearchPane)
-        for _ in range(200):
-            if pane.syncing and pane.index is not None:
-                break
-            await pilot.pause(0.02)
+        await until(pilot, lambda: pane.syncing and pane.index is not None)
         app.query_one("#search-query", Input).value = "'config/ssr_cache.yaml"
         await pilot.pause()
         status = str(app.query_one("#search-status", Static).render())
         assert pane.result.total == 0 and "indexing bodies" in status
         gate.set()
         await settle(app, pilot)
-        for _ in range(200):
-            if not pane.syncing:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: not pane.syncing)
         status = str(app.query_one("#search-status", Static).render())
         assert pane.result.total > 0 and "indexing" not in status
 
