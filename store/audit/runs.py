@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -53,9 +54,14 @@ class Run:
 
 
 class Runs:
-    """The complete lines from byte ``offset`` (where ``fh`` stands; line ``first`` starts there) to ``limit``
-    (None: the end of the file), in runs of at most :data:`RUN_LINES`, none of which crosses a byte offset in
-    ``cuts``. Once read, ``torn`` holds the bytes after the last newline (a torn tail at the end of the file)."""
+    """The complete lines from byte ``offset`` (line ``first`` starts there) to ``limit`` (None: the end of the
+    file), in runs of at most :data:`RUN_LINES`, none of which crosses a byte offset in ``cuts`` (a line that
+    does is kept whole). Once read, ``torn`` holds the bytes after the last newline (a torn tail at the end of
+    the file).
+
+    Each read starts at a line's start and ends at the last newline it holds (``pread``: the file object's
+    position is neither used nor moved), so a run's bytes are a slice of one read, never a copy: joining the
+    unfinished line to the next read copied every block again."""
 
     def __init__(
         self, fh: BinaryIO, first: int, offset: int, cuts: Sequence[int] = (), limit: int | None = None
@@ -65,32 +71,33 @@ class Runs:
         self.torn = b""
 
     def __iter__(self) -> Iterator[Run]:
-        first, offset, at = self.first, self.offset, self.offset
-        pending: list[bytes] = []  # the bytes read of a line not ended yet (a line may be longer than a block)
+        fd, first, at, size = self.fh.fileno(), self.first, self.offset, BLOCK
         cuts = iter(self.cuts)
         cut = next(cuts, None)
-        while True:
+        while self.limit is None or at < self.limit:
             while cut is not None and cut <= at:
                 cut = next(cuts, None)
-            if self.limit is not None and at >= self.limit:
-                break
-            block = self.fh.read(BLOCK if cut is None else min(BLOCK, cut - at))
-            if not block:
-                break
-            at += len(block)
-            if b"\n" not in block:
-                pending.append(block)
+            want = size if cut is None else min(size, cut - at)
+            block = os.pread(fd, want, at)
+            end = block.rfind(b"\n") + 1
+            if not end:
+                if len(block) < want or at + len(block) == self.limit:
+                    self.torn = block  # the file, or the part asked for, ends inside a line
+                    return
+                if cut == at + want:  # the line goes on past the cut: it stays whole
+                    cut = next(cuts, None)
+                size = max(size, want) * 2  # a line longer than a read: read it whole
                 continue
-            data = b"".join((*pending, block)) if pending else block
-            lines = data.split(b"\n")
-            pending = [carry] if (carry := lines.pop()) else []
-            view, skip = memoryview(data), 0
+            size = BLOCK
+            lines = block.split(b"\n")
+            lines.pop()  # what follows the last newline: read again, from its start, with the next read
+            view, skip = memoryview(block), 0
             for start in range(0, len(lines), RUN_LINES):
                 run = lines[start : start + RUN_LINES]
-                size = _size(run)
-                yield Run(first, offset, run, view[skip : skip + size])
-                first, offset, skip = first + len(run), offset + size, skip + size
-        self.torn = b"".join(pending)
+                length = _size(run)
+                yield Run(first, at + skip, run, view[skip : skip + length])
+                first, skip = first + len(run), skip + length
+            at += end
 
 
 def _size(lines: list[bytes]) -> int:
