@@ -67,7 +67,7 @@ def passes(first: int, lines: list[bytes], link: str) -> Advance | None:
     ):
         return None
     links = _memoryd_links(objs)
-    if links is None or not _all_match(prevs[1:], links[:-1]):
+    if links is None or prevs[1:] != links[:-1]:  # a prev_hash that is not a string is equal to none
         return None
     seqs = list(map(type, map(dict.get, objs, repeat("seq"))))
     last_seq = None
@@ -75,7 +75,7 @@ def passes(first: int, lines: list[bytes], link: str) -> Advance | None:
         at = len(seqs) - 1 - seqs[::-1].index(int)
         last_seq = (objs[at]["seq"], first + at)
     last_engram = first + len(engram) - 1 - engram[::-1].index(True) if any(engram) else None
-    return Advance(links[-1].hexdigest(), sum(engram), last_engram, last_seq)
+    return Advance(links[-1], sum(engram), last_engram, last_seq)
 
 
 def _engram_hashes_hold(objs: list[dict[str, Any]], numbers: list[int], prevs: list[Any]) -> bool:
@@ -92,17 +92,9 @@ def _engram_hashes_hold(objs: list[dict[str, Any]], numbers: list[int], prevs: l
     return list(map("sha256:".__add__, map(_HASH.hexdigest, digests))) == claimed
 
 
-def _all_match(claimed: list[Any], digests: list[Any]) -> bool:
-    """Is each of ``claimed`` the hex form of its digest? (One hex encoding of them all: a string of 64
-    characters each is only equal to it where each is equal to its own.)"""
-    if set(map(type, claimed)) - {str} or set(map(len, claimed)) - {64}:
-        return False
-    return "".join(claimed) == b"".join(map(_HASH.digest, digests)).hex()
-
-
-def _memoryd_links(objs: list[dict[str, Any]]) -> list[Any] | None:
-    """memoryd's link to the next line, as a hash, for each object (``prev_hash`` is taken off each); None
-    when the objects' encoding is not the plain one (an object with nothing but its prev_hash)."""
+def _memoryd_links(objs: list[dict[str, Any]]) -> list[str] | None:
+    """memoryd's link to the next line (a sha256's hex form) for each object (``prev_hash`` is taken off each);
+    None when the objects' encoding is not the plain one (an object with nothing but its prev_hash)."""
     list(map(dict.pop, objs, repeat("prev_hash"), repeat(None)))
     out = orjson.dumps(objs, None, _SPACED)
     if not (out.startswith(_OPEN) and out.endswith(_CLOSE)):
@@ -110,4 +102,4 @@ def _memoryd_links(objs: list[dict[str, Any]]) -> list[Any] | None:
     forms = (b"{" + out[len(_OPEN) : -len(_CLOSE)].replace(_ITEM, b", ").replace(_NEXT, b"}\n{") + b"}").split(b"\n")
     if len(forms) != len(objs):
         return None
-    return list(map(hashlib.sha256, forms))
+    return list(map(_HASH.hexdigest, map(hashlib.sha256, forms)))

@@ -48,6 +48,8 @@ class Run:
         yield self._part(start, len(self.lines))
 
     def _part(self, start: int, stop: int) -> Run:
+        if start == 0 and stop == len(self.lines):  # the common case: the run whole, not copied or measured again
+            return self
         lines = self.lines[start:stop]
         skip = _size(self.lines[:start])
         return Run(self.first + start, self.offset + skip, lines, self.data[skip : skip + _size(lines)])
