@@ -77,6 +77,29 @@ def test_without_a_syncfs_that_reports_errors_every_file_is_fsynced(tmp_path, mo
     assert flushes["syncfs"] == [] and len(flushes["fsync"]) == len(paths) + 1
 
 
+def test_a_batch_retired_is_zeroed_and_flushed_before_any_file_goes_and_each_folder_once(
+    tmp_path, monkeypatch, flushes
+):
+    """A change retiring a batch (a scope marked sensitive: fifty plaintexts at a time) waits for the disk once a
+    file and once a folder, not twice a file: every plaintext is zeroed and flushed before the first unlink."""
+    plain = written(tmp_path / "a", 30) + written(tmp_path / "b", 30)
+    moved = written(tmp_path / "c", 5)
+    unlinked: list[tuple[Path, int, bytes]] = []  # each file as it went: the fsyncs done by then, its bytes
+    real_unlink = os.unlink
+
+    def unlink(path: str, *args: object, **kwargs: object) -> None:
+        unlinked.append((Path(path), len(flushes["fsync"]), Path(path).read_bytes()))
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    atomic.retire_all(moved, plain)
+    assert not any(path.exists() for path in plain + moved)
+    scrubbed = [(at, data) for path, at, data in unlinked if path in plain]
+    assert len(scrubbed) == len(plain) and all(data and not data.strip(b"\0") for _, data in scrubbed)
+    assert min(at for at, _ in scrubbed) >= len(plain)  # every zeroed file flushed before the first goes
+    assert len(flushes["fsync"]) == len(plain) + 2 + 3  # the files, their two folders, then each of the three
+
+
 def test_a_kernel_before_5_8_is_not_asked(monkeypatch):
     """Before Linux 5.8 ``syncfs`` returned success whatever the write-back met: a batch would count as durable
     when it was not."""

@@ -193,7 +193,8 @@ def _convert_batches(
                 index_update=functools.partial(store.upsert_memory_rows, rows_after, keep_runtime=True),
                 scrubs=retired if encrypt else [],
                 removals=[] if encrypt else retired,
-            )
+            ),
+            durable=False,  # the batch's files flushed together before its rows commit, not one by one
         )
         result.done += len(items)
         result.batches += 1

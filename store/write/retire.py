@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.store.paths import RootLayout
-from engram.store.write.atomic import remove_durably, scrub
+from engram.store.write.atomic import retire_all
 
 KEY = "_retire"  # in a queued event only: taken off before the event is appended to the log
 
@@ -57,10 +57,11 @@ def carry(event: dict[str, Any], retiring: list[Retiring]) -> dict[str, Any]:
 
 def finish(layout: RootLayout, retiring: list[Retiring]) -> None:
     """Retire each file that is still the one the change meant; idempotent."""
-    for item in retiring:
-        if still_there(layout, item):
-            path = _resolve(layout, item.path)
-            scrub(path) if item.scrub else remove_durably(path)
+    left = [item for item in retiring if still_there(layout, item)]
+    retire_all(
+        [_resolve(layout, item.path) for item in left if not item.scrub],
+        [_resolve(layout, item.path) for item in left if item.scrub],
+    )
 
 
 def take(event: dict[str, Any]) -> tuple[dict[str, Any], list[Retiring]]:
