@@ -23,7 +23,7 @@ from engram.store import bound
 from engram.store.audit import chain, outbox
 from engram.store.audit.checkpoints import default_book, holds_log
 from engram.store.domain import FORGOTTEN_DIR, DecayState, MemoryType
-from engram.store.drift.scan import scope_files
+from engram.store.drift.scan import holds_encrypted
 from engram.store.errors import ENVIRONMENT_ERRORS, NoIndex, NotFound, StoreError, UnsafePath
 from engram.store.history.keeper import Keeper
 from engram.store.history.repo import is_memory_file
@@ -440,7 +440,7 @@ class Store:
         decrypted)."""
         if scope in self._plain_scopes:
             return False
-        if any(e.encrypted for e in scope_files(self.layout, scope)):
+        if holds_encrypted(self.layout, scope):
             return True
         self._plain_scopes.add(scope)
         return False

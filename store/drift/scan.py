@@ -61,25 +61,51 @@ def scope_files(layout: RootLayout, scope_hash: str) -> Iterator[FileEntry]:
     yield from (e for e in _scope(scope_hash, str(folder)) if isinstance(e, FileEntry))
 
 
+def holds_encrypted(layout: RootLayout, scope_hash: str) -> bool:
+    """Whether :func:`scope_files` would find an encrypted file in the scope: the names alone, unsorted and
+    without an entry made for each file (asked before a memory is written to a scope the index does not list
+    as sensitive, which in a plain scope means every name of it)."""
+    folder = layout.scopes_dir / scope_hash
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    for kind in _type_folders(str(folder)):
+        with os.scandir(kind.path) as items:
+            for item in items:
+                if item.name.endswith(".md.enc") and _memory_file(item.name) and item.is_file(follow_symlinks=False):
+                    return True
+    return False
+
+
 def _scope(name: str, path: str) -> Iterator[FileEntry | str]:
-    for folder in sorted(os.scandir(path), key=lambda e: e.name):
-        if not folder.is_dir(follow_symlinks=False):
-            continue
+    for folder in sorted(_type_folders(path), key=lambda e: e.name):
         kind = folder.name  # one string for all its files
-        if kind not in TYPE_DIRS and kind != FORGOTTEN_DIR:
-            continue
         for item in sorted(os.scandir(folder.path), key=lambda e: e.name):
             if not item.is_file(follow_symlinks=False):
                 continue
             rel = f"scopes/{name}/{kind}/{item.name}"
             if is_temp_file(item.name):
                 yield rel
-            elif sync_conflict_copy(item.name) is not None:
-                continue  # a file-sync tool's conflict copy: the conflict inbox's (engram.store.conflicts)
-            elif item.name.endswith(".md.enc"):
-                yield FileEntry(rel, name, kind, True)
-            elif item.name.endswith(".md"):
-                yield FileEntry(rel, name, kind, False)
+            elif (encrypted := _memory_file(item.name)) is not None:
+                yield FileEntry(rel, name, kind, encrypted)
+
+
+def _type_folders(path: str) -> list[os.DirEntry[str]]:
+    """The folders of a scope that hold its memories: its type folders and ``forgotten/``, not through a link."""
+    with os.scandir(path) as entries:
+        return [
+            e for e in entries if e.is_dir(follow_symlinks=False) and (e.name in TYPE_DIRS or e.name == FORGOTTEN_DIR)
+        ]
+
+
+def _memory_file(name: str) -> bool | None:
+    """Whether a file of a type folder named ``name`` is an encrypted memory (True) or a plain one (False); None
+    for anything else: a temp file, a file-sync tool's conflict copy (the conflict inbox's, see
+    :mod:`engram.store.conflicts`), another ending."""
+    if is_temp_file(name) or sync_conflict_copy(name) is not None:
+        return None
+    if name.endswith(".md.enc"):
+        return True
+    return False if name.endswith(".md") else None
 
 
 def appeared_since(layout: RootLayout, relpath: str) -> bool:
