@@ -70,7 +70,7 @@ def holds_encrypted(layout: RootLayout, scope_hash: str) -> bool:
         return False
     for kind in _type_folders(str(folder)):
         with os.scandir(kind.path) as items:
-            for item in items:
+            for item in items:  # the ending first: the other tests of a name are a regex, and most names are plain
                 if item.name.endswith(".md.enc") and _memory_file(item.name) and item.is_file(follow_symlinks=False):
                     return True
     return False
