@@ -80,6 +80,7 @@ class Index:
         self.rebuilt = False  # index.db was rebuilt or replaced since engram last wrote (see :meth:`claim_identity`)
         self._writable = False
         self._tables: set[str] | None = None
+        self._found_at: tuple[object, int, int] | None = None  # where the identity was last found (_lost_in_place)
         self._memory_keeper: sqlite3.Connection | None = None
         self._keepers: list[sqlite3.Connection] = []  # a stand-in's own in-memory database (see stand_in)
         self._reader = f"file:{path}?mode=ro"  # what a connection of a reader's own opens (see reader)
@@ -216,6 +217,12 @@ class Index:
                 "NULL, version INTEGER NOT NULL, updated_at TEXT, file_mac TEXT NOT NULL, content_mac TEXT NOT NULL, "
                 "bound_at TEXT NOT NULL)"
             )
+            # the screen's burst signal counts a session's open proposals on every approval: memoryd's schema
+            # indexes promotions by status alone, so without this each count read every pending row
+            self.db.execute_sql(
+                "CREATE INDEX IF NOT EXISTS main.engram_promotions_by_session "
+                "ON promotions (source_session_slug, created_at)"
+            )
         except OperationalError as exc:
             raise locked_or(exc, self.path) from None
         self._tables = None
@@ -315,11 +322,32 @@ class Index:
     def _lost_in_place(self) -> bool:
         """A rebuilt index.db under the same inode number (the old file's, freed once no connection held it, is
         the first the file system hands out again): told by engram's identity missing from it. Asked only of an
-        index that had it; two small queries."""
+        index that had it.
+
+        A write asks this several times; it looks again only when the connection is another one, or another
+        connection committed to either database since the identity was last found (SQLite's ``data_version``,
+        which this connection's own commits never move): a new file comes with a new connection, and a file
+        emptied in place with a commit of memoryd's."""
         if self.rebuilt or self.read_only:
             return False
+        seen = self._versions()
+        if seen is not None and seen == self._found_at:
+            return False
         self._tables = None
-        return self._identity_lost()
+        lost = self._identity_lost()
+        self._found_at = None if lost else seen
+        return lost
+
+    def _versions(self) -> tuple[object, int, int] | None:
+        """This thread's connection and the ``data_version`` of both databases on it; None if it cannot tell."""
+        try:
+            connection = self.db.connection()
+            main, engram = connection.execute(
+                "SELECT m.data_version, e.data_version FROM main.pragma_data_version m, engram.pragma_data_version e"
+            ).fetchone()
+        except (sqlite3.Error, OperationalError):
+            return None
+        return connection, main, engram
 
     def release(self) -> None:
         """Close this thread's connection while it is idle (it reopens at the next query). memoryd's

@@ -6,9 +6,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from memoryd_emulation import memoryd_proposes
 
 from engram.store.domain import DecayState
 from engram.store.errors import DatabaseLocked, ReadOnlyStore
+from engram.store.index import Index
 from engram.store.memories import set_decay
 from engram.store.models import Memory
 from engram.store.service import Store
@@ -122,6 +124,37 @@ def test_engram_01_tables_inside_index_db_are_read_then_moved_out(fixture_root, 
     assert "104_engram_scope_labels.sql" not in migrations(fixture_root / "index.db")
     own = sqlite3.connect(fixture_root / "engram.db")
     assert own.execute("SELECT label FROM engram_scope_labels").fetchall() == [("ledger",)]
+
+
+def test_a_write_looks_for_the_identity_again_only_after_another_connection_committed(
+    fixture_root, unlocked_keys, monkeypatch
+):
+    """Every write asks whether index.db was rebuilt in place (engram's identity gone from it). It looks again
+    only once another connection committed to it; what memoryd commits is then looked at, and an identity it
+    took away is found at once."""
+    looked: list[bool] = []
+    real = Index._identity_lost
+
+    def counted(self: Index) -> bool:
+        looked.append(real(self))
+        return looked[-1]
+
+    with Store.open(fixture_root, keys=unlocked_keys) as store:
+        first_write(store)
+        monkeypatch.setattr(Index, "_identity_lost", counted)
+        first_write(store)
+        set_decay(store, Memory.select().where(Memory.body_path.endswith(".md")).first().slug, DecayState.ALIVE)
+        assert looked == []
+
+        memoryd_proposes(fixture_root)
+        assert not store.index.follow() and looked == [False]
+        assert not store.index.follow() and looked == [False]
+
+        con = sqlite3.connect(fixture_root / "index.db")
+        with con:
+            con.execute("DELETE FROM engram_identity")
+        con.close()
+        assert store.index.follow() and store.index.rebuilt
 
 
 def test_wal_and_busy_timeout(fixture_root):

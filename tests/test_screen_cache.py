@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import promotion_texts_in
-from memoryd_emulation import memoryd_proposes, memoryd_updates
+from memoryd_emulation import memoryd_proposes, memoryd_rebuild_index, memoryd_updates
 
 from engram.store import screen_cache, screening
 from engram.store.drift import examine
@@ -85,6 +85,35 @@ def test_the_context_signals_of_a_kept_clean_text_are_read_afresh(store, countin
     found = screening.pending_screens(store, burst)
     assert counting.screened == ["Note 5"]
     assert all(f.lane == "clean" and any("proposals from its session" in s for s in f.signals) for f in found.values())
+
+
+def test_a_burst_is_counted_through_engrams_index_of_sessions(store):
+    """The burst signal counts a session's open proposals on every approval. memoryd's schema indexes promotions by
+    status alone, so the count read every pending row: engram's index by session, made with its other tables in
+    index.db, has it read the session's rows alone, and is made again in the index.db memoryd's rebuild-index
+    leaves."""
+    store.index.writable()
+    pid = memoryd_proposes(store.layout.root)
+    connection = store.index.db.connection()
+    statements: list[str] = []
+    connection.set_trace_callback(statements.append)
+    try:
+        screening.pending_screens(store, [pid])
+    finally:
+        connection.set_trace_callback(None)
+    counts = [sql for sql in statements if "GROUP BY" in sql and "source_session_slug" in sql]
+    assert counts
+    for sql in counts:
+        plan = " ".join(str(row[-1]) for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "USING INDEX engram_promotions_by_session" in plan
+
+    store.index.release()
+    memoryd_rebuild_index(store.layout.root)
+    store.index.writable()
+    made = sqlite3.connect(store.layout.root / "index.db").execute(
+        "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'engram_promotions_by_session'"
+    )
+    assert made.fetchall() == [("promotions",)]
 
 
 def test_the_cache_holds_no_text_of_any_scope(store):
