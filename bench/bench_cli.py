@@ -5,6 +5,8 @@ memory of engram's command and, where memoryd does the same work and its code is
 
 - search: ``engram search QUERY`` on the memoryd-written root (once its search index is built) and on the 100k
   demo; memoryd's ``search QUERY``;
+- search after a save: the same, on a copy of the memoryd-written root, each run right after memoryd's own save of
+  one memory (untimed; without memoryd's code, an edit through engram's store stands in);
 - audit verify of a generated log: the first verify, and one after it (a signed record of the prefix it
   checked); memoryd's ``audit --verify``;
 - rebuild-index of a copy of the memoryd-written root (copying is not timed); memoryd's rebuild_index;
@@ -76,6 +78,17 @@ with Store.open(sys.argv[1], keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
         promotions.undo(store, decision)
 times.sort()
 print(json.dumps({"p50": statistics.median(times), "p95": times[int(0.95 * (len(times) - 1))], "n": len(times)}))
+"""
+
+
+CHANGE_ONE = r"""
+import sys, time
+from engram.store.memories import edit_memory
+from engram.store.models import Memory
+from engram.store.service import Store
+with Store.open(sys.argv[1]) as store:
+    plain = Memory.select().where(~Memory.body_path.endswith(".md.enc")).order_by(Memory.slug).first()
+    edit_memory(store, plain.slug, body=f"Edited for the bench at {time.time_ns()}.\n")
 """
 
 
@@ -195,6 +208,28 @@ def search_rows(bench: Bench) -> None:
     bench.row(f"search {query!r}, {demo.name}", bench.measure(bench.engram("search", query, "--root", str(demo)), env))
 
 
+def search_after_rows(bench: Bench) -> None:
+    """Both programs' search right after a save of one memory, on a copy of the memoryd-written root: engram's
+    brings its persistent index up to date first."""
+    env, md, query = bench.engram_env, Path(bench.args.md), bench.args.query
+    copy, _ = _fresh_copy(bench)
+    search = bench.engram("search", query, "--root", str(copy))
+    subprocess.run(search, env=env, capture_output=True, check=True)
+    if bench.memoryd:
+        change = bench.peer("md_ops.py", "save", str(copy), largest_plain_scope(copy)[0], "1")
+        change_env = bench.memoryd_env(copy)
+    else:
+        change, change_env = [sys.executable, "-c", CHANGE_ONE, str(copy)], env
+
+    def save_one() -> None:
+        subprocess.run(change, env=change_env, capture_output=True, check=True)
+
+    theirs = None
+    if bench.memoryd:
+        theirs = bench.measure(bench.memoryd_cli("search", query), bench.memoryd_env(copy), save_one)
+    bench.row(f"search {query!r} after a save, {md.name}", bench.measure(search, env, save_one), theirs)
+
+
 def verify_rows(bench: Bench) -> None:
     """audit verify of a generated log, in a root of its own."""
     args, env = bench.args, bench.engram_env
@@ -294,6 +329,7 @@ def approve_rows(bench: Bench) -> None:
 
 ROWS: dict[str, Callable[[Bench], None]] = {
     "search": search_rows,
+    "search-after": search_after_rows,
     "verify": verify_rows,
     "rebuild": rebuild_rows,
     "check": check_rows,

@@ -659,6 +659,29 @@ def test_an_index_of_a_schema_before_is_upgraded_in_place(store, schema):
     assert verify(store).damaged is None and searched(store, f"'{piece}") == found
 
 
+def test_an_index_of_schema_6_takes_the_listing_in_place_and_compares_every_memory_once(store):
+    """Schema 6 kept no memory's listing (what index.db said of it): the column is added where the index is,
+    nothing rebuilt, and the first sync, under the older engram's stamp, compares every memory and fills it."""
+    from engram.store.search.lookup import Lookup
+
+    with Lookup(store) as lookup:
+        lookup.refresh()
+    with _fts(store) as con:
+        con.execute("ALTER TABLE docs DROP COLUMN listing")
+        con.execute("UPDATE meta SET value = '6' WHERE key = 'schema'")
+        con.execute("UPDATE meta SET value = ? WHERE key = 'root_stamp'", ("3f2a" * 16,))  # a hash, as 6 kept
+        rows = con.execute("SELECT count(*) FROM docs").fetchone()[0]
+    inode = cache_path(store).stat().st_ino
+    with Lookup(store) as lookup:
+        assert lookup.refresh()
+        assert not lookup.refresh()
+    assert cache_path(store).stat().st_ino == inode
+    with _fts(store) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (fulltext_module.SCHEMA,)
+        assert con.execute("SELECT count(*), count(listing) FROM docs").fetchone() == (rows, rows)
+        assert _in_step(con)[0] == _in_step(con)[1]
+
+
 def test_an_index_another_process_is_writing_is_opened_and_never_discarded(store, monkeypatch):
     """Opening the index only reads it (it waited for the writer's lock before, and a wait past the timeout was
     taken for damage: the index was discarded under the writer); one that must be upgraded first is left as it is

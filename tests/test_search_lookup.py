@@ -4,17 +4,22 @@ memoryd's recalls and decay sweeps never do and its saves, updates and rebuilds 
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+from collections.abc import Collection
 from datetime import UTC, datetime
 
 import pytest
-from memoryd_emulation import memoryd_rebuild_index, memoryd_saves, memoryd_sweeps
+from memoryd_emulation import memoryd_forgets, memoryd_rebuild_index, memoryd_saves, memoryd_sweeps
 
 from engram.store.frontmatter import parse
+from engram.store.memories import edit_memory
 from engram.store.models import Memory
+from engram.store.search import lookup as lookup_module
 from engram.store.search.fulltext import FullText, sync
 from engram.store.search.index import SearchIndex, SearchResult
-from engram.store.search.lookup import Lookup
+from engram.store.search.lookup import Lookup, moved, stamp
 from engram.store.search.rows import Builder
 from engram.store.sensitive.crypto import KeyRing
 from engram.store.service import Store
@@ -137,6 +142,107 @@ def test_memoryds_writes_are_searched_at_once(store, change):
             memoryd_rebuild_index(store.layout.root)
         assert lookup.refresh()
         assert lookup.search("quokka", 5).total == 1
+
+
+def _docs(lookup: Lookup) -> set[tuple[object, ...]]:
+    """Every row of the persistent index, as a search reads it."""
+    query = "SELECT slug, scope, path, size, mtime_ns, digest, tags, head, body FROM docs"
+    return set(lookup.fulltext.con.execute(query))
+
+
+def _sql(store: Store, statement: str, *args: object) -> None:
+    con = sqlite3.connect(store.layout.root / "index.db")
+    with con:
+        con.execute(statement, args)
+    con.close()
+
+
+def _replace_by_hand(store: Store, rel: str, text: str) -> None:
+    """Another file renamed over the memory's (a sync tool, an editor's save), index.db untouched."""
+    path = store.layout.root / rel
+    spare = path.with_name(".spare")
+    spare.write_bytes(path.read_bytes().replace(b"\n---\n", f"\n---\n{text}\n".encode(), 1))
+    os.replace(spare, path)
+
+
+def _save_new(store: Store, plain: Memory) -> None:
+    doc = parse((store.layout.root / plain.body_path).read_bytes(), plain.body_path)
+    fm = doc.frontmatter.replace(slug="2026-12-07-quokka", title="Quokka notes")
+    memoryd_saves(store.layout.root, doc.model_copy(update={"frontmatter": fm, "body": "about the quokka\n"}))
+
+
+def _removed(store: Store, plain: Memory) -> None:
+    _sql(store, "DELETE FROM triggers WHERE slug = ?", plain.slug)
+    _sql(store, "DELETE FROM memories WHERE slug = ?", plain.slug)
+    (store.layout.root / plain.body_path).unlink()
+
+
+CHANGES = {
+    "memoryd updates a body": lambda store, plain: memoryd_updates(store, plain.slug, "the quokka runbook\n"),
+    "memoryd saves a memory": _save_new,
+    "memoryd forgets one": lambda store, plain: memoryd_forgets(store.layout.root, plain.slug),
+    "engram edits a body": lambda store, plain: edit_memory(store, plain.slug, body="the quokka runbook\n"),
+    "a title changed in index.db alone": lambda store, plain: _sql(
+        store, "UPDATE memories SET title = 'Quokka' WHERE slug = ?", plain.slug
+    ),
+    "a trigger added in index.db alone": lambda store, plain: _sql(
+        store, "INSERT INTO triggers (slug, trigger) VALUES (?, 'quokka')", plain.slug
+    ),
+    "a memory and its file removed": _removed,
+    "a file removed by hand": lambda store, plain: (store.layout.root / plain.body_path).unlink(),
+    "a file replaced by hand": lambda store, plain: _replace_by_hand(store, plain.body_path, "quokka"),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_after_a_change_a_partial_sync_leaves_the_index_a_full_one_would(store, monkeypatch, change):
+    """A stamp that moved has only the memories :func:`moved` names compared with their files; the rows it leaves
+    are the ones comparing every memory's file gives, and the other memories are not looked at."""
+    plain = Memory.get(~Memory.body_path.endswith(".md.enc"))
+    others = Memory.select().where(~Memory.body_path.endswith(".md.enc")).count()
+    compared: list[Collection[str] | None] = []
+    real = lookup_module.sync
+
+    def recorded(store: Store, only: Collection[str] | None = None, **kwargs: object) -> object:
+        compared.append(only)
+        return real(store, only=only, **kwargs)
+
+    monkeypatch.setattr(lookup_module, "sync", recorded)
+    with Lookup(store) as lookup:
+        lookup.refresh()
+        CHANGES[change](store, plain)
+        assert lookup.refresh()
+        assert compared[-1] is not None and 0 < len(compared[-1]) < others
+        partial = _docs(lookup)
+        assert lookup.refresh(rescan=True) and compared[-1] is None
+        assert _docs(lookup) == partial
+        assert not lookup.refresh()
+
+
+def test_a_memoryd_update_has_that_memory_alone_compared(store):
+    """memoryd rewrites the file in place (its folder does not change) and bumps ``updated_at``."""
+    plain = Memory.get(~Memory.body_path.endswith(".md.enc"))
+    with Lookup(store) as lookup:
+        lookup.refresh()
+        before = lookup.fulltext.stamp()
+        memoryd_updates(store, plain.slug, "the quokka runbook\n")
+        assert moved(store, lookup.fulltext, before, stamp(store)) == [plain.slug]
+        memoryd_sweeps(store.layout.root, [plain.slug], "dim")  # no text: still the one memory
+        assert moved(store, lookup.fulltext, before, stamp(store)) == [plain.slug]
+        assert lookup.refresh()
+        assert [hit.slug for hit in lookup.search("quokka", 5).hits] == [plain.slug]
+
+
+def test_a_stamp_that_does_not_say_what_moved_has_every_memory_compared(store):
+    """No stamp of this kind kept (an older engram's, or none), another index.db, other sensitive scopes."""
+    with Lookup(store) as lookup:
+        lookup.refresh()
+        now = stamp(store)
+        assert moved(store, lookup.fulltext, now, now) == []
+        assert moved(store, lookup.fulltext, None, now) is None
+        assert moved(store, lookup.fulltext, "3f2a" * 16, now) is None
+        for part, value in (("index", 1), ("sensitive", ["0123456789ab"]), ("schema", "0")):
+            assert moved(store, lookup.fulltext, json.dumps({**json.loads(now), part: value}), now) is None
 
 
 def test_a_file_edited_in_place_by_hand_is_seen_by_a_rescan(store):

@@ -297,6 +297,7 @@ NOT_ONE_EVENT = {
     "the next flush (tests/test_crash_matrix.py)",
     "search.lookup.bring_up_to_date": "syncs engram's search cache only, outside the data root (as sync)",
     "search.lookup.stamp": "stats folders and counts index.db's rows: reads only",
+    "search.lookup.moved": "reads index.db and engram's search cache side by side: reads only",
     "promotions.cluster_decider": "returns how each member is decided: approve, reject or merge, each its own event",
     "similar.pending_texts": "reads only",
     "calibration.decisions": "reads only",

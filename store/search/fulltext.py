@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 else:
     frontmatter = lazy_module("engram.store.frontmatter")  # PyYAML and pydantic: only when a file is read
 
-SCHEMA = "6"  # how rows are built: a file of another schema is discarded and built again (3 to 5 are upgraded)
+SCHEMA = "7"  # how rows are built: a file of another schema is discarded and built again (3 to 6 are upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
 SLICE = 20_000  # memories a full sync compares at a time (a million at once held 1.1 GB)
 BATCH = 500  # files read per transaction: what a reader waits for at most, and what the sync holds in memory
@@ -86,7 +86,8 @@ CREATE TABLE IF NOT EXISTS docs (
     digest TEXT NOT NULL,
     tags TEXT NOT NULL,
     head TEXT NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    listing TEXT
 );
 CREATE TABLE IF NOT EXISTS snapshot (name TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE VIEW IF NOT EXISTS tail AS SELECT id, head, body FROM docs WHERE id > {_ABOVE};
@@ -112,6 +113,20 @@ END;
 TRIGGERS = (
     "coalesce((SELECT group_concat(trigger, ' ') FROM "
     "(SELECT trigger FROM triggers t WHERE t.slug = m.slug ORDER BY trigger)), '')"
+)
+# Everything index.db says of a memory m that its row here is built from or stands for, in one string kept in the
+# row (``listing``): a memory whose string is not its row's is compared again (see the partial sync in
+# engram.store.search.lookup). memoryd's ``updated_at`` and ``fingerprint`` (a hash of the body's start) move with
+# every save and update of its own; engram's writes set ``updated_at``.
+LISTING = " || char(31) || ".join(
+    (
+        "coalesce(CAST(m.title AS TEXT), '')",
+        TRIGGERS,
+        "coalesce(CAST(m.body_path AS TEXT), '')",
+        "coalesce(CAST(m.scope_hash AS TEXT), '')",
+        "coalesce(CAST(m.updated_at AS TEXT), '')",
+        "coalesce(CAST(m.fingerprint AS TEXT), '')",
+    )
 )
 
 
@@ -164,8 +179,10 @@ def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
     return con
 
 
-# schemas made this one in place: 3 has no ``dead`` table, 4 triggers that always follow, 5 FTS5 over every row
-_UPGRADED = ("3", "4", "5")
+# schemas made this one in place: 3 has no ``dead`` table, 4 triggers that always follow, 5 FTS5 over every row,
+# 6 no ``listing`` (NULL in its rows until a sync compares them: never equal to a memory's)
+_UPGRADED = ("3", "4", "5", "6")
+_FTS_REMADE = ("3", "4", "5")
 
 
 def _schema(con: sqlite3.Connection) -> str | None:
@@ -183,13 +200,15 @@ def _create(con: sqlite3.Connection) -> None:
         schema = _schema(con)
         if schema not in (None, *_UPGRADED):
             return  # made meanwhile by another process (or of another schema: the caller says so)
-        if schema is not None:
+        if schema in _FTS_REMADE:
             for trigger in _FOLLOWERS:
                 con.execute(f"DROP TRIGGER IF EXISTS {trigger}")
             con.execute("DROP TABLE IF EXISTS fts")
         for statement in _statements(_TABLES):
             con.execute(statement)
-        if schema is not None:
+        if "listing" not in {row[1] for row in con.execute("PRAGMA table_info(docs)")}:
+            con.execute("ALTER TABLE docs ADD COLUMN listing TEXT")
+        if schema in _FTS_REMADE:
             try:
                 known = generation.manifest(con)
             except generation.DamagedManifest:
@@ -473,6 +492,7 @@ class _Source:
     scope: str
     path: str
     head: str
+    listing: str
 
 
 def _sources(
@@ -482,17 +502,17 @@ def _sources(
     and the slugs of every row it picked, in its order."""
     found = {}
     slugs = []
-    query = f"SELECT slug, title, scope_hash, body_path, {TRIGGERS} FROM memories m {where}"
-    for slug, title, scope, path, triggers in store.index.db.execute_sql(query, args):
+    query = f"SELECT slug, title, scope_hash, body_path, {TRIGGERS}, {LISTING} FROM memories m {where}"
+    for slug, title, scope, path, triggers, listing in store.index.db.execute_sql(query, args):
         slugs.append(slug)
         if scope not in sensitive and path.endswith(".md"):
-            found[slug] = _Source(slug, scope, path, head_text(title, triggers, slug))
+            found[slug] = _Source(slug, scope, path, head_text(title, triggers, slug), listing)
     return found, slugs
 
 
 def _known(con: sqlite3.Connection, where: str, args: tuple[object, ...]) -> dict[str, _Known]:
     """The index's rows ``where`` picks, by slug."""
-    query = f"SELECT slug, id, path, size, mtime_ns, digest, head FROM docs {where}"
+    query = f"SELECT slug, id, path, size, mtime_ns, digest, head, listing FROM docs {where}"
     return {slug: _Known(*row) for slug, *row in con.execute(query, args)}
 
 
@@ -508,10 +528,11 @@ def sync(
     stamp: str | None = None,
 ) -> SyncResult:
     """Bring the index in step with index.db and the files: every memory, or those of ``only`` (the change
-    feed's slugs). Files are stat-ed; only those whose fingerprint moved are read. A full sync records
-    ``stamp``, the root's as it was when the sync began (see :mod:`engram.store.search.lookup`); a partial one
-    leaves the last. Raises :class:`StoreError` when the index cannot be written (another process syncing it
-    holds the lock too long): try again later."""
+    feed's slugs, or the memories :func:`engram.store.search.lookup.moved` names). Files are stat-ed; only those
+    whose fingerprint moved are read. ``stamp``, the root's as it was when the sync began, is recorded by a full
+    sync, and by a partial one given it (see :mod:`engram.store.search.lookup`); a partial one without it leaves
+    the last. Raises :class:`StoreError` when the index cannot be written (another process syncing it holds the
+    lock too long): try again later."""
     path = cache_path(store)
     result = SyncResult()
     try:
@@ -528,7 +549,7 @@ def sync(
                     with _immediate(con):
                         _follow_segments(con, _fts_from(con))
             _merge_if_many(con, result)
-            if full:
+            if full or stamp is not None:
                 with _immediate(con):
                     con.execute("DELETE FROM meta WHERE key = ?", (STAMP,))
                     if stamp is not None:
@@ -659,6 +680,7 @@ class _Known:
     mtime_ns: int
     digest: str
     head: str
+    listing: str | None
 
 
 @dataclass(frozen=True)
@@ -706,9 +728,11 @@ def _sync(
 def _compare(
     store: Store, con: sqlite3.Connection, sources: dict[str, _Source], known: dict[str, _Known], result: SyncResult
 ) -> None:
-    """Write the memories whose file's fingerprint moved, and remove the rows of memories gone."""
+    """Write the memories whose file's fingerprint moved, and remove the rows of memories gone; a row whose file did
+    not move takes the memory's listing where it differs."""
     gone = [known[slug].id for slug in known.keys() - sources.keys()]
     work: list[_Stale] = []
+    relisted: list[tuple[str, int]] = []
     root = str(store.layout.root)
     for source in sources.values():
         row = known.get(source.slug)
@@ -725,6 +749,8 @@ def _compare(
             source.head,
         ):
             work.append(_Stale(source, row, st.st_size, st.st_mtime_ns))
+        elif row.listing != source.listing:
+            relisted.append((source.listing, row.id))
     # read by threads ahead of the batches, the kernel asked for the pages further ahead: one file at a time, in
     # slug order (all over the folders), a cold page cache gave a million memories' build under 1 MB/s
     entries = [FileEntry(item.source.path, item.source.scope, "", False) for item in work]
@@ -732,7 +758,7 @@ def _compare(
         for start in range(0, len(work), BATCH):
             part = work[start : start + BATCH]
             _write(store, con, [(item, stored) for item, (_, stored) in zip(part, reads, strict=False)], [], result)
-    _write(store, con, [], gone, result)
+    _write(store, con, [], gone, result, relisted)
 
 
 def _write(
@@ -741,6 +767,7 @@ def _write(
     work: list[tuple[_Stale, Callable[[], bytes]]],
     gone: list[int],
     result: SyncResult,
+    relisted: Collection[tuple[str, int]] = (),
 ) -> None:
     """Take the batch's files (read outside the transaction: each call returns its bytes or raises why not) and
     write their rows; a memory whose scope became sensitive meanwhile is left out. A file whose bytes did not
@@ -774,11 +801,12 @@ def _write(
             if source.scope in sensitive:
                 continue
             row = {"slug": source.slug, "scope": source.scope, "path": source.path, "size": item.size}
-            row |= {"mtime_ns": item.mtime_ns, "digest": digest, "head": source.head}
+            row |= {"mtime_ns": item.mtime_ns, "digest": digest, "head": source.head, "listing": source.listing}
             known = item.known
             if text is None and known is not None and known.head == source.head and known.path == source.path:
                 con.execute(
-                    "UPDATE docs SET size = :size, mtime_ns = :mtime_ns, digest = :digest WHERE id = :id",
+                    "UPDATE docs SET size = :size, mtime_ns = :mtime_ns, digest = :digest, listing = :listing "
+                    "WHERE id = :id",
                     row | {"id": known.id},
                 )
                 continue
@@ -788,10 +816,11 @@ def _write(
             if known is not None:  # a memory's text changes under a new id: a segment's copy of the old is dead
                 con.execute("DELETE FROM docs WHERE id = ?", (known.id,))
             con.execute(
-                "INSERT INTO docs (slug, scope, path, size, mtime_ns, digest, tags, head, body) "
-                "VALUES (:slug, :scope, :path, :size, :mtime_ns, :digest, :tags, :head, :body)",
+                "INSERT INTO docs (slug, scope, path, size, mtime_ns, digest, tags, head, body, listing) "
+                "VALUES (:slug, :scope, :path, :size, :mtime_ns, :digest, :tags, :head, :body, :listing)",
                 row | {"tags": text[0], "body": text[1]},
             )
+        con.executemany("UPDATE docs SET listing = ? WHERE id = ?", relisted)
         con.executemany("DELETE FROM docs WHERE id = ?", ((i,) for i in gone))
         result.removed += len(gone)
 

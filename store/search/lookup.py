@@ -10,26 +10,30 @@ encrypted files are searched by their bodies: they are read whatever their heads
 no term of some AND-group, so it could not have been a hit: the hits, their order and the total are the whole
 index's. A query no term narrows (only negations, only fields, empty) reads every row, as the console does.
 
-Bringing the persistent index up to date stats every memory file. That is skipped when no memory's text can
-have changed since the last full sync: the :func:`stamp` of the root (what index.db records of its memories,
-the audit log, the folders memory files live in) is the one the sync left. A file rewritten in place by hand,
-touching none of them, is read again by the next full sync (the console's start, ``engram check``, or
-``engram search --rescan``).
+Bringing the persistent index up to date is skipped when no memory's text can have changed since the last sync:
+the :func:`stamp` of the root (what index.db records of its memories, the audit log, the folders memory files live
+in) is the one that sync left. When it moved, only the memories :func:`moved` names are compared with their files:
+those whose listing in index.db is not the one their row was built from (memoryd moves ``updated_at`` or its
+fingerprint with every save and update), those whose folder changed (a file added, renamed over or removed), and
+the rows of memories gone; a stamp that says nothing of which (another index.db, the sensitive scopes changed,
+none kept) has every memory file compared. A file rewritten in place by hand, touching none of them, is read again
+by the next sync of every file (the console's start, ``engram check``, or ``engram search --rescan``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import sqlite3
 from collections.abc import Callable
 
 import numpy as np
 
 from engram.store import fences
 from engram.store.errors import StoreError
+from engram.store.index import TEMP_IN_MEMORY
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.fulltext import SCHEMA, FullText, sync
+from engram.store.search.fulltext import LISTING, SCHEMA, FullText, sync
 from engram.store.search.index import SearchIndex, SearchResult, findable, head_needle, uses_fts
 from engram.store.search.rows import Hit, needle_bytes
 from engram.store.service import Store
@@ -90,19 +94,70 @@ class Lookup:
         return None if isinstance(parts, str) else parts.body
 
 
+MOVED_MOST = 20_000  # memories compared one by one at most; beyond, every memory is (in slices: see fulltext.SLICE)
+
+
 def bring_up_to_date(store: Store, fulltext: FullText, rescan: bool = False, progress: Progress | None = None) -> bool:
-    """Sync the persistent index with the root unless its stamp says the last full sync saw the root as it is;
-    True when a sync ran. The stamp is taken before the sync: a change made while it runs moves the next one."""
+    """Sync the persistent index with the root unless its stamp says the last sync saw the root as it is; True when
+    a sync ran. ``rescan`` compares every memory's file. The stamp is taken before the sync: a change made while it
+    runs moves the next one."""
     now = stamp(store)
-    if not rescan and fulltext.stamp() == now:
+    before = fulltext.stamp()
+    if not rescan and before == now:
         return False
-    sync(store, progress=progress, stamp=now)
+    only = None if rescan else moved(store, fulltext, before, now)
+    sync(store, only=only, progress=progress, stamp=now)
     return True
+
+
+def moved(store: Store, fulltext: FullText, before: str | None, now: str) -> list[str] | None:
+    """The slugs of the memories whose row may be behind, from the stamp the last sync left (``before``) to the
+    root's (``now``): see the module's docstring. None where every memory must be compared: no stamp of this kind
+    kept, another index.db, other sensitive scopes or schema, more than MOVED_MOST of them, or an index SQLite cannot
+    read now."""
+    try:
+        then = json.loads(before or "")
+    except ValueError:
+        return None
+    parts = json.loads(now)
+    if not isinstance(then, dict) or any(then.get(key) != parts[key] for key in _WHOLE):
+        return None
+    root = str(store.layout.root)
+    folders = tuple(
+        os.path.relpath(key.removeprefix(_FOLDER), root) + "/"
+        for key in then.keys() | parts.keys()
+        if key.startswith(_FOLDER) and then.get(key) != parts.get(key)
+    )
+    con = store.index.reader()
+    try:
+        con.execute(TEMP_IN_MEMORY)
+        con.execute("ATTACH DATABASE ? AS persistent", (f"file:{fulltext.path}?mode=ro",))
+        con.create_function("engram_in_moved", 1, lambda path: str(path).startswith(folders), deterministic=True)
+        found = con.execute(
+            "SELECT m.slug FROM main.memories m LEFT JOIN persistent.docs d ON d.slug = m.slug "
+            "WHERE substr(m.body_path, -3) = '.md' AND m.scope_hash NOT IN (SELECT value FROM json_each(?)) "
+            f"AND ({'engram_in_moved(m.body_path) OR ' if folders else ''}d.listing IS NOT {LISTING}) "
+            "UNION SELECT d.slug FROM persistent.docs d LEFT JOIN main.memories m ON m.slug = d.slug "
+            "WHERE m.body_path IS NOT d.path OR m.scope_hash IS NOT d.scope "
+            f"LIMIT {MOVED_MOST + 1}",
+            (json.dumps(sorted(store.sensitive_scopes())),),
+        )
+        slugs = [slug for (slug,) in found]
+    except sqlite3.Error:
+        return None  # the full sync says what is wrong, or discards a damaged index and builds it again
+    finally:
+        con.close()
+    return None if len(slugs) > MOVED_MOST else slugs
+
+
+_WHOLE = ("schema", "index", "sensitive")  # stamp parts whose change has every memory compared
+_FOLDER = "folder:"  # the stamp's part of a folder memory files live in, by its path
 
 
 def stamp(store: Store) -> str:
     """What says whether the memories' searched text can have changed, without reading every row or stat-ing every
-    file (memoryd rewrites index.db all day for recalls and decay, which change no text):
+    file (memoryd rewrites index.db all day for recalls and decay, which change no text), as JSON: its parts say
+    which folders moved (see :func:`moved`).
 
     - index.db's identity (memoryd's rebuild-index makes a new file) and, of its rows, the count, the newest
       creation and update (memoryd's ``mem_update`` stamps the time it rewrites a memory), the total length of
@@ -135,10 +190,10 @@ def stamp(store: Store) -> str:
     scopes = layout.scopes_dir
     parts["scopes"] = seen(str(scopes))
     for scope in _folders(str(scopes)):
-        parts[scope] = seen(scope)
+        parts[_FOLDER + scope] = seen(scope)
         for folder in _folders(scope):
-            parts[folder] = seen(folder)
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+            parts[_FOLDER + folder] = seen(folder)
+    return json.dumps(parts, sort_keys=True)
 
 
 def _inode(path: str) -> int | None:
