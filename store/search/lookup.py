@@ -33,7 +33,7 @@ from engram.store import fences
 from engram.store.errors import StoreError
 from engram.store.index import TEMP_IN_MEMORY
 from engram.store.query import Query, QuerySyntaxError, Term, parse
-from engram.store.search.fulltext import LISTING, SCHEMA, FullText, sync
+from engram.store.search.fulltext import LISTING, SCHEMA, FullText, deferred, sync
 from engram.store.search.index import SearchIndex, SearchResult, findable, head_needle, uses_fts
 from engram.store.search.rows import Hit, needle_bytes
 from engram.store.service import Store
@@ -113,14 +113,16 @@ def bring_up_to_date(store: Store, fulltext: FullText, rescan: bool = False, pro
 def moved(store: Store, fulltext: FullText, before: str | None, now: str) -> list[str] | None:
     """The slugs of the memories whose row may be behind, from the stamp the last sync left (``before``) to the
     root's (``now``): see the module's docstring. None where every memory must be compared: no stamp of this kind
-    kept, another index.db, other sensitive scopes or schema, more than MOVED_MOST of them, or an index SQLite cannot
-    read now."""
+    kept, another index.db, other sensitive scopes or schema, a build of the index cut short, more than MOVED_MOST
+    of them, or an index SQLite cannot read now."""
     try:
         then = json.loads(before or "")
     except ValueError:
         return None
     parts = json.loads(now)
     if not isinstance(then, dict) or any(then.get(key) != parts[key] for key in _WHOLE):
+        return None
+    if deferred(fulltext.con):  # a build cut short: a full sync finishes it (FTS5 lacks the rows it wrote)
         return None
     root = str(store.layout.root)
     folders = tuple(
