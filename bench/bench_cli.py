@@ -12,7 +12,8 @@ memory of engram's command and, where memoryd does the same work and its code is
 - rebuild-index of a copy of the memoryd-written root (copying is not timed); memoryd's rebuild_index;
 - check of the memoryd-written root; memoryd's own reading of every file (the peers' check_dataroot.py);
 - promotions list of the memoryd-written root, every pending promotion screened: the first, and one after it;
-- approve one promotion in the console's store, p50 / p95 over many, on the 100k demo (each undone after);
+- approve one promotion in the console's store, p50 / p95 over many, on the 100k demo (each undone after), once
+  the queue has screened them, as the console's has before a person approves;
 - scope mark of the memoryd-written root's largest plain scope, on a copy (engram only: memoryd's
   mark-sensitive is given a project folder, which a generated root does not have).
 
@@ -53,7 +54,7 @@ print(json.dumps({"s": took, "mb": resource.getrusage(resource.RUSAGE_CHILDREN).
 
 APPROVE = r"""
 import json, statistics, sys, time
-from engram.store import promotions
+from engram.store import promotions, screening
 from engram.store.demo import DEMO_PASSPHRASE
 from engram.store.errors import Quarantined
 from engram.store.models import Promotion
@@ -64,6 +65,8 @@ with Store.open(sys.argv[1], keys=KeyRing(passphrase=DEMO_PASSPHRASE)) as store:
     unlock(store)  # as the console's ctrl+u: keys are derived before a person approves
     count = int(sys.argv[2])
     done, times = [], []
+    pending = [p.id for p in Promotion.select(Promotion.id).where(Promotion.status == "pending").order_by(Promotion.id)]
+    screening.pending_screens(store, pending[: 2 * (count + int(sys.argv[3]))])  # as the queue lists them first
     for p in Promotion.select(Promotion.id).where(Promotion.status == "pending").order_by(Promotion.id):
         t = time.perf_counter()
         try:
