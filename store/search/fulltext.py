@@ -118,16 +118,15 @@ TRIGGERS = (
 # row (``listing``): a memory whose string is not its row's is compared again (see the partial sync in
 # engram.store.search.lookup). memoryd's ``updated_at`` and ``fingerprint`` (a hash of the body's start) move with
 # every save and update of its own; engram's writes set ``updated_at``.
-LISTING = " || char(31) || ".join(
-    (
-        "coalesce(CAST(m.title AS TEXT), '')",
-        TRIGGERS,
-        "coalesce(CAST(m.body_path AS TEXT), '')",
-        "coalesce(CAST(m.scope_hash AS TEXT), '')",
-        "coalesce(CAST(m.updated_at AS TEXT), '')",
-        "coalesce(CAST(m.fingerprint AS TEXT), '')",
-    )
+_LISTED = (  # the listing's parts, the triggers second; a sync joins them here, as LISTING does in SQL
+    "coalesce(CAST(m.title AS TEXT), '')",
+    TRIGGERS,
+    "coalesce(CAST(m.body_path AS TEXT), '')",
+    "coalesce(CAST(m.scope_hash AS TEXT), '')",
+    "coalesce(CAST(m.updated_at AS TEXT), '')",
+    "coalesce(CAST(m.fingerprint AS TEXT), '')",
 )
+LISTING = " || char(31) || ".join(_LISTED)
 
 
 def head_text(title: str, triggers: str, slug: str) -> str:
@@ -502,11 +501,11 @@ def _sources(
     and the slugs of every row it picked, in its order."""
     found = {}
     slugs = []
-    query = f"SELECT slug, title, scope_hash, body_path, {TRIGGERS}, {LISTING} FROM memories m {where}"
-    for slug, title, scope, path, triggers, listing in store.index.db.execute_sql(query, args):
+    query = f"SELECT slug, title, scope_hash, body_path, {', '.join(_LISTED)} FROM memories m {where}"
+    for slug, title, scope, path, *listed in store.index.db.execute_sql(query, args):
         slugs.append(slug)
         if scope not in sensitive and path.endswith(".md"):
-            found[slug] = _Source(slug, scope, path, head_text(title, triggers, slug), listing)
+            found[slug] = _Source(slug, scope, path, head_text(title, listed[1], slug), "\x1f".join(listed))
     return found, slugs
 
 
