@@ -15,7 +15,9 @@ memory of engram's command and, where memoryd does the same work and its code is
 - approve one promotion in the console's store, p50 / p95 over many, on the 100k demo (each undone after), once
   the queue has screened them, as the console's has before a person approves;
 - scope mark of the memoryd-written root's largest plain scope, on a copy (engram only: memoryd's
-  mark-sensitive is given a project folder, which a generated root does not have).
+  mark-sensitive is given a project folder, which a generated root does not have);
+- start-up: ``--help`` (every command's parser), memoryd's ``--help``; a tab press after a command's word, as the
+  shell's completion hook asks it.
 
 Usage: python bench/bench_cli.py --md ROOT --md-home HOME [--demo ROOT] [--log-lines N] [--runs N]
        [--memoryd-src DIR --memoryd-python PY --peers DIR]
@@ -330,6 +332,19 @@ def approve_rows(bench: Bench) -> None:
         )
 
 
+def startup_rows(bench: Bench) -> None:
+    """What a command line waits for before its work: the parsers of every command, and the parser a tab press
+    after ``engram audit ve`` builds (the shell's hook runs the program with the line in its environment)."""
+    env, line = bench.engram_env, "engram audit ve"
+    theirs = None
+    if bench.memoryd:
+        theirs = bench.measure(bench.memoryd_cli("--help"), bench.memoryd_env(Path(bench.args.md)))
+    bench.row("--help", bench.measure(bench.engram("--help"), env), theirs)
+    shell = {"_ARGCOMPLETE": "1", "COMP_LINE": line, "COMP_POINT": str(len(line))}
+    tab = {**env, **shell, "_ARGCOMPLETE_STDOUT_FILENAME": os.devnull}
+    bench.row(f"a tab press after {line.removeprefix('engram ')!r}", bench.measure(bench.engram(), tab))
+
+
 ROWS: dict[str, Callable[[Bench], None]] = {
     "search": search_rows,
     "search-after": search_after_rows,
@@ -339,6 +354,7 @@ ROWS: dict[str, Callable[[Bench], None]] = {
     "list": list_rows,
     "mark": mark_rows,
     "approve": approve_rows,
+    "startup": startup_rows,
 }
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from engram.store.domain import FORGOTTEN_DIR, TYPE_DIRS
+from engram.store.domain import FORGOTTEN_DIR, KEEP_SIDES, TYPE_DIRS
 from engram.store.errors import NotFound, StoreError
 from engram.store.frontmatter import MemoryDoc, parse
 from engram.store.models import Memory
@@ -34,7 +34,7 @@ from engram.store.write.change import Change
 
 CONFLICTS_DIR = "_conflicts"
 _ASIDE = re.compile(r"^(?P<name>.+\.md(?:\.enc)?)-(?P<fp>[0-9a-f]{8})$")
-KEEP = ("local", "remote")
+KEEP = KEEP_SIDES
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from engram.store.domain import FORGOTTEN_DIR, DecayState
+from engram.store.domain import DECAY_LISTS, FORGOTTEN_DIR, DecayState
 from engram.store.errors import BadInput
 from engram.store.frontmatter import MemoryDoc
 from engram.store.models import Memory, tuples
@@ -56,7 +56,7 @@ def distribution(store: Store) -> dict[tuple[str, str], Counter[str]]:
     return found
 
 
-LISTS = ("expiring", "dim", "soft-forgotten", "recalled")
+LISTS = DECAY_LISTS
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,13 @@ FORGOTTEN_DIR = "forgotten"
 
 TYPE_DIRS = {t.dir_name: t for t in MemoryType}
 
+DECAY_LISTS = ("expiring", "dim", "soft-forgotten", "recalled")
+"""The decay pane's lists, the first shown first. Here, not with the lists' code: a command line's parser offers
+them, and the code reads memory files."""
+
+KEEP_SIDES = ("local", "remote")
+"""The versions a sync conflict's resolution can keep as they are (the third way is a merge)."""
+
 
 class DecayState(StrEnum):
     ALIVE = "alive"

@@ -37,6 +37,27 @@ def test_subcommands_and_scope_hashes_complete(fixture_root, tmp_path):
     assert completions(f"engram scope mark --root {fixture_root} 359", tmp_path) == ["35998c22af79"]
 
 
+def test_a_command_completes_from_its_own_parser(fixture_root, tmp_path):
+    """Past the command's word only that command's parser is built: its words, options and values still
+    complete, wherever ``--root`` stands."""
+    assert completions("engram audit ve", tmp_path) == ["verify"]
+    assert "--rescan" in completions("engram search --", tmp_path)
+    assert completions("engram decay list --kind s", tmp_path) == ["soft-forgotten"]
+    assert completions(f"engram --root {fixture_root} scope mark 359", tmp_path) == ["35998c22af79"]
+
+
+def test_a_line_the_shell_did_not_send_whole_names_no_command(monkeypatch):
+    from engram.tui.completion import completed_words
+
+    for name, value in (("COMP_LINE", "engram audit "), ("COMP_POINT", "13"), ("_ARGCOMPLETE", "1")):
+        monkeypatch.setenv(name, value)
+    assert completed_words() == ["audit"]
+    monkeypatch.setenv("COMP_POINT", "thirteen")
+    assert completed_words() == []
+    monkeypatch.delenv("COMP_LINE")
+    assert completed_words() == []
+
+
 def test_completers_read_the_root_named_so_far(fixture_root):
     named = argparse.Namespace(root=str(fixture_root))
     assert complete_scopes("9", named) == ["91c2073b561e"]

@@ -62,6 +62,28 @@ def test_a_command_line_imports_the_module_of_its_command_alone():
     assert modules & loaded_after(version) == set()  # it prints the version and exits: no command is parsed
 
 
+def test_the_parsers_of_every_command_load_none_of_their_work():
+    """``engram --help``, ``engram check --help`` and a tab press build parsers and run nothing: what the commands
+    run (every file's parse, the search index, the history's repository, the demo's processes) waits for a
+    command that runs it."""
+    heavy = {"numpy", "pydantic", "yaml", "pygit2", "multiprocessing", "engram.store.frontmatter"}
+    assert heavy & loaded_after("import engram.tui.cli as c; c._parser()") == set()
+
+
+def test_a_tab_press_after_a_command_builds_that_commands_parser_alone():
+    """The shell's line says which command is being completed: the other modules are not imported (each brings
+    much of the store with it)."""
+    from engram.tui.cli import COMMANDS
+
+    modules = {f"engram.tui.cli.{name}" for name in COMMANDS.values()}
+    complete = "import engram.tui.cli as c, engram.tui.completion as k; c._parser(c._command(k.completed_words()))"
+    for line, module in (("engram audit ve", "audit"), ("engram --root R scope mark 35", "scopes")):
+        shell = {"_ARGCOMPLETE": "1", "COMP_LINE": line, "COMP_POINT": str(len(line))}
+        assert modules & loaded_after(complete, shell) == {f"engram.tui.cli.{module}"}, line
+    first_word = {"_ARGCOMPLETE": "1", "COMP_LINE": "engram au", "COMP_POINT": "9"}  # which command: every module
+    assert modules <= loaded_after(complete, first_word)
+
+
 def test_a_listing_loads_neither_the_checks_nor_the_demo_nor_the_search(fixture_root):
     """``engram ls`` and ``engram stats`` read rows: what the other commands on a whole root need (the check, the
     demo's writer, the search index and numpy) is not loaded for them."""

@@ -7,6 +7,7 @@ completes nothing."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,18 @@ def shell_script(shell: str) -> str:
     import argcomplete
 
     return argcomplete.shellcode(["engram"], shell=shell)
+
+
+def completed_words() -> list[str]:
+    """The words the shell's line holds after the program's name and before the word being completed (none when
+    the line cannot be read): once the command's word is among them, its module's parser alone answers."""
+    from argcomplete import split_line
+
+    try:
+        line, point, start = os.environ["COMP_LINE"], int(os.environ["COMP_POINT"]), int(os.environ["_ARGCOMPLETE"])
+    except (KeyError, ValueError):
+        return []
+    return split_line(line, point)[3][start:]
 
 
 def autocomplete(parser: argparse.ArgumentParser) -> None:

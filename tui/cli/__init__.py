@@ -16,7 +16,7 @@ from engram.store.errors import ENVIRONMENT_ERRORS, Conflict, StoreError
 from engram.store.query import QuerySyntaxError
 from engram.tui.cli.common import EXIT_ERROR, EXIT_FINDING, EXIT_OK, Handler, confirming, tell_notices
 from engram.tui.cli.console import console_args, open_console
-from engram.tui.completion import autocomplete
+from engram.tui.completion import autocomplete, completed_words
 from engram.tui.terminal_safe import SafeWriter
 
 # the module that registers each command: a command line imports only the module of the command it runs (each
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     if console is not None and "_ARGCOMPLETE" not in os.environ:  # the console alone: no command line to parse
         return _run(open_console, console)
     completing = "_ARGCOMPLETE" in os.environ
-    command = None if completing else _command(argv)
+    command = _command(completed_words()) if completing else _command(argv)  # a tab press waits for one module
     version = not completing and command is None and "--version" in argv and not {"-h", "--help"} & set(argv)
     parser, handlers = _parser(command, bare=version)  # --version prints and exits: no command's module
     if completing:  # the shell asks what can follow: answer and exit (see tui/completion.py)

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-from engram.store.decay import LISTS, apply_sweep, forget_now, listing, plan_sweep, revive, set_ttl
+from engram.store.domain import DECAY_LISTS
+from engram.store.lazy import lazy_module
 from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_store, open_with_key
 from engram.tui.cli_progress import cli_progress
+
+if TYPE_CHECKING:
+    from engram.store import decay
+else:
+    decay = lazy_module("engram.store.decay")  # the frontmatter's models: for the command that runs, not its parser
 
 DONE = {"revive": "alive again, recall stamped", "pin": "pinned (no ttl)", "forget": "forgotten"}
 
@@ -18,7 +25,9 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
         dest="decay_command", required=True
     )
     shown = group.add_parser("list", parents=[common, report], help="memories by decay state")
-    shown.add_argument("--kind", choices=LISTS, default=LISTS[0], help="which list (default: ttl running out)")
+    shown.add_argument(
+        "--kind", choices=DECAY_LISTS, default=DECAY_LISTS[0], help="which list (default: ttl running out)"
+    )
     shown.add_argument("--days", type=int, default=14, metavar="N", help="how far ahead 'expiring' looks")
     for verb, what in (
         ("revive", "alive again, recall stamped (back from forgotten/)"),
@@ -40,7 +49,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 def _list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        entries = listing(store, args.kind, args.days)
+        entries = decay.listing(store, args.kind, args.days)
     text = "\n".join(
         f"{e.state:<15} {'pinned' if e.ttl_days is None else f'{e.ttl_days} d':<7} {e.expires or '':<11} {e.slug}  "
         f"{e.title}"
@@ -54,13 +63,13 @@ def _one(args: argparse.Namespace) -> int:
     verb = args.decay_command
     with open_with_key(args, encrypted(args.slug)) as store:
         if verb == "revive":
-            revive(store, args.slug)
+            decay.revive(store, args.slug)
         elif verb == "pin":
-            set_ttl(store, args.slug, None)
+            decay.set_ttl(store, args.slug, None)
         elif verb == "ttl":
-            set_ttl(store, args.slug, args.days)
+            decay.set_ttl(store, args.slug, args.days)
         else:
-            forget_now(store, args.slug)
+            decay.forget_now(store, args.slug)
     done = f"ttl {args.days} days" if verb == "ttl" else DONE[verb]
     emit(args, {"slug": args.slug, "done": verb}, f"{args.slug}: {done}")
     return EXIT_OK
@@ -68,10 +77,10 @@ def _one(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace) -> int:
     with open_with_key(args, lambda store: False) as store:
-        steps = plan_sweep(store)
+        steps = decay.plan_sweep(store)
         if not args.dry_run and steps:
             with cli_progress("sweeping") as advance:
-                apply_sweep(store, steps, advance)
+                decay.apply_sweep(store, steps, advance)
     verb = "would change" if args.dry_run else "changed"
     text = "\n".join(f"{s.before:>14} -> {s.after:<15} {s.slug}  ({s.age_days} d)" for s in steps)
     emit(

@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import difflib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engram.store import conflicts as inbox
+from engram.store.domain import KEEP_SIDES
 from engram.store.errors import BadInput
-from engram.store.history import ops
+from engram.store.lazy import lazy_module
 from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -24,6 +25,12 @@ from engram.tui.cli.common import (
     history_encrypted,
     open_with_key,
 )
+
+if TYPE_CHECKING:
+    from engram.store import conflicts as inbox
+    from engram.store.history import ops
+else:  # the frontmatter's models and pygit2: for the command that runs, not its parser
+    inbox, ops = lazy_module("engram.store.conflicts"), lazy_module("engram.store.history.ops")
 
 ACTIONS = ("push", "forget")  # `engram history push REMOTE`, `engram history forget SLUG`
 
@@ -54,7 +61,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
     resolve = conflicts.add_parser("resolve", parents=[common, report], help="keep one version; the other goes")
     resolve.add_argument("id", metavar="ID")
     keep = resolve.add_mutually_exclusive_group(required=True)
-    keep.add_argument("--keep", choices=inbox.KEEP, help="local: write it back; remote: keep the one in place")
+    keep.add_argument("--keep", choices=KEEP_SIDES, help="local: write it back; remote: keep the one in place")
     keep.add_argument(
         "--merged", metavar="FILE", type=Path, help="write this file's text (a whole memory file, merged by you)"
     )

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engram.store.importers import IMPORTERS, importer
 from engram.store.importers.base import Options
-from engram.store.importers.run import Preview, apply_import, preview
+from engram.store.lazy import lazy_module
 from engram.tui.cli.common import EXIT_FINDING, EXIT_OK, Handler, Parser, Subparsers, emit, open_store
 from engram.tui.cli_progress import cli_progress
+
+if TYPE_CHECKING:
+    from engram.store.importers import run
+    from engram.store.importers.run import Preview
+else:
+    run = lazy_module("engram.store.importers.run")  # the frontmatter's models: for the import, not its parser
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -33,7 +40,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 def _import(args: argparse.Namespace) -> int:
     with open_store(args, actor="engram-import") as store:
-        plan = preview(
+        plan = run.preview(
             store,
             importer(args.system),
             args.path,
@@ -42,7 +49,7 @@ def _import(args: argparse.Namespace) -> int:
         data = plan.to_json()
         if not args.dry_run and plan.items:
             with cli_progress("importing") as advance:
-                apply_import(store, plan, advance)
+                run.apply_import(store, plan, advance)
         data["written"] = not args.dry_run
     emit(args, data, _preview_text(plan, args.dry_run))
     return EXIT_FINDING if plan.malformed else EXIT_OK

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-from engram.store.memories import add_supersede
-from engram.store.supersedes import PROPOSED, confirm_supersede, links, reject_supersede, undo_supersede
+from engram.store.lazy import lazy_module
 from engram.tui.cli.common import EXIT_OK, Handler, Parser, Subparsers, emit, encrypted, open_with_key
+
+if TYPE_CHECKING:
+    from engram.store import memories, supersedes
+else:  # the frontmatter's models: for the command that runs, not its parser
+    memories, supersedes = lazy_module("engram.store.memories"), lazy_module("engram.store.supersedes")
 
 DONE = {"confirm": "confirmed", "reject": "rejected", "undo": "undone", "add": "added"}
 
@@ -34,10 +39,11 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 
 def _list(args: argparse.Namespace) -> int:
+    proposed = supersedes.PROPOSED
     with open_with_key(args, lambda store: False) as store:
-        found = [link for link in links(store) if not args.proposed or link.decided_by == PROPOSED]
+        found = [link for link in supersedes.links(store) if not args.proposed or link.decided_by == proposed]
     text = "\n".join(
-        f"{link.newer} supersedes {link.older}  [{'PROPOSED' if link.decided_by == PROPOSED else link.decided_by}"
+        f"{link.newer} supersedes {link.older}  [{'PROPOSED' if link.decided_by == proposed else link.decided_by}"
         + (f" {link.confidence:.2f}" if link.confidence is not None else "")
         + "]"
         for link in found
@@ -51,13 +57,13 @@ def _change(args: argparse.Namespace) -> int:
     reason = getattr(args, "reason", None)
     with open_with_key(args, encrypted(args.newer, args.older)) as store:
         if verb == "confirm":
-            confirm_supersede(store, args.newer, args.older)
+            supersedes.confirm_supersede(store, args.newer, args.older)
         elif verb == "reject":
-            reject_supersede(store, args.newer, args.older, reason)
+            supersedes.reject_supersede(store, args.newer, args.older, reason)
         elif verb == "undo":
-            undo_supersede(store, args.newer, args.older, reason)
+            supersedes.undo_supersede(store, args.newer, args.older, reason)
         else:
-            add_supersede(store, args.newer, args.older, reason=reason)
+            memories.add_supersede(store, args.newer, args.older, reason=reason)
     emit(
         args,
         {"newer": args.newer, "older": args.older, "done": DONE[verb]},

@@ -11,10 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engram.store import promotions
 from engram.store.domain import MemoryType
 from engram.store.errors import BadInput, StoreError
 from engram.store.external_edit import edit_in_editor
+from engram.store.lazy import lazy_module
 from engram.store.queue import QueueItem, pending_findings, pending_queue, promotion_detail, queue_query
 from engram.store.secrets import Finding, masked
 from engram.store.service import Store
@@ -35,7 +35,10 @@ from engram.tui.cli.common import (
 from engram.tui.completion import complete_pending
 
 if TYPE_CHECKING:
+    from engram.store import promotions
     from engram.store.screen import Screening
+else:
+    promotions = lazy_module("engram.store.promotions")  # the frontmatter's models: for the commands that decide
 
 ACK_HELP = (
     "comma-separated rule ids of the poisoning screen's findings you have read (engram screen, or promotions list): "

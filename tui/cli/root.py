@@ -8,9 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engram.store.drift.check import KINDS, NOT_DRIFT, Report, check
-from engram.store.drift.rebuild import open_for_rebuild, rebuild_index
-from engram.store.drift.repair import repair
 from engram.store.drift.seen import acknowledge
 from engram.store.errors import BadInput, NoIndex, StoreError
 from engram.store.lazy import lazy_module
@@ -24,8 +21,15 @@ from engram.tui.completion import SHELLS, shell_script
 
 if TYPE_CHECKING:
     from engram.store import demo
+    from engram.store.drift import check, rebuild, repair
+    from engram.store.drift.check import Report
 else:
     demo = lazy_module("engram.store.demo")  # the demo's writer and the frontmatter's models: for ``demo`` alone
+    # every file's parse (the frontmatter's models) and the search index (numpy), for the command that runs them:
+    # completing or asking help of ``engram check`` builds this module's parsers and waits for neither
+    check = lazy_module("engram.store.drift.check")
+    rebuild = lazy_module("engram.store.drift.rebuild")
+    repair = lazy_module("engram.store.drift.repair")
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -101,7 +105,7 @@ def _check(args: argparse.Namespace) -> int:
     with opened as store:
         recorded = _history_caught_up(store)  # first: its memory is given back before the check's workers start
         with cli_progress("checking files") as advance:
-            report = check(store, advance)
+            report = check.check(store, advance)
         acked = [_ack(store, report, selector) for selector in args.ack]
     lines = [f"{report.files} files, {report.rows} index rows", *acked, *recorded.values()]
     data = {**report.to_json(every=args.all), **recorded}
@@ -144,15 +148,15 @@ def _history_caught_up(store: Store) -> dict[str, str]:
 
 def _repair(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        result = repair(store)
+        result = repair.repair(store)
         recorded = _history_caught_up(store)
     remaining = result.remaining.to_json() if result.remaining else {}
-    left = {k: v for k, v in remaining.get("findings", {}).items() if k not in NOT_DRIFT}
+    left = {k: v for k, v in remaining.get("findings", {}).items() if k not in check.NOT_DRIFT}
     text = "\n".join(
         [
             *(f"fixed: {m}" for m in result.fixed),
             *(f"failed: {m}" for m in result.failed),
-            *(f"left: {v['count']} {k} ({KINDS[k][0]})" for k, v in left.items()),
+            *(f"left: {v['count']} {k} ({check.KINDS[k][0]})" for k, v in left.items()),
             f"{len(result.fixed)} fixed, {len(result.failed)} failed, {sum(v['count'] for v in left.values())} left",
             *recorded.values(),
         ]
@@ -162,10 +166,10 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    store, aside = open_for_rebuild(args.root, "engram-cli")
+    store, aside = rebuild.open_for_rebuild(args.root, "engram-cli")
     with store:
         with cli_progress("reading files") as advance:
-            result = rebuild_index(store, advance)
+            result = rebuild.rebuild_index(store, advance)
     data = {
         "indexed": result.indexed,
         "removed": result.removed,

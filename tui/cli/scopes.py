@@ -7,13 +7,13 @@ import getpass
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engram.store.errors import BadInput, KeyUnavailable, WrongKey
+from engram.store.lazy import lazy_module
 from engram.store.scopes import default_discovery_dirs, project_dir, resolve_scope, scopes
-from engram.store.sensitive.convert import check_key, mark_sensitive, unmark_sensitive
 from engram.store.sensitive.crypto import PASSPHRASE_ENV
 from engram.store.sensitive.grants import issue_grant, revoke_grant
-from engram.store.sensitive.rekey import RESTART_MEMORYD, plan_passphrase_rekey, rekey_passphrase, rekey_random
 from engram.tui.cli.common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -29,6 +29,11 @@ from engram.tui.cli.common import (
 )
 from engram.tui.cli_progress import cli_progress
 from engram.tui.completion import complete_scopes
+
+if TYPE_CHECKING:
+    from engram.store.sensitive import convert, rekey
+else:  # every file's parse and the search index: for the command that runs, not its parser
+    convert, rekey = lazy_module("engram.store.sensitive.convert"), lazy_module("engram.store.sensitive.rekey")
 
 
 def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, Handler]:
@@ -96,7 +101,7 @@ def add_commands(sub: Subparsers, common: Parser, report: Parser) -> dict[str, H
 
 
 def _scope_convert(args: argparse.Namespace) -> int:
-    act = mark_sensitive if args.scope_command == "mark" else unmark_sensitive
+    act = convert.mark_sensitive if args.scope_command == "mark" else convert.unmark_sensitive
     with open_with_key(args) as store:
         with cli_progress("encrypting" if args.scope_command == "mark" else "decrypting") as advance:
             done = act(store, args.scope, advance)
@@ -112,12 +117,12 @@ def _rekey(args: argparse.Namespace) -> int:
             if not args.scope:
                 raise BadInput("memoryd's random-key mode rekeys one scope at a time: give SCOPE")
             with cli_progress("re-encrypting") as advance:
-                result = rekey_random(store, args.scope, advance)
+                result = rekey.rekey_random(store, args.scope, advance)
             text = f"scope {result.scopes[0].scope_hash}: {result.done} memories under a new key in the OS keyring"
         else:
             if args.scope:
                 resolve_scope(store, args.scope)  # a typo is still an error, though every scope changes
-            plan = plan_passphrase_rekey(store)
+            plan = rekey.plan_passphrase_rekey(store)
             print(
                 f"memoryd keeps one passphrase for every sensitive scope: this re-encrypts all {len(plan)} of them "
                 f"({sum(plan.values()):,} memories) under the new passphrase",
@@ -125,7 +130,7 @@ def _rekey(args: argparse.Namespace) -> int:
             )
             new = _new_passphrase()
             with cli_progress("re-encrypting") as advance:
-                result = rekey_passphrase(
+                result = rekey.rekey_passphrase(
                     store, new, None if advance is None else lambda scope, n, total: advance(n, total)
                 )
             late = f" ({result.late} saved by memoryd under the old one meanwhile)" if result.late else ""
@@ -139,7 +144,7 @@ def _rekey(args: argparse.Namespace) -> int:
                     if result.keyring_updated
                     else f"set {PASSPHRASE_ENV} to it, or run `memoryd set-passphrase`"
                 )
-                + f". {RESTART_MEMORYD}"
+                + f". {rekey.RESTART_MEMORYD}"
             )
     emit(
         args,
@@ -171,7 +176,7 @@ def _unlock_check(args: argparse.Namespace) -> int:
     with open_with_key(args) as store:
         scope, _ = resolve_scope(store, args.scope)
         try:
-            tried = check_key(store, scope)
+            tried = convert.check_key(store, scope)
         except WrongKey as exc:  # no key at all is "could not run" (2), like every other StoreError
             emit(args, {"scope_hash": scope, "opens": False, "error": str(exc)}, f"scope {scope}: {exc}")
             return EXIT_FINDING
