@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engram.store import fences, plain_yaml
+from engram.store import fences, header, plain_yaml
 from engram.store.domain import DecayState, MemoryType, check_slug
 from engram.store.errors import BadInput, BadMemoryFile
 
@@ -44,8 +44,6 @@ KEY_ORDER = (
 )
 _DATETIME_KEYS = ("created_at", "updated_at", "last_recalled_at")
 _FENCE = fences.FENCE
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader where PyYAML has it: same documents, several times faster."""
 _CDumper = getattr(yaml, "CSafeDumper", None)
 _EMITTED_ALIKE = re.compile(r"[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffc]*\Z")
 """Strings libyaml's emitter writes to the very bytes of PyYAML's pure Python one (memoryd's ``yaml.safe_dump``,
@@ -186,65 +184,14 @@ def _simple_key(key: object) -> bool:
     return isinstance(key, str) and 0 < len(key) < 64 and _emitted_alike(key)
 
 
-MAX_NODES = 100_000  # values in a frontmatter once YAML aliases are expanded; memoryd's have a few dozen
-
-
-def _expanded_size(value: object, seen: dict[int, int]) -> int:
-    """How many values ``value`` holds with every alias expanded, as validating or dumping it would walk them;
-    counted once per shared object (``seen``), so a billion-laughs document is measured, not expanded."""
-    if not isinstance(value, (dict, list)):
-        return 1
-    known = seen.get(id(value))
-    if known is not None:
-        return known
-    seen[id(value)] = MAX_NODES + 1  # a structure that contains itself never ends: over the limit
-    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
-    size = 1
-    for item in items:
-        size += _expanded_size(item, seen)
-        if size > MAX_NODES:
-            break
-    seen[id(value)] = size
-    return size
-
-
 def parse(data: bytes, path: str) -> MemoryDoc:
     """Parse a memory file's bytes; raise :class:`BadMemoryFile` with the reason a person can fix."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadMemoryFile(path, f"invalid UTF-8 at byte {exc.start}") from None
-    if "\r" in text:
-        raise BadMemoryFile(path, "CRLF or CR line endings (memoryd writes LF only)")
-    parts = fences.split(text)
-    if isinstance(parts, str):
-        raise BadMemoryFile(path, parts)
-    loaded = plain_yaml.load(parts.header)
-    if loaded is None:  # not the plain shape every writer's dumper gives it: the full parser reads it
-        loaded = _load_yaml(parts.header, path)
+    loaded, parts = header.read(data, path)
     try:
         fm = Frontmatter.model_validate(loaded)
     except ValidationError as exc:
         raise BadMemoryFile(path, f"bad frontmatter {field_problem(exc)}") from None
     return MemoryDoc(frontmatter=fm, body=parts.body, lead=parts.lead)
-
-
-def _load_yaml(header: str, path: str) -> dict[str, Any]:
-    try:
-        loaded = yaml.load(header, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise BadMemoryFile(path, f"broken YAML frontmatter{where}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(loaded, dict):
-        raise BadMemoryFile(path, "frontmatter is not a YAML mapping")
-    if _expanded_size(loaded, {}) > MAX_NODES:
-        raise BadMemoryFile(
-            path,
-            f"frontmatter expands to more than {MAX_NODES:,} values (YAML aliases nested "
-            "into a bomb?): refused before anything reads it",
-        )
-    return loaded
 
 
 def field_problem(exc: ValidationError) -> str:

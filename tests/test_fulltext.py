@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memoryd_emulation import memoryd_saves
 
-from engram.store import promotions
+from engram.store import frontmatter, promotions
 from engram.store.drift.check import check
 from engram.store.drift.rebuild import rebuild_index
 from engram.store.drift.repair import repair
@@ -65,7 +65,7 @@ def searched(store: Store, text: str) -> set[str]:
 
 def test_bodies_are_searchable_at_load_without_reading_a_file(store, monkeypatch):
     sync(store)
-    monkeypatch.setattr(Store, "read_doc", lambda *a: pytest.fail("a file was read at load"))
+    monkeypatch.setattr(Store, "read_bytes", lambda *a: pytest.fail("a file was read at load"))
     index = SearchIndex.load(store, FullText.open(store))
     found = index.search("'config/ssr_cache.yaml")
     assert found.total > 0 and not any(hit.encrypted for hit in found.hits)
@@ -327,7 +327,7 @@ def test_the_kept_rows_answer_at_open_as_the_full_read_does_for_plain_scopes(sto
         return execute(db, sql, *args, **kwargs)
 
     with monkeypatch.context() as patched:
-        patched.setattr(Store, "read_doc", lambda *a: pytest.fail("a file was read at open"))
+        patched.setattr(Store, "read_bytes", lambda *a: pytest.fail("a file was read at open"))
         patched.setattr(type(store.index.db), "execute_sql", no_memory_rows)
         cached = SearchIndex.cached(store, FullText.open(store))
     assert cached is not None and cached.partial
@@ -779,3 +779,41 @@ def test_a_build_leaves_no_log_the_size_of_its_transactions_while_a_console_read
     log = cache_path(store).with_name(cache_path(store).name + "-wal")
     assert not log.exists() or log.stat().st_size == 0
     reader.close()
+
+
+def test_a_file_is_searched_by_the_tags_and_body_its_parse_gives(store):
+    """The search reads a file's YAML and validates no field: for every file memoryd wrote, what it reads is what
+    the full parse (the frontmatter's models) gives."""
+    for row in Memory.select().where(Memory.scope_hash == PLAIN):
+        data = store.read_bytes(row.body_path)
+        doc = frontmatter.parse(data, row.body_path)
+        assert fulltext_module.searched_parts(data, row.body_path) == (doc.frontmatter.tags, doc.body)
+
+
+def _rewritten(store: Store, row: Memory, field: str, lines: list[str], word: str) -> None:
+    """The memory's file with its frontmatter's ``field`` given ``lines`` and ``word`` at the end of its body, as
+    a hand edit would leave it."""
+    path = store.layout.root / row.body_path
+    header, body = path.read_text(encoding="utf-8").removeprefix("---\n").split("---\n", 1)
+    kept, skipping = [], False
+    for line in header.splitlines():
+        skipping = line.startswith(f"{field}:") or (skipping and line.startswith("- "))
+        if not skipping:
+            kept.append(line)
+    path.write_text("---\n" + "\n".join([*kept, *lines]) + "\n---\n" + body + f"\n{word}\n", encoding="utf-8")
+
+
+def test_a_field_memoryd_would_refuse_leaves_the_file_found_by_its_words(store):
+    """A date that is not one is ``engram check``'s to report: the memory is still found by what it says. Tags
+    that are not strings are not tags: that file is searched by its head alone until it is mended, and the sync
+    says why."""
+    sync(store)
+    dated, tagged = Memory.select().where(Memory.scope_hash == PLAIN).order_by(Memory.slug).limit(2)
+    _rewritten(store, dated, "created_at", ["created_at: sometime last spring"], "zebraquartz")
+    _rewritten(store, tagged, "tags", ["tags:", "- 1", "- 2"], "yakplinth")
+    with pytest.raises(StoreError, match="created_at"):
+        frontmatter.parse(store.read_bytes(dated.body_path), dated.body_path)
+    result = sync(store)
+    assert [line.split(":")[0] for line in result.unreadable] == [tagged.body_path]
+    assert "tags: not a list of strings" in result.unreadable[0]
+    assert searched(store, "zebraquartz") == {dated.slug} and searched(store, "yakplinth") == set()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engram.store.drift.scan import FileEntry, read_ahead
-from engram.store.errors import StoreError
+from engram.store.errors import BadMemoryFile, StoreError
 from engram.store.index import TEMP_IN_MEMORY
 from engram.store.lazy import lazy_module
 from engram.store.paths import root_cache_file
@@ -47,9 +47,9 @@ from engram.store.service import Store
 from engram.store.write.atomic import flush_written, fsync_dir, scrub, scrub_except, write_atomic
 
 if TYPE_CHECKING:
-    from engram.store import frontmatter
+    from engram.store import header
 else:
-    frontmatter = lazy_module("engram.store.frontmatter")  # PyYAML and pydantic: only when a file is read
+    header = lazy_module("engram.store.header")  # PyYAML: only when a file is read
 
 SCHEMA = "7"  # how rows are built: a file of another schema is discarded and built again (3 to 6 are upgraded)
 OPTIMIZE_FROM = 2_000  # rows a sync writes from which it merges the index (see _merge_if_many)
@@ -134,6 +134,18 @@ def head_text(title: str, triggers: str, slug: str) -> str:
     lowercased and ``padded``. The console's index and the persistent one build it the same way, so both answer
     alike."""
     return padded(f"{title} {triggers} {slug}".lower())
+
+
+def searched_parts(data: bytes, path: str) -> tuple[list[str], str]:
+    """A memory file's tags and body, what it is searched by beyond its head. The file is read as
+    :func:`engram.store.header.read` reads it, its other fields not validated: a file with a field memoryd would
+    refuse (``engram check`` reports it) is still found by its words, and no search waits for pydantic. Its tags
+    must be a list of strings, as memoryd's schema has them."""
+    loaded, parts = header.read(data, path)
+    tags = loaded.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise BadMemoryFile(path, "bad frontmatter field tags: not a list of strings")
+    return tags, parts.body
 
 
 def cache_path(store: Store) -> Path:
@@ -784,12 +796,12 @@ def _write(
             result.touched += 1
             continue
         try:
-            doc = frontmatter.parse(data, item.source.path)
+            tags, body = searched_parts(data, item.source.path)
         except StoreError as exc:
             result.unreadable.append(f"{item.source.path}: {exc}")
             continue
-        tags = [tag.lower() for tag in doc.frontmatter.tags]  # a tag may hold spaces: kept apart by TAG_SEPARATOR
-        writes.append((item, digest, (TAG_SEPARATOR.join(tags), f"{' '.join(tags)} {doc.body.lower()}")))
+        tags = [tag.lower() for tag in tags]  # a tag may hold spaces: kept apart by TAG_SEPARATOR
+        writes.append((item, digest, (TAG_SEPARATOR.join(tags), f"{' '.join(tags)} {body.lower()}")))
         result.read += 1
         if result.read % 50 == 0:
             time.sleep(0.001)  # a console's sync: let the thread that answers the keyboard have the interpreter

@@ -32,7 +32,7 @@ from engram.store.errors import StoreError
 from engram.store.index import TEMP_IN_MEMORY
 from engram.store.query import Query, QuerySyntaxError, Term, parse
 from engram.store.search.arrays import Heads, MemoryTrigrams, bits, body_term, indexes, packed, scan
-from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, sync
+from engram.store.search.fulltext import TAG_SEPARATOR, TRIGGERS, FullText, head_text, searched_parts, sync
 from engram.store.search.rows import FIELDS, Builder, Hit, Rows, needle_bytes
 from engram.store.service import Store
 
@@ -245,12 +245,13 @@ class SearchIndex:
             if path is None or not readable:
                 continue
             try:
-                doc = store.read_doc(store.safe_relpath(path))
+                relpath = store.safe_relpath(path)
+                tags, body = searched_parts(store.read_bytes(relpath), relpath)
             except (StoreError, OSError):
                 continue
-            self.bodies[i] = f"{' '.join(doc.frontmatter.tags)} {doc.body}".lower()
-            if doc.frontmatter.tags:
-                self.tags[i] = [tag.lower() for tag in doc.frontmatter.tags]
+            self.bodies[i] = f"{' '.join(tags)} {body}".lower()
+            if tags:
+                self.tags[i] = [tag.lower() for tag in tags]
             done += 1
             if done % 50 == 0:
                 time.sleep(0.001)  # let the thread that answers the keyboard have the interpreter
