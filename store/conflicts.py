@@ -34,7 +34,6 @@ from engram.store.write.change import Change
 
 CONFLICTS_DIR = "_conflicts"
 _ASIDE = re.compile(r"^(?P<name>.+\.md(?:\.enc)?)-(?P<fp>[0-9a-f]{8})$")
-KEEP = KEEP_SIDES
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def versions(store: Store, found: Conflict) -> tuple[str, str | None]:
 def resolve(store: Store, found: Conflict, keep: str, merged: str | None = None) -> str:
     """Decide a conflict: ``keep`` is "remote" (the version in place stays), "local" (the set-aside version is
     written back) or "merged" (``merged``, a whole memory file's text, is written). Returns what was done."""
-    if keep not in (*KEEP, "merged"):
+    if keep not in (*KEEP_SIDES, "merged"):
         raise StoreError(f"keep {keep!r}: say local, remote or merged")
     details = {"conflict": found.id, "kept": keep, "source": found.source}
     if found.relpath is not None:  # the local version joins the memory's history before its copy goes

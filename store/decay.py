@@ -56,9 +56,6 @@ def distribution(store: Store) -> dict[tuple[str, str], Counter[str]]:
     return found
 
 
-LISTS = DECAY_LISTS
-
-
 @dataclass(frozen=True)
 class Entry:
     slug: str
@@ -74,8 +71,8 @@ class Entry:
 def listing(store: Store, kind: str, days: int = 14, now: datetime | None = None, limit: int = 500) -> list[Entry]:
     """``expiring``: alive with a ttl running out within ``days``, soonest first; ``dim`` / ``soft-forgotten``:
     memories in that state (not yet moved); ``recalled``: most recently recalled first."""
-    if kind not in LISTS:
-        raise BadInput(f"no list {kind!r} (lists: {', '.join(LISTS)})")
+    if kind not in DECAY_LISTS:
+        raise BadInput(f"no list {kind!r} (lists: {', '.join(DECAY_LISTS)})")
     now = _aware(now or store.now())
     query = Memory.select().where(~Memory.body_path.contains(f"/{FORGOTTEN_DIR}/"))
     if kind == "recalled":

@@ -13,7 +13,6 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, ProgressBar, Static
 
 from engram.store.decay import (
-    LISTS,
     MOVED,
     Step,
     apply_sweep,
@@ -24,6 +23,7 @@ from engram.store.decay import (
     revive,
     set_ttl,
 )
+from engram.store.domain import DECAY_LISTS
 from engram.tui.actions import attempt, attempt_in_worker
 from engram.tui.colours import Paint, role
 from engram.tui.keymap import DECAY_ACTIONS, bindings
@@ -55,7 +55,7 @@ class DecayPane(PaneBase):
     def __init__(self, shared: Shared) -> None:
         super().__init__(shared, id="decay-pane")
         self.by_type = False
-        self.kind = LISTS[0]
+        self.kind = DECAY_LISTS[0]
         self.days = 14
 
     def compose(self) -> ComposeResult:
@@ -125,7 +125,7 @@ class DecayPane(PaneBase):
         )
 
     def action_next_list(self) -> None:
-        self.kind = LISTS[(LISTS.index(self.kind) + 1) % len(LISTS)]
+        self.kind = DECAY_LISTS[(DECAY_LISTS.index(self.kind) + 1) % len(DECAY_LISTS)]
         self.show_list()
 
     def action_days(self) -> None:
