@@ -4,12 +4,13 @@ Each command runs as a whole process, several times; a row prints the median wal
 memory of engram's command and, where memoryd does the same work and its code is at hand, of memoryd's:
 
 - search: ``engram search QUERY`` on the memoryd-written root (once its search index is built) and on the 100k
-  demo; memoryd's ``search QUERY``;
+  demo; memoryd's ``search QUERY``; and the first search of each with no search index in engram's cache;
 - search after a save: the same, on a copy of the memoryd-written root, each run right after memoryd's own save of
   one memory (untimed; without memoryd's code, an edit through engram's store stands in);
 - audit verify of a generated log: the first verify, and one after it (a signed record of the prefix it
   checked); memoryd's ``audit --verify``;
-- rebuild-index of a copy of the memoryd-written root (copying is not timed); memoryd's rebuild_index;
+- rebuild-index of a copy of the memoryd-written root (copying is not timed); memoryd's rebuild_index; and
+  engram's with no search index in its cache (it builds one);
 - check of the memoryd-written root; memoryd's own reading of every file (the peers' check_dataroot.py);
 - promotions list of the memoryd-written root, every pending promotion screened: the first, and one after it;
 - approve one promotion in the console's store, p50 / p95 over many, on the 100k demo (each undone after), once
@@ -151,6 +152,10 @@ class Bench:
             peaks.append(figure["mb"])
         return f"{statistics.median(seconds):.2f} s, {max(peaks):.0f} MB"
 
+    def forget_search(self) -> None:
+        """Remove engram's search indexes (of every root): the next search or rebuild builds its own from nothing."""
+        shutil.rmtree(Path(self.engram_env["XDG_CACHE_HOME"]) / "engram" / "search", ignore_errors=True)
+
     def row(self, work: str, engram: str, memoryd: str | None = None) -> None:
         print(f"{work:<44} engram {engram:<24} memoryd {memoryd or 'n/a'}", flush=True)
 
@@ -211,6 +216,9 @@ def search_rows(bench: Bench) -> None:
         f"search {query!r}, {md.name}", bench.measure(bench.engram("search", query, "--root", str(md)), env), theirs
     )
     bench.row(f"search {query!r}, {demo.name}", bench.measure(bench.engram("search", query, "--root", str(demo)), env))
+    for root in (md, demo):  # last: the index is left built, as the rows after these have it
+        search = bench.engram("search", query, "--root", str(root))
+        bench.row(f"first search, no search index, {root.name}", bench.measure(search, env, bench.forget_search))
 
 
 def search_after_rows(bench: Bench) -> None:
@@ -277,6 +285,12 @@ def rebuild_rows(bench: Bench) -> None:
     if bench.memoryd:
         theirs = bench.measure(bench.peer("md_ops.py", "rebuild", str(copy)), bench.memoryd_env(copy), fresh_copy)
     bench.row(f"rebuild-index, {md.name}", bench.measure(rebuild, env, fresh_copy), theirs)
+
+    def from_nothing() -> None:
+        fresh_copy()
+        bench.forget_search()
+
+    bench.row(f"rebuild-index, no search index, {md.name}", bench.measure(rebuild, env, from_nothing))
 
 
 def check_rows(bench: Bench) -> None:

@@ -51,7 +51,7 @@ def test_the_command_line_bench_runs_without_memoryd(small, tmp_path):
     words = ["--md", str(small), "--md-passphrase", "engram-demo-passphrase", "--demo", str(small)]
     words += ["--log-lines", "300", "--runs", "1", "--approvals", "1", "--warm", "1"]
     printed = run(str(BENCH / "bench_cli.py"), *words, cwd=tmp_path)
-    assert "failed" not in printed and printed.count("engram ") == 13
+    assert "failed" not in printed and printed.count("engram ") == 16
 
 
 def test_the_benches_that_build_their_own_data_run(tmp_path):

@@ -113,6 +113,17 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
     """Re-read every file and rewrite the rows they own, a batch at a time; then remove the rows of files gone,
     with the rebuild's audit event."""
     result = RebuildResult()
+    _rebuild_rows(store, result, progress)
+    try:  # the files did not change: a sync reads only those it lacks (all, for an index damaged or gone)
+        result.searchable = fulltext.sync(store, progress=progress).read
+    except StoreError:
+        pass  # a cache that cannot be written now: the console's next sync builds it
+    return result
+
+
+def _rebuild_rows(store: Store, result: RebuildResult, progress: Callable[[int, int], None] | None) -> None:
+    """The rebuild of index.db's rows, with its audit event. What it read is let go on return, before the search
+    index is built (from nothing, its peak)."""
     files = [e for e in walk(store.layout) if isinstance(e, FileEntry)]
     state = _Rebuild(store, result)
     with store.index.read_ahead():  # rows are looked up a batch of files at a time
@@ -129,11 +140,6 @@ def rebuild_index(store: Store, progress: Callable[[int, int], None] | None = No
         )
     )
     result.kept_locked = len(state.kept)
-    try:  # the files did not change: a sync reads only those it lacks (all, for an index damaged or gone)
-        result.searchable = fulltext.sync(store, progress=progress).read
-    except StoreError:
-        pass  # a cache that cannot be written now: the console's next sync builds it
-    return result
 
 
 def _read(

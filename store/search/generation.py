@@ -15,6 +15,7 @@ own pages are: they hold text of plain scopes, and such a scope may be marked se
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import sqlite3
@@ -28,6 +29,8 @@ from engram.store.search.segments import (
     FORMAT,
     MAPPED_MOST,
     SEGMENT_DOCS,
+    Gathered,
+    Gathering,
     Segment,
     Segments,
     head_of,
@@ -147,15 +150,25 @@ def _write_segments(con: sqlite3.Connection, directory: Path, start: int) -> Man
     heads: dict[str, dict[str, str]] = {}
     scopes: set[str] = set()
     covered = start
-    cursor = con.execute("SELECT id, scope, head, body FROM docs WHERE id > ? ORDER BY id", (start,))
-    while chunk := cursor.fetchmany(SEGMENT_DOCS):
-        ids, chunk_scopes, chunk_heads, bodies = zip(*chunk, strict=True)
-        del chunk
+    query = "SELECT id, scope, head, body FROM docs WHERE id > ? ORDER BY id"
+    rows = iter(con.execute(query, (start,)))
+    while True:  # a row at a time into the segment's text: the rows' strings are never held all at once
+        ids: list[int] = []
+        texts = Gathering()
+        for id_, scope, head, body in itertools.islice(rows, SEGMENT_DOCS):
+            ids.append(id_)
+            scopes.add(scope)
+            texts.add(text_of(head, body))
+        if not ids:
+            break
         name = secrets.token_hex(8)
-        parts[name] = Segment.build(ids, map(text_of, chunk_heads, bodies)).save(directory / name)
-        heads[f"{name}-heads"] = Segment.build(ids, map(head_of, chunk_heads)).save(directory / f"{name}-heads")
-        scopes.update(chunk_scopes)
-        covered = int(ids[-1])
+        parts[name] = Segment.write(directory / name, ids, texts.done())
+        del texts
+        heads_of = con.execute("SELECT head FROM docs WHERE id >= ? AND id <= ? ORDER BY id", (ids[0], ids[-1]))
+        heads[f"{name}-heads"] = Segment.write(
+            directory / f"{name}-heads", ids, Gathered.of(head_of(h) for (h,) in heads_of)
+        )
+        covered = ids[-1]
     return Manifest(covered, parts, heads, frozenset(scopes))
 
 

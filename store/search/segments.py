@@ -38,16 +38,12 @@ from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
+from engram.store.search.ordering import MARK_EVERY, ORDER, PREFIX, DocOf, Held, NpyFile, order
 from engram.store.search.rows import needle_bytes
 
 SEGMENT_DOCS = 40_000  # memories per segment (at most 65,536: ``docs`` is 16-bit): ~22 MB of text
 ARRAYS = ("ids", "ends", "text", "positions", "docs", "marks")
 FORMAT = 3  # the manifest's word for these arrays: segments of another format are built again
-PREFIX = 8  # bytes of each mark: the first half of the key ``positions`` are ordered by
-ORDER = 16  # bytes from each offset that order ``positions``: a needle this long or shorter is one range of them
-GROUPS = 16  # a segment's offsets are ordered in this many groups (see _ordered)
-MARK_EVERY = 64  # ``marks`` holds the prefix of every this many offsets: a lookup then reads six from the text
-STRIDE = 16  # a segment held in memory without ``docs`` keeps the memory at every this many bytes (see InMemory)
 READ = ("text", "positions", "docs", "marks")  # what lookups read with pread (see Probes), not where it is mapped
 AHEAD = ("text", "marks")  # what Segments.read_ahead reads through: where a lookup's binary searches read most
 MAPPED_MOST = 1 << 30  # resident pages of mapped files past which a query lets go of the segments' (see unmap)
@@ -61,6 +57,42 @@ class Hits(NamedTuple):
 
     at: np.ndarray
     doc: np.ndarray
+
+
+class Gathered(NamedTuple):
+    """A segment's memories' texts one after another with ORDER - 1 NULs past them (``after``, as the ordering
+    reads them), and where each ends."""
+
+    after: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, texts: Iterable[bytes]) -> Gathered:
+        gathering = Gathering()
+        for text in texts:
+            gathering.add(text)
+        return gathering.done()
+
+    @property
+    def text(self) -> np.ndarray:
+        return self.after[: len(self.after) - (ORDER - 1)]
+
+
+class Gathering:
+    """Texts gathered into one buffer as they come, where a list of them and their join held the text three
+    times (and the rows they are made from, once more)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._ends: list[int] = []
+
+    def add(self, text: bytes) -> None:
+        self._buffer += text
+        self._ends.append(len(self._buffer))
+
+    def done(self) -> Gathered:
+        self._buffer += bytes(ORDER - 1)
+        return Gathered(np.frombuffer(self._buffer, dtype=np.uint8), np.array(self._ends, dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -78,41 +110,58 @@ class Segment:
 
     @classmethod
     def build(cls, ids: Sequence[int], texts: Iterable[bytes]) -> Segment:
-        parts = list(texts)
-        text = np.frombuffer(b"".join(parts), dtype=np.uint8)
-        ends = np.cumsum([len(part) for part in parts], dtype=np.int64)
-        del parts
-        return cls.of(ids, text, ends)
+        """The segment of memories ``ids`` whose texts are ``texts``, held in memory."""
+        gathered = Gathered.of(texts)
+        return cls.of(ids, gathered.text, gathered.ends, after=gathered.after)
 
     @classmethod
-    def of(cls, ids: Sequence[int] | np.ndarray, text: np.ndarray, ends: np.ndarray, docs: bool = True) -> Segment:
-        """The segment of memories ``ids`` whose texts, one after another, are ``text``, each ending at ``ends``.
-        Without ``docs`` (a segment never saved), the memory of each offset is not kept but worked out when read:
-        two bytes per byte of text less (44 MB of the 240,000 sensitive heads of a million memories)."""
-        if len(text) >= 1 << 32 or len(ends) > 1 << 16:
-            raise ValueError("a segment holds under 4 GiB of text (32-bit offsets) in at most 65,536 memories")
-        order, marks = _ordered(np.concatenate((text, np.zeros(ORDER - 1, dtype=np.uint8))), len(text))
-        kept = np.repeat(np.arange(len(ends), dtype=np.uint16), np.diff(ends, prepend=0))[order] if docs else None
-        return cls(np.asarray(ids, dtype=np.int64), ends, text, order, kept, marks)
+    def of(
+        cls,
+        ids: Sequence[int] | np.ndarray,
+        text: np.ndarray,
+        ends: np.ndarray,
+        docs: bool = True,
+        after: np.ndarray | None = None,
+    ) -> Segment:
+        """The segment of memories ``ids`` whose texts, one after another, are ``text``, each ending at ``ends``
+        (``after``: ``text`` and ORDER - 1 NULs past it, where the caller has them). Without ``docs`` (a segment
+        never saved), the memory of each offset is not kept but worked out when read: two bytes per byte of text
+        less (44 MB of the 240,000 sensitive heads of a million memories)."""
+        _check_size(len(text), len(ends))
+        if after is None:
+            after = np.concatenate((text, np.zeros(ORDER - 1, dtype=np.uint8)))
+        positions = Held(len(text), np.uint32)
+        kept = Held(len(text), np.uint16) if docs else None
+        marks = order(after, len(text), positions, (kept, DocOf(ends, len(text))) if kept is not None else None)
+        return cls(np.asarray(ids, dtype=np.int64), ends, text, positions.array, kept.array if kept else None, marks)
+
+    @staticmethod
+    def write(stem: Path, ids: Sequence[int], gathered: Gathered) -> dict[str, str]:
+        """Build the segment of memories ``ids`` whose texts ``gathered`` holds straight into its files (as
+        :meth:`save` writes them, each fsynced), its offsets and their memories written a group at a time as
+        they are ordered (see :mod:`engram.store.search.ordering`); returns the arrays' digests by name.
+        Holding a built segment's offsets and memories whole was six bytes per byte of its text."""
+        count, ends = len(gathered.text), gathered.ends
+        _check_size(count, len(ends))
+        with NpyFile(_file(stem, "positions"), np.uint32, count) as positions:
+            with NpyFile(_file(stem, "docs"), np.uint16, count) as docs:
+                marks = order(gathered.after, count, positions, (docs, DocOf(ends, count)))
+        ids_array = np.asarray(ids, dtype=np.int64)
+        for name, array in (("ids", ids_array), ("ends", ends), ("text", gathered.text), ("marks", marks)):
+            _save(_file(stem, name), array)
+        return {name: file_digest(_file(stem, name)) for name in ARRAYS}
 
     def save(self, stem: Path) -> dict[str, str]:
         """Write the arrays as ``<stem>.<name>.npy``, each fsynced; returns their digests by name."""
-        digests = {}
         for name in ARRAYS:
-            array = getattr(self, name)
-            path = stem.with_name(f"{stem.name}.{name}.npy")
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            digests[name] = digest(array)
-        return digests
+            _save(_file(stem, name), getattr(self, name))
+        return {name: digest(getattr(self, name)) for name in ARRAYS}
 
     @classmethod
     def open(cls, stem: Path) -> Segment:
         """The arrays of ``stem`` memory-mapped. Raises ``OSError`` or ``ValueError`` for missing or malformed
         files (the caller looks at each row instead)."""
-        paths = {name: stem.with_name(f"{stem.name}.{name}.npy") for name in ARRAYS}
+        paths = {name: _file(stem, name) for name in ARRAYS}
         maps = {name: _mapped(path) for name, path in paths.items()}
         segment = cls(
             **{name: array for name, (array, _, _) in maps.items()},
@@ -343,71 +392,37 @@ def _close_all(fds: list[int]) -> None:
 
 class InMemory:
     """The reads of :class:`Probes`, from a segment built in memory (its arrays, sliced). A segment built without
-    ``docs`` has the memory of each offset read worked out instead: a table of the memory at the start of every
-    STRIDE bytes of its text, and how far into those bytes it ends, give it at once where no memory is shorter
-    than STRIDE bytes (a head rarely is); where one is, it is moved on past the ends between, a vectorised step at
-    a time. Three sixteenths of a byte per byte of text, where ``docs`` takes two."""
+    ``docs`` has the memory of each offset read worked out instead, by a :class:`DocOf`: three sixteenths of a
+    byte per byte of text, where ``docs`` takes two."""
 
     def __init__(self, segment: Segment) -> None:
         self._segment = segment
         self.tops = segment.marks[::MARK_EVERY]
-        if segment.docs is None:
-            starts = np.arange(0, len(segment.text), STRIDE)
-            first = np.searchsorted(segment.ends, starts, side="right")
-            self._first = first.astype(np.uint16)  # the memory each stride starts in
-            self._ends_at = (segment.ends[first] - starts).clip(max=STRIDE).astype(np.uint8)  # where it ends
-            self._short = bool(len(segment.ends)) and int(np.diff(segment.ends, prepend=0).min()) < STRIDE
+        self._doc_of = DocOf(segment.ends, len(segment.text)) if segment.docs is None else None
 
     def text(self, at: int, count: int) -> bytes:
         return self._segment.text[at : at + count].tobytes()
 
     def array(self, name: str, first: int, last: int) -> np.ndarray:
-        if name == "docs" and self._segment.docs is None:
-            return self._docs(self._segment.positions[first:last])
+        if name == "docs" and self._doc_of is not None:
+            return self._doc_of(self._segment.positions[first:last])
         return getattr(self._segment, name)[first:last]
 
-    def _docs(self, at: np.ndarray) -> np.ndarray:
-        """The memory each of the offsets ``at`` is in."""
-        stride = at // STRIDE
-        doc = self._first[stride] + (at % STRIDE >= self._ends_at[stride])
-        if self._short:  # a stride may hold more ends than the one its table says
-            ends, doc = self._segment.ends, doc.astype(np.intp)
-            while len(doc) and (past := ends[doc] <= at).any():
-                doc += past
-        return doc.astype(np.uint16, copy=False)
+
+def _check_size(count: int, memories: int) -> None:
+    if count >= 1 << 32 or memories > 1 << 16:
+        raise ValueError("a segment holds under 4 GiB of text (32-bit offsets) in at most 65,536 memories")
 
 
-def _ordered(after: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every offset below ``count``, ordered by the ORDER bytes from it (``after`` holds ORDER - 1 NULs past
-    them), ties by offset; and the PREFIX-byte number of every MARK_EVERY-th of them.
-
-    The offsets are ordered a group at a time: those whose first two bytes fall in a range of about a
-    GROUPS-th of them, by their second eight bytes, then by their first (each sort stable, the group taken in
-    offset order). Two bytes are the top of the first eight, so the groups follow one another in order. Sorting
-    every offset at once held two eight-byte numbers and an eight-byte index per byte of text together: a
-    build of a segment's text held twice the memory, and took longer, than by groups."""
-    leads = _numbers(after, count, ">u2").astype(np.uint16)
-    pair_ends = np.cumsum(np.bincount(leads, minlength=1 << 16))  # where the offsets of each leading pair end, in order
-    order = np.empty(count, dtype=np.uint32)
-    marks = []
-    lo = first = 0
-    while lo < count:
-        last = min(int(np.searchsorted(pair_ends, lo + max(1, count // GROUPS))), len(pair_ends) - 1)  # whole runs
-        hi = int(pair_ends[last])
-        at = np.flatnonzero((leads >= first) & (leads <= last)).astype(np.uint32)  # ascending
-        at = at[np.argsort(_numbers(after, count, ">u8", PREFIX)[at].astype(np.uint64), kind="stable")]
-        firsts = _numbers(after, count, ">u8")[at].astype(np.uint64)
-        again = np.argsort(firsts, kind="stable")
-        order[lo:hi] = at[again]
-        marks.append(firsts[again[(-lo) % MARK_EVERY :: MARK_EVERY]])
-        lo, first = hi, last + 1
-    return order, np.concatenate(marks) if marks else np.empty(0, dtype=np.uint64)
+def _file(stem: Path, name: str) -> Path:
+    return stem.with_name(f"{stem.name}.{name}.npy")
 
 
-def _numbers(after: np.ndarray, count: int, dtype: str, skip: int = 0) -> np.ndarray:
-    """The ``dtype`` (big-endian) numbers from ``skip`` bytes past each of the first ``count`` offsets of
-    ``after``, as a view of its bytes: numbers that order as the bytes do (made native once indexed)."""
-    return np.ndarray((count,), dtype=dtype, buffer=after, offset=skip, strides=(1,))
+def _save(path: Path, array: np.ndarray) -> None:
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _span(key: bytes) -> tuple[int, int]:
