@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import events, held, settle, until
 from memoryd_emulation import memoryd_append, memoryd_decides, memoryd_saves
+from rich.cells import cell_len
 from rich.color import Color
 from textual.app import App
 from textual.widgets import Input, Static, TabPane
@@ -354,6 +355,32 @@ async def test_the_status_says_the_bodies_index_is_being_brought_up_to_date_unti
         await until(pilot, lambda: not pane.syncing)
         status = str(app.query_one("#search-status", Static).render())
         assert pane.result.total > 0 and "indexing" not in status
+
+
+async def test_at_80_columns_the_status_line_still_says_bodies_are_being_indexed(store, monkeypatch):
+    """The note came last on the line, after the count, the hits shown and where the index looks: at 80 columns,
+    with more hits than shown, it was cut off, and the line read "624 matches (best 100 shown) · in all but
+    sensitive bodies (loading)" while no body had been indexed yet."""
+    import engram.tui.panes.search as search_module
+    from engram.store.search import fulltext
+
+    gate = threading.Event()
+    monkeypatch.setattr(fulltext, "sync", held(gate, fulltext.sync))
+    monkeypatch.setattr(search_module, "SHOWN", 1)
+    app = EngramApp(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        pane = app.query_one(SearchPane)
+        await until(pilot, lambda: pane.syncing and pane.index is not None)
+        app.query_one("#search-query", Input).value = "e"
+        await pilot.pause()
+        line = app.query_one("#search-status", Static)
+        status = str(line.render())
+        assert pane.result.total > len(pane.result.hits) and "shown" in status
+        assert "so far" in status and status.endswith("indexing bodies…")
+        assert cell_len(status) <= line.content_size.width, status
+        gate.set()
+        await settle(app, pilot)
 
 
 async def test_a_large_index_is_searched_in_a_worker_and_only_the_last_query_is_shown(store, monkeypatch):

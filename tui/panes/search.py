@@ -312,14 +312,15 @@ class SearchPane(PaneBase):
         if self.result.hits:
             self.read_snippets(listing.hits, list(listing.words))
         self.preview_current()
-        scope = self.index.searching
         total = self.result.total
         matches = "match" if total == 1 else "matches"
+        # while bodies are indexed the hits are those found so far, whatever the index searches: said in place of
+        # where it looks, so that a line of 80 columns holds it (after it, the note was cut off there)
+        where = " so far" if self.syncing else ""
         status = self.result.error or (
-            f"{total:,} {matches}"
+            f"{total:,} {matches}{where}"
             + (f" (best {len(self.result.hits)} shown)" if total > len(self.result.hits) else "")
-            + f" · in {scope}"
-            + (" · indexing bodies…" if self.syncing else "")  # a line of 80 columns still holds it
+            + (" · indexing bodies…" if self.syncing else f" · in {self.index.searching}")
         )
         self.query_one("#search-status", Static).update(Text(status))
 
