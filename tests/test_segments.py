@@ -173,9 +173,10 @@ def test_offsets_dealt_to_groups_and_ordered_into_a_file_are_those_of_one_sort_w
         with ordering.NpyFile(Path(tmp) / "p.npy", np.uint32, count) as positions:
             with ordering.NpyFile(Path(tmp) / "d.npy", np.uint16, count) as docs:
                 marks = ordering.order(after, count, positions, (docs, ordering.DocOf(ends, count)), group_size)
-        held = ordering.Held(count, np.uint32)
-        ordering.order(after, count, held, None, group_size)
+        held, told = ordering.Held(count, np.uint32), []
+        ordering.order(after, count, held, None, group_size, told.append)
         assert np.load(Path(tmp) / "p.npy").tolist() == held.array.tolist() == want
+        assert told == sorted(set(told)) and told[-1:] == ([count] if count else [])
         assert np.load(Path(tmp) / "d.npy").tolist() == memory
     assert marks.tolist() == [int.from_bytes(raw[at : at + 8], "big") for at in want[::MARK_EVERY]]
 
@@ -192,6 +193,23 @@ def test_a_segment_written_as_it_is_ordered_is_the_segment_built_in_memory_and_s
     written = Segments([Segment.open(tmp_path / "w")])
     for needle in ("token42", "word01234", "ledger.yaml\nword", "t29"):
         assert written.matching(needle).tolist() == Segments([built]).matching(needle).tolist() != []
+
+
+def test_a_build_from_nothing_tells_its_progress_through_the_segments_too(store, monkeypatch):
+    """The files are read, then the segments are put in order (on md20k, for twice as long): the bar stopped at
+    the files' count and sat full meanwhile. After the files' last report, the segments' go up a group at a time
+    to every memory folded."""
+    monkeypatch.setattr(ordering, "GROUP_SIZE", 2_000)
+    told: list[tuple[int, int]] = []
+    sync(store, progress=lambda done, total: told.append((done, total)))
+    with sqlite3.connect(cache_path(store)) as con:
+        (folded,) = con.execute("SELECT count(*) FROM docs").fetchone()
+    memories = store.index.db.execute_sql("SELECT count(*) FROM memories").fetchone()[0]
+    files = told.index((memories, memories))
+    ordering_told = told[files + 1 :]
+    assert len(ordering_told) > 2 and {total for _, total in ordering_told} == {folded}
+    assert [done for done, _ in ordering_told] == sorted(done for done, _ in ordering_told)
+    assert ordering_told[-1] == (folded, folded)
 
 
 def test_a_segment_written_holds_one_groups_work_not_every_offset(tmp_path):

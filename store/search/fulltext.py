@@ -542,8 +542,9 @@ def sync(
     feed's slugs, or the memories :func:`engram.store.search.lookup.moved` names). Files are stat-ed; only those
     whose fingerprint moved are read. ``stamp``, the root's as it was when the sync began, is recorded by a full
     sync, and by a partial one given it (see :mod:`engram.store.search.lookup`); a partial one without it leaves
-    the last. Raises :class:`StoreError` when the index cannot be written (another process syncing it holds the
-    lock too long): try again later."""
+    the last. ``progress`` is told ``(memories compared, memories)``, then, when the sync makes segments, ``(memories
+    in order, memories to fold)`` (see :func:`engram.store.search.generation.fold`). Raises :class:`StoreError`
+    when the index cannot be written (another process syncing it holds the lock too long): try again later."""
     path = cache_path(store)
     result = SyncResult()
     try:
@@ -555,7 +556,8 @@ def sync(
             _sync(store, con, None if full else only, progress, result)
             folded = False
             if full or not deferred(con):  # a build under way or cut short is finished, and folded, by a full sync
-                folded = generation.fold(con, segments_dir(path), store.sensitive_scopes, _follow_segments)
+                directory = segments_dir(path)
+                folded = generation.fold(con, directory, store.sensitive_scopes, _follow_segments, progress)
                 if not folded and deferred(con):  # nothing to fold: the rows deferred go to FTS5
                     with _immediate(con):
                         _follow_segments(con, _fts_from(con))

@@ -92,12 +92,15 @@ def fold(
     directory: Path,
     sensitive: Callable[[], set[str]],
     covering: Callable[[sqlite3.Connection, int], None],
+    progress: Callable[[int, int], None] | None = None,
 ) -> bool:
     """Fold the memories the segments do not cover into new ones when there are enough of them, or build every
     segment again when none exist, cannot be opened, or many of theirs are dead; True if it wrote any. The scopes
     marked sensitive are asked again before the manifest commits (``sensitive``): if the text read holds one, the
     new files are scrubbed and nothing is kept. ``covering(con, covered)`` is called in the manifest's transaction
-    with the highest id the segments now cover (FTS5 lets go of the rows up to it there)."""
+    with the highest id the segments now cover (FTS5 lets go of the rows up to it there). ``progress`` is told
+    ``(memories in order, memories to fold)`` as the segments are written: a build from nothing spends longer
+    on them than on reading the files."""
     try:
         known = manifest(con)
     except DamagedManifest:
@@ -118,7 +121,7 @@ def fold(
     con.execute("BEGIN")  # one snapshot to read from; deletions after it are dead rows after ``seen``
     try:
         (seen,) = con.execute("SELECT coalesce(max(seq), 0) FROM dead").fetchone()
-        written = _write_segments(con, directory, start)
+        written = _write_segments(con, directory, start, progress)
     finally:
         con.execute("COMMIT")
     if not written.parts:
@@ -144,12 +147,15 @@ def fold(
     return True
 
 
-def _write_segments(con: sqlite3.Connection, directory: Path, start: int) -> Manifest:
+def _write_segments(
+    con: sqlite3.Connection, directory: Path, start: int, progress: Callable[[int, int], None] | None
+) -> Manifest:
     """Segments of the memories above id ``start``, SEGMENT_DOCS at a time, and of their heads alone."""
     parts: dict[str, dict[str, str]] = {}
     heads: dict[str, dict[str, str]] = {}
     scopes: set[str] = set()
     covered = start
+    total, done = _above(con, start), 0
     query = "SELECT id, scope, head, body FROM docs WHERE id > ? ORDER BY id"
     rows = iter(con.execute(query, (start,)))
     while True:  # a row at a time into the segment's text: the rows' strings are never held all at once
@@ -162,14 +168,26 @@ def _write_segments(con: sqlite3.Connection, directory: Path, start: int) -> Man
         if not ids:
             break
         name = secrets.token_hex(8)
-        parts[name] = Segment.write(directory / name, ids, texts.done())
+        gathered = texts.done()
         del texts
+        advance = None
+        if progress is not None:  # the memories of a segment count as the bytes of its text are put in order
+            advance = _advancing(progress, done, len(ids), len(gathered.text), total)
+        parts[name] = Segment.write(directory / name, ids, gathered, advance)
+        del gathered
         heads_of = con.execute("SELECT head FROM docs WHERE id >= ? AND id <= ? ORDER BY id", (ids[0], ids[-1]))
         heads[f"{name}-heads"] = Segment.write(
             directory / f"{name}-heads", ids, Gathered.of(head_of(h) for (h,) in heads_of)
         )
-        covered = ids[-1]
+        covered, done = ids[-1], done + len(ids)
     return Manifest(covered, parts, heads, frozenset(scopes))
+
+
+def _advancing(
+    progress: Callable[[int, int], None], before: int, memories: int, size: int, total: int
+) -> Callable[[int], None]:
+    """``progress`` told of ``memories`` more in order (after ``before``, of ``total``) as ``size`` bytes are."""
+    return lambda ordered: progress(before + memories * ordered // max(size, 1), total)
 
 
 def _openable(directory: Path, known: Manifest) -> bool:

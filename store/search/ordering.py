@@ -18,6 +18,7 @@ of each.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -130,13 +131,15 @@ def order(
     count: int,
     positions: Out,
     docs: tuple[Out, DocOf] | None = None,
-    group_size: int = GROUP_SIZE,
+    group_size: int | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Put every offset below ``count`` in ``positions``, ordered by the ORDER bytes from it (``after`` holds
-    ORDER - 1 NULs past them), ties by offset; and with ``docs``, the memory of each in its out. Returns the
-    PREFIX-byte number of every MARK_EVERY-th offset ordered (the segment's marks)."""
+    ORDER - 1 NULs past them), ties by offset, in groups of ``group_size`` (GROUP_SIZE by default); and with
+    ``docs``, the memory of each in its out. ``advance`` is told how many are in order after each group. Returns
+    the PREFIX-byte number of every MARK_EVERY-th offset ordered (the segment's marks)."""
     marks = []
-    for lo, hi in _dealt(after, count, positions, group_size):
+    for lo, hi in _dealt(after, count, positions, group_size or GROUP_SIZE):
         at = positions.take(lo, hi)  # the group's offsets, ascending
         at = at[np.argsort(_numbers(after, count, ">u8", PREFIX)[at].astype(np.uint64), kind="stable")]
         firsts = _numbers(after, count, ">u8")[at].astype(np.uint64)
@@ -148,6 +151,8 @@ def order(
             out, doc_of = docs
             out.put(lo, doc_of(ordered))
         marks.append(firsts[again[(-lo) % MARK_EVERY :: MARK_EVERY]])
+        if advance is not None:
+            advance(hi)
     return np.concatenate(marks) if marks else np.empty(0, dtype=np.uint64)
 
 

@@ -30,7 +30,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -136,16 +136,19 @@ class Segment:
         return cls(np.asarray(ids, dtype=np.int64), ends, text, positions.array, kept.array if kept else None, marks)
 
     @staticmethod
-    def write(stem: Path, ids: Sequence[int], gathered: Gathered) -> dict[str, str]:
+    def write(
+        stem: Path, ids: Sequence[int], gathered: Gathered, advance: Callable[[int], None] | None = None
+    ) -> dict[str, str]:
         """Build the segment of memories ``ids`` whose texts ``gathered`` holds straight into its files (as
         :meth:`save` writes them, each fsynced), its offsets and their memories written a group at a time as
-        they are ordered (see :mod:`engram.store.search.ordering`); returns the arrays' digests by name.
-        Holding a built segment's offsets and memories whole was six bytes per byte of its text."""
+        they are ordered (see :mod:`engram.store.search.ordering`; ``advance`` is told how many bytes of the
+        text are in order after each group); returns the arrays' digests by name. Holding a built segment's
+        offsets and memories whole was six bytes per byte of its text."""
         count, ends = len(gathered.text), gathered.ends
         _check_size(count, len(ends))
         with NpyFile(_file(stem, "positions"), np.uint32, count) as positions:
             with NpyFile(_file(stem, "docs"), np.uint16, count) as docs:
-                marks = order(gathered.after, count, positions, (docs, DocOf(ends, count)))
+                marks = order(gathered.after, count, positions, (docs, DocOf(ends, count)), advance=advance)
         ids_array = np.asarray(ids, dtype=np.int64)
         for name, array in (("ids", ids_array), ("ends", ends), ("text", gathered.text), ("marks", marks)):
             _save(_file(stem, name), array)
