@@ -39,7 +39,9 @@ from pathlib import Path
 from bench_store import STEP, run
 
 REPO = Path(__file__).resolve().parent.parent
-TMUX, SESSION = ["tmux"], "engram-bench"
+# a tmux server of the bench's own: a person's tmux (its sessions, or a kill-server) and the bench's leave each
+# other alone
+TMUX, SESSION = ["tmux", "-L", "engram-bench"], "engram-bench"
 
 KEEP = r"""
 import sys
