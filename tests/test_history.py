@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pygit2
@@ -85,6 +86,25 @@ def test_memoryds_update_merge_and_sync_import_are_kept_and_restorable(store: St
     ops.restore(store, drop, local.short)
     assert body_of(root, drop, store) == "memoryd's mem_update\n"
     assert [e["event_type"] for e in events(root)][-1] == "memory_restored"
+
+
+def test_the_first_look_stores_each_file_as_it_reads_it_not_every_file_at_once(store: Store) -> None:
+    """The first catch-up of a root records every file in one revision: it held every file's bytes until then
+    (md20k's first `engram check` peaked 45 MB over the next one's). Each file's blob is now written as it is
+    read, and the revision names the blobs."""
+    folder = store.layout.root / Path(PLAIN).parent
+    for n in range(120):  # written by memoryd's hand, as it were: the catch-up reads bytes, never parses them
+        (folder / f"large-{n}.md").write_bytes(f"---\nslug: large-{n}\n---\n".encode() + bytes([97 + n % 26]) * 50_000)
+    tracemalloc.start()
+    try:
+        recorded = ops.catch_up(store)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(recorded) == 320
+    assert peak < 6_000_000 / 2, f"{peak:,} bytes traced for 6,000,000 bytes of files"
+    newest = ops.revisions(store, "large-7")[0]
+    assert ops.text(store, newest).endswith("h" * 50_000)
 
 
 def test_engram_keeps_the_version_memoryd_wrote_even_before_any_catch_up(store: Store) -> None:

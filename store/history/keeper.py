@@ -27,7 +27,16 @@ from typing import Any, TypeVar
 from engram.store.drift.scan import FileEntry, walk
 from engram.store.errors import StoreError
 from engram.store.history.attribution import memoryd_events
-from engram.store.history.repo import HistoryError, HistoryRepo, Message, blob_id, history_dir, is_memory_file
+from engram.store.history.repo import (
+    Content,
+    HistoryError,
+    HistoryRepo,
+    Message,
+    Stored,
+    blob_id,
+    history_dir,
+    is_memory_file,
+)
 from engram.store.paths import RootLayout
 from engram.store.write.atomic import read_regular
 
@@ -149,7 +158,7 @@ class Keeper:
         return self.record(files, Message(summary, (("Seen", when.isoformat()),)), SEEN, when)
 
     @_locked
-    def record(self, files: dict[str, bytes | None], message: Message, author: str, when: datetime) -> str | None:
+    def record(self, files: dict[str, Content], message: Message, author: str, when: datetime) -> str | None:
         """One revision of ``files``, and what was seen of them noted. A crash between the two leaves the table
         unmirrored, and the next catch-up reads the tree again."""
         if not files:
@@ -179,7 +188,7 @@ class Keeper:
         self.forget_plaintext(sensitive)
         known, seen, whole = self._known()
         entries = [e for e in walk(self.layout) if isinstance(e, FileEntry)]
-        changed: dict[str, bytes | None] = {}
+        changed: dict[str, Content] = {}  # blobs stored as read: a first look held every file's bytes at once
         refreshed: list[tuple[str, int, int, str]] = []  # read, and found as recorded: its stat noted
         for n, entry in enumerate(entries, 1):
             if progress is not None and n % 1000 == 0:
@@ -200,7 +209,7 @@ class Keeper:
             if blob is not None and blob == known.get(rel):
                 refreshed.append((rel, st.st_size, st.st_mtime_ns, blob))
             elif data is not None:
-                changed[rel] = data
+                changed[rel] = self.repo.store(data)
         on_disk = {e.relpath for e in entries}
         changed.update(dict.fromkeys((rel for rel in known if rel not in on_disk), None))
         with self._seen() as db:
@@ -274,7 +283,7 @@ class Keeper:
         except (OSError, StoreError) as exc:
             raise HistoryError(f"{relpath}: not recorded in the history: {exc}") from exc
 
-    def _remember(self, files: dict[str, bytes | None]) -> None:
+    def _remember(self, files: dict[str, Content]) -> None:
         rows, gone, plain = [], [], set()
         for rel, data in files.items():
             if data is None:
@@ -284,7 +293,7 @@ class Keeper:
                 st = os.stat(self.layout.root / rel, follow_symlinks=False)
             except OSError:
                 continue
-            rows.append((rel, st.st_size, st.st_mtime_ns, blob_id(data)))
+            rows.append((rel, st.st_size, st.st_mtime_ns, data.blob if isinstance(data, Stored) else blob_id(data)))
             if rel.endswith(".md"):
                 plain.add(rel.split("/")[1])
         with self._seen() as db:
@@ -323,7 +332,7 @@ class Keeper:
             self._db = None
 
 
-def _seen_summary(changed: dict[str, bytes | None], known: dict[str, str]) -> str:
+def _seen_summary(changed: dict[str, Content], known: dict[str, str]) -> str:
     counts = {
         "changed": sum(1 for p, d in changed.items() if d is not None and p in known),
         "first recorded": sum(1 for p, d in changed.items() if d is not None and p not in known),

@@ -41,6 +41,17 @@ class HistoryError(StoreError):
     """The history repository cannot be opened or written (its files damaged, its folder not writable)."""
 
 
+@dataclass(frozen=True)
+class Stored:
+    """A file's bytes written to the repository already (:meth:`HistoryRepo.store`): its blob's id. A revision
+    of many files can name them so, rather than hold every file's bytes until it is made."""
+
+    blob: str
+
+
+Content = bytes | Stored | None  # what a revision sets a file to: its bytes, a blob stored already, or removed
+
+
 def is_memory_file(relpath: str) -> bool:
     """Whether history keeps ``relpath``: a memory file under a scope's type folder (not ``_conflicts/``)."""
     return _MEMORY_FILE.match(relpath) is not None
@@ -162,14 +173,22 @@ class HistoryRepo:
 
     # ------------------------------------------------------------------ writing
 
-    def record(self, files: Mapping[str, bytes | None], message: Message, author: str, when: datetime) -> str | None:
-        """One revision: each relpath set to its bytes (None: removed). Nothing is committed when no file
-        changes. Returns the new revision's id."""
+    def store(self, data: bytes) -> Stored:
+        """Write a file's bytes as a blob, for a revision to name later (one never made leaves the blob
+        unreferenced, as a crash before a commit does)."""
+        return Stored(str(self.repo.create_blob(data)))
+
+    def record(self, files: Mapping[str, Content], message: Message, author: str, when: datetime) -> str | None:
+        """One revision: each relpath set to its bytes or its stored blob (None: removed). Nothing is committed
+        when no file changes. Returns the new revision's id."""
         head = self.head()
         base = head.tree if head is not None else None
         edits: dict[str, pygit2.Oid | None] = {}
         for relpath, data in files.items():
-            edits[tree_path(relpath)] = None if data is None else self.repo.create_blob(data)
+            if isinstance(data, Stored):
+                edits[tree_path(relpath)] = pygit2.Oid(hex=data.blob)
+            else:
+                edits[tree_path(relpath)] = None if data is None else self.repo.create_blob(data)
         tree = _edit_tree(self.repo, base, edits)
         if base is not None and tree == base.id:
             return None
