@@ -149,10 +149,12 @@ class Segment:
         with NpyFile(_file(stem, "positions"), np.uint32, count) as positions:
             with NpyFile(_file(stem, "docs"), np.uint16, count) as docs:
                 marks = order(gathered.after, count, positions, (docs, DocOf(ends, count)), advance=advance)
-        ids_array = np.asarray(ids, dtype=np.int64)
-        for name, array in (("ids", ids_array), ("ends", ends), ("text", gathered.text), ("marks", marks)):
+        held = {"ids": np.asarray(ids, dtype=np.int64), "ends": ends, "text": gathered.text, "marks": marks}
+        for name, array in held.items():
             _save(_file(stem, name), array)
-        return {name: file_digest(_file(stem, name)) for name in ARRAYS}
+        digests = {name: digest(array) for name, array in held.items()}
+        digests |= {name: file_digest(_file(stem, name)) for name in ("positions", "docs")}  # written, not held
+        return {name: digests[name] for name in ARRAYS}
 
     def save(self, stem: Path) -> dict[str, str]:
         """Write the arrays as ``<stem>.<name>.npy``, each fsynced; returns their digests by name."""
